@@ -1,0 +1,61 @@
+# sluice — build, test, demo, bench, install.
+ARCH_TRIPLET	:= $(shell gcc -dumpmachine)
+CLANG		?= clang
+BPFTOOL		?= bpftool
+CC		?= gcc
+BUILD		:= build
+PREFIX		?= /usr/local
+VERSION		:= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+BPF_CFLAGS	:= -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
+		   -I include -I /usr/include/$(ARCH_TRIPLET)
+CFLAGS		?= -O2 -g
+CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) \
+		   -DSLUICE_VERSION='"$(VERSION)"'
+LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) -lelf -lz -lpthread
+
+USER_SRCS	:= $(wildcard user/*.c)
+USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+HEADERS		:= $(wildcard include/sluice/*.h user/*.h)
+
+.PHONY: all clean test demo bench install deps check
+
+all: $(BUILD)/sluice
+
+$(BUILD)/sluice.bpf.o: bpf/sluice.bpf.c bpf/*.h $(HEADERS)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/sluice.skel.h: $(BUILD)/sluice.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_bpf > $@
+
+$(BUILD)/user/%.o: user/%.c $(HEADERS) $(BUILD)/sluice.skel.h
+	@mkdir -p $(BUILD)/user
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/sluice: $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+
+# Test binaries and the runner live in tests/; see tests/Makefile.inc.
+include tests/tests.mk
+
+deps:
+	tools/install-deps.sh
+
+demo: deps all
+	tools/demo.sh
+
+bench: all $(BENCH_BINS)
+	tools/bench.sh
+
+install: all
+	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
+	install -D -m 0644 doc/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+
+check:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr -I include user/ tests/unit/
+	clang-tidy --quiet user/*.c -- $(CFLAGS)
+
+clean:
+	rm -rf $(BUILD)

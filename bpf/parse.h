@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Packet parsing for the XDP program: every read is preceded by an explicit
+ * check against data_end, every loop is bounded. */
+#ifndef SLUICE_BPF_PARSE_H
+#define SLUICE_BPF_PARSE_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "sluice/sluice.h"
+
+enum parse_result {
+	PARSE_OK = 0,
+	PARSE_NON_IP,
+	PARSE_MALFORMED,
+};
+
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 proto;
+};
+
+static __always_inline int proto_is_vlan(__be16 proto)
+{
+	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
+}
+
+/* Ethernet plus up to SLUICE_MAX_VLAN_TAGS tags; returns the inner EtherType
+ * in *proto, or -1 if the frame is too short for what it claims. */
+static __always_inline int parse_eth(struct cursor *c, __be16 *proto)
+{
+	struct ethhdr *eth = c->pos;
+	struct vlan_tag *tag;
+	int i;
+
+	if ((void *)(eth + 1) > c->end)
+		return -1;
+	c->pos = eth + 1;
+	*proto = eth->h_proto;
+
+#pragma unroll
+	for (i = 0; i < SLUICE_MAX_VLAN_TAGS; i++) {
+		if (!proto_is_vlan(*proto))
+			break;
+		tag = c->pos;
+		if ((void *)(tag + 1) > c->end)
+			return -1;
+		c->pos = tag + 1;
+		*proto = tag->proto;
+	}
+	return 0;
+}
+
+static __always_inline int parse_ipv4(struct cursor *c, struct sluice_addr *src)
+{
+	struct iphdr *ip = c->pos;
+	__u32 hdr_len;
+
+	if ((void *)(ip + 1) > c->end)
+		return PARSE_MALFORMED;
+	if (ip->version != 4 || ip->ihl < 5)
+		return PARSE_MALFORMED;
+	hdr_len = ip->ihl * 4;
+	if (c->pos + hdr_len > c->end || bpf_ntohs(ip->tot_len) < hdr_len)
+		return PARSE_MALFORMED;
+
+	__builtin_memset(src, 0, sizeof(*src));
+	src->a[10] = 0xff;
+	src->a[11] = 0xff;
+	__builtin_memcpy(&src->a[12], &ip->saddr, sizeof(ip->saddr));
+	return PARSE_OK;
+}
+
+/* Generic IPv6 extension header: next header, length in 8-octet units. */
+struct ipv6_ext {
+	__u8 nexthdr;
+	__u8 hdrlen;
+};
+
+static __always_inline int ipv6_is_ext(__u8 nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING ||
+	       nh == IPPROTO_FRAGMENT || nh == IPPROTO_DSTOPTS ||
+	       nh == IPPROTO_AH || nh == IPPROTO_MH;
+}
+
+/* Length of extension header of type nh: AH counts 4-octet units, the
+ * fragment header is always 8 octets, the rest count 8-octet units. */
+static __always_inline __u32 ipv6_ext_len(const struct ipv6_ext *ext, __u8 nh)
+{
+	if (nh == IPPROTO_FRAGMENT)
+		return 8;
+	if (nh == IPPROTO_AH)
+		return ((__u32)ext->hdrlen + 2) * 4;
+	return ((__u32)ext->hdrlen + 1) * 8;
+}
+
+static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src)
+{
+	struct ipv6hdr *ip6 = c->pos;
+	struct ipv6_ext *ext;
+	__u8 nh;
+	int i;
+
+	if ((void *)(ip6 + 1) > c->end)
+		return PARSE_MALFORMED;
+	if (ip6->version != 6)
+		return PARSE_MALFORMED;
+	c->pos = ip6 + 1;
+	nh = ip6->nexthdr;
+
+	/* The source is in the fixed header; the chain is walked so that a
+	 * truncated or overlong one counts as malformed. */
+	for (i = 0; i < SLUICE_MAX_IPV6_EXT_HDRS; i++) {
+		if (!ipv6_is_ext(nh))
+			break;
+		ext = c->pos;
+		if ((void *)(ext + 1) > c->end)
+			return PARSE_MALFORMED;
+		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
+		if (c->pos > c->end)
+			return PARSE_MALFORMED;
+		nh = ext->nexthdr;
+	}
+	if (ipv6_is_ext(nh))
+		return PARSE_MALFORMED;
+
+	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
+	return PARSE_OK;
+}
+
+#endif /* SLUICE_BPF_PARSE_H */

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Pinned maps of an attached interface: finding, opening, reading them,
+ * and committing a policy into the inactive slot before flipping to it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "sluice.h"
+#include "sluice/gcra.h"
+#include "sluice.skel.h"
+
+void pin_dir(const char *iface, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", SLUICE_PIN_ROOT, iface);
+}
+
+int list_attached(char out[][IF_NAMESIZE], int max)
+{
+	DIR *d = opendir(SLUICE_PIN_ROOT);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		if (strlen(de->d_name) >= IF_NAMESIZE)
+			continue;
+		if (n < max)
+			snprintf(out[n], IF_NAMESIZE, "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	return n < max ? n : max;
+}
+
+int pick_iface(char *iface, size_t len)
+{
+	char names[8][IF_NAMESIZE];
+	char dir[128];
+	int n;
+
+	if (opts.iface) {
+		pin_dir(opts.iface, dir, sizeof(dir));
+		if (access(dir, F_OK)) {
+			if (!if_nametoindex(opts.iface))
+				return usage_err("no interface '%s': check the name with 'ip link'",
+						 opts.iface);
+			return usage_err("sluice is not attached to %s: run 'sluice attach %s' first",
+					 opts.iface, opts.iface);
+		}
+		snprintf(iface, len, "%s", opts.iface);
+		return 0;
+	}
+	n = list_attached(names, 8);
+	if (n == 0)
+		return usage_err("sluice is not attached to any interface: run 'sluice attach IFACE' first");
+	if (n > 1)
+		return usage_err("sluice is attached to %d interfaces (%s, %s%s): pick one with -i IFACE",
+				 n, names[0], names[1], n > 2 ? ", ..." : "");
+	snprintf(iface, len, "%s", names[0]);
+	return 0;
+}
+
+static int open_pin(const char *dir, const struct bpf_map *map)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
+	return bpf_obj_get(path);
+}
+
+int maps_open(const char *iface, struct sluice_maps *m)
+{
+	struct sluice_bpf *skel;
+	char path[256];
+	int err = 0;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(m->iface, sizeof(m->iface), "%s", iface);
+	pin_dir(iface, m->dir, sizeof(m->dir));
+	m->lock = -1;
+	m->ncpus = libbpf_num_possible_cpus();
+	if (m->ncpus <= 0)
+		return runtime_err("cannot count possible CPUs: is /sys mounted?");
+
+	/* The skeleton names the maps; nothing is loaded. */
+	skel = sluice_bpf__open();
+	if (!skel)
+		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
+	m->src_buckets = open_pin(m->dir, skel->maps.src_buckets);
+	m->policy_lpm = open_pin(m->dir, skel->maps.policy_lpm);
+	m->policy_table = open_pin(m->dir, skel->maps.policy_table);
+	m->config = open_pin(m->dir, skel->maps.config);
+	m->counters = open_pin(m->dir, skel->maps.counters);
+	m->policy_counters = open_pin(m->dir, skel->maps.policy_counters);
+	m->meta = open_pin(m->dir, skel->maps.meta);
+	sluice_bpf__destroy(skel);
+	snprintf(path, sizeof(path), "%s/%s", m->dir, SLUICE_PROG_PIN);
+	m->prog = bpf_obj_get(path);
+
+	if (m->src_buckets < 0 || m->policy_lpm < 0 || m->policy_table < 0 ||
+	    m->config < 0 || m->counters < 0 || m->policy_counters < 0 ||
+	    m->meta < 0) {
+		err = errno;
+		maps_close(m);
+		if (err == ENOENT)
+			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
+					 m->dir, iface);
+		return runtime_err("cannot open the maps under %s: %s (are you root?)",
+				   m->dir, strerror(err));
+	}
+	return 0;
+}
+
+void maps_close(struct sluice_maps *m)
+{
+	int *fds[] = { &m->src_buckets, &m->policy_lpm, &m->policy_table,
+		       &m->config, &m->counters, &m->policy_counters, &m->meta,
+		       &m->prog, &m->lock };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] > 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int maps_lock(struct sluice_maps *m)
+{
+	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->lock < 0 || flock(m->lock, LOCK_EX))
+		return runtime_err("cannot lock %s: %s", m->dir, strerror(errno));
+	return 0;
+}
+
+__u64 mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+__u32 map_capacity(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.max_entries;
+}
+
+static int read_config(const struct sluice_maps *m, struct sluice_config *cfg)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, cfg))
+		return runtime_err("cannot read the config map: %s", strerror(errno));
+	return 0;
+}
+
+static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u32 idx)
+{
+	memset(r, 0, sizeof(*r));
+	memcpy(&r->cidr.addr, sp->addr, sizeof(sp->addr));
+	r->cidr.prefixlen = sp->prefixlen;
+	r->action = sp->action;
+	r->rate = sp->rate;
+	r->burst = sp->burst;
+	r->index = idx;
+}
+
+int policy_read(const struct sluice_maps *m, struct policy *p)
+{
+	struct sluice_config cfg;
+	struct sluice_policy sp;
+	__u32 base;
+
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	policy_init(p);
+	base = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES;
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = base + idx;
+
+		if (bpf_map_lookup_elem(m->policy_table, &key, &sp))
+			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
+		if (!sp.in_use)
+			continue;
+		if (idx == SLUICE_POLICY_DEFAULT)
+			rule_from_table(&p->def, &sp, idx);
+		else if (p->n < SLUICE_MAX_POLICIES - 1)
+			rule_from_table(&p->rules[p->n++], &sp, idx);
+	}
+	return 0;
+}
+
+/* Give each rule a table index: its CIDR's current one if it has one, else
+ * one unused by both the live and the new policy, so that a bucket still
+ * holding an old index never counts against a different CIDR. */
+static void assign_indices(struct policy *next, const struct policy *cur,
+			   bool fresh[SLUICE_MAX_POLICIES])
+{
+	bool used_new[SLUICE_MAX_POLICIES] = { true };
+	bool used_cur[SLUICE_MAX_POLICIES] = { true };
+	struct policy *curw = (struct policy *)cur;
+
+	memset(fresh, 0, SLUICE_MAX_POLICIES * sizeof(bool));
+	for (unsigned int i = 0; i < cur->n; i++)
+		used_cur[cur->rules[i].index] = true;
+	for (unsigned int i = 0; i < next->n; i++) {
+		struct rule *old = policy_find(curw, &next->rules[i].cidr);
+
+		next->rules[i].index = old ? old->index : 0;
+		if (old)
+			used_new[old->index] = true;
+	}
+	for (unsigned int i = 0; i < next->n; i++) {
+		struct rule *r = &next->rules[i];
+		__u32 idx;
+
+		if (r->index)
+			continue;
+		for (idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
+			if (!used_new[idx] && !used_cur[idx])
+				break;
+		if (idx == SLUICE_MAX_POLICIES)	/* table crowded: reuse a retired one */
+			for (idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
+				if (!used_new[idx])
+					break;
+		r->index = idx;
+		used_new[idx] = true;
+		fresh[idx] = true;
+	}
+	next->def.index = SLUICE_POLICY_DEFAULT;
+}
+
+static void policy_to_table(const struct rule *r, struct sluice_policy *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->action = r->action;
+	sp->in_use = 1;
+	sp->prefixlen = r->cidr.prefixlen;
+	memcpy(sp->addr, &r->cidr.addr, sizeof(sp->addr));
+	if (r->action == SLUICE_ACT_LIMIT) {
+		sp->rate = r->rate;
+		sp->burst = r->burst;
+		sp->interval_ns = gcra_interval_ns(r->rate);
+		sp->tolerance_ns = gcra_tolerance_ns(r->rate, r->burst);
+	}
+}
+
+static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
+{
+	struct sluice_policy_counter *zero = calloc(m->ncpus, sizeof(*zero));
+	int err;
+
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map_update_elem(m->policy_counters, &idx, zero, BPF_ANY);
+	free(zero);
+	return err;
+}
+
+/* Remove every trie entry of one slot. */
+static int clear_lpm_slot(const struct sluice_maps *m, __u8 slot)
+{
+	struct sluice_lpm_key *keys, k, *prev = NULL;
+	unsigned int n = 0, cap = SLUICE_POLICY_SLOTS * SLUICE_MAX_POLICIES;
+	int err = 0;
+
+	keys = calloc(cap, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	while (n < cap && !bpf_map_get_next_key(m->policy_lpm, prev, &k)) {
+		keys[n] = k;
+		prev = &keys[n];
+		n++;
+	}
+	for (unsigned int i = 0; i < n && !err; i++)
+		if (keys[i].slot == slot && bpf_map_delete_elem(m->policy_lpm, &keys[i]))
+			err = -errno;
+	free(keys);
+	return err;
+}
+
+int policy_commit(struct sluice_maps *m, struct policy *next)
+{
+	bool fresh[SLUICE_MAX_POLICIES];
+	struct sluice_policy table[SLUICE_MAX_POLICIES];
+	struct sluice_config cfg;
+	struct policy *cur;
+	__u8 slot;
+	int err;
+
+	cur = malloc(sizeof(*cur));
+	if (!cur)
+		return runtime_err("out of memory");
+	err = policy_read(m, cur);
+	if (err) {
+		free(cur);
+		return err;
+	}
+	assign_indices(next, cur, fresh);
+	free(cur);
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
+
+	memset(table, 0, sizeof(table));
+	policy_to_table(&next->def, &table[SLUICE_POLICY_DEFAULT]);
+	for (unsigned int i = 0; i < next->n; i++)
+		policy_to_table(&next->rules[i], &table[next->rules[i].index]);
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
+
+		if (bpf_map_update_elem(m->policy_table, &key, &table[idx], BPF_ANY))
+			return runtime_err("cannot write policy %u: %s", idx, strerror(errno));
+		if (fresh[idx] && zero_policy_counter(m, idx))
+			return runtime_err("cannot reset counters of policy %u: %s",
+					   idx, strerror(errno));
+	}
+
+	err = clear_lpm_slot(m, slot);
+	if (err)
+		return runtime_err("cannot clear the inactive policy trie: %s", strerror(-err));
+	for (unsigned int i = 0; i < next->n; i++) {
+		const struct rule *r = &next->rules[i];
+		struct sluice_lpm_key k = {
+			.prefixlen = SLUICE_LPM_SLOT_BITS + r->cidr.prefixlen,
+			.slot = slot,
+		};
+		struct sluice_lpm_val v = { .policy = r->index };
+
+		memcpy(k.addr, &r->cidr.addr, sizeof(k.addr));
+		if (bpf_map_update_elem(m->policy_lpm, &k, &v, BPF_ANY))
+			return runtime_err("cannot write the policy trie: %s", strerror(errno));
+	}
+
+	/* The flip: one 8-byte value, new generation and slot together. Every
+	 * bucket re-resolves on its next packet. */
+	cfg.gen_slot = ((SLUICE_GEN(cfg.gen_slot) + 1) << 1) | slot;
+	{
+		__u32 zero = 0;
+
+		if (bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY))
+			return runtime_err("cannot switch to the new policy: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int sum_percpu(int fd, __u32 key, int ncpus, size_t words, __u64 *out)
+{
+	__u64 *vals = calloc((size_t)ncpus * words, sizeof(__u64));
+
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &key, vals)) {
+		free(vals);
+		return -errno;
+	}
+	memset(out, 0, words * sizeof(__u64));
+	for (int c = 0; c < ncpus; c++)
+		for (size_t w = 0; w < words; w++)
+			out[w] += vals[(size_t)c * words + w];
+	free(vals);
+	return 0;
+}
+
+int read_counters(const struct sluice_maps *m, struct sluice_counter out[SLUICE_R_MAX])
+{
+	for (__u32 r = 0; r < SLUICE_R_MAX; r++)
+		if (sum_percpu(m->counters, r, m->ncpus, sizeof(out[r]) / sizeof(__u64),
+			       (__u64 *)&out[r]))
+			return runtime_err("cannot read counters: %s", strerror(errno));
+	return 0;
+}
+
+int read_policy_counter(const struct sluice_maps *m, __u32 idx,
+			struct sluice_policy_counter *out)
+{
+	if (sum_percpu(m->policy_counters, idx, m->ncpus, sizeof(*out) / sizeof(__u64),
+		       (__u64 *)out))
+		return runtime_err("cannot read policy counters: %s", strerror(errno));
+	return 0;
+}
+
+int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->meta, &zero, out))
+		return runtime_err("cannot read attach metadata: %s", strerror(errno));
+	return 0;
+}
+
+/* Walks the keys in batches; see the exporter for the cheap count. */
+long count_sources(const struct sluice_maps *m)
+{
+	__u32 cap = map_capacity(m->src_buckets), batch = 4096, count;
+	struct sluice_addr *keys = calloc(batch, sizeof(*keys));
+	struct sluice_bucket *vals = calloc(batch, sizeof(*vals));
+	struct sluice_addr in, out;
+	void *inp = NULL;
+	long total = 0;
+	int err;
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	(void)cap;
+	for (;;) {
+		count = batch;
+		err = bpf_map_lookup_batch(m->src_buckets, inp, &out, keys, vals, &count, NULL);
+		if (err && errno != ENOENT) {
+			total = -errno;
+			break;
+		}
+		total += count;
+		if (err)
+			break;
+		in = out;
+		inp = &in;
+	}
+	free(keys);
+	free(vals);
+	return total;
+}
+
+const char *reason_name(__u32 reason)
+{
+	static const char *const names[SLUICE_R_MAX] = {
+		[SLUICE_R_WITHIN_LIMIT] = "within_limit",
+		[SLUICE_R_ALLOWED] = "allowed",
+		[SLUICE_R_NON_IP] = "non_ip",
+		[SLUICE_R_MALFORMED] = "malformed",
+		[SLUICE_R_RATE_LIMITED] = "rate_limited",
+		[SLUICE_R_DENIED] = "denied",
+	};
+
+	return reason < SLUICE_R_MAX ? names[reason] : "unknown";
+}
+
+const char *mode_name(__u32 xdp_mode)
+{
+	switch (xdp_mode) {
+	case 1: return "native";
+	case 2: return "skb";
+	case 3: return "hw";
+	default: return "unknown";
+	}
+}

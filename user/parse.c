@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Strict parsers for addresses, CIDRs and numbers, shared by the CLI and
+ * policy files so both reject exactly the same input. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sluice.h"
+
+static const __u8 v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool addr_is_v4(const struct sluice_addr *a)
+{
+	return memcmp(a->a, v4_mapped, sizeof(v4_mapped)) == 0;
+}
+
+bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+const char *parse_addr(const char *s, struct sluice_addr *out)
+{
+	struct in_addr v4;
+
+	memset(out, 0, sizeof(*out));
+	if (strchr(s, ':')) {
+		if (inet_pton(AF_INET6, s, out->a) != 1)
+			return "not an IPv6 address";
+		return NULL;
+	}
+	if (inet_pton(AF_INET, s, &v4) != 1)
+		return "not an IPv4 or IPv6 address";
+	memcpy(out->a, v4_mapped, sizeof(v4_mapped));
+	memcpy(&out->a[12], &v4, sizeof(v4));
+	return NULL;
+}
+
+static bool host_bits_clear(const struct sluice_addr *a, __u32 plen)
+{
+	for (__u32 bit = plen; bit < 8 * SLUICE_ADDR_LEN; bit++)
+		if (a->a[bit / 8] & (0x80 >> (bit % 8)))
+			return false;
+	return true;
+}
+
+static void clear_host_bits(struct sluice_addr *a, __u32 plen)
+{
+	for (__u32 bit = plen; bit < 8 * SLUICE_ADDR_LEN; bit++)
+		a->a[bit / 8] &= (__u8)~(0x80 >> (bit % 8));
+}
+
+const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	const char *slash, *e;
+	__u64 plen, maxlen;
+	bool v4;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(why, len, "'%.40s...' is not a CIDR", s);
+		return why;
+	}
+	strcpy(buf, s);
+	slash = strchr(s, '/');
+	if (slash)
+		buf[slash - s] = '\0';
+	e = parse_addr(buf, &out->addr);
+	if (e) {
+		snprintf(why, len, "'%s' is not a CIDR: %s", s, e);
+		return why;
+	}
+	v4 = addr_is_v4(&out->addr) && !strchr(buf, ':');
+	maxlen = v4 ? 32 : 128;
+	plen = maxlen;
+	if (slash && !parse_u64(slash + 1, 0, maxlen, &plen)) {
+		snprintf(why, len, "'%s' is not a CIDR: prefix length must be 0..%llu",
+			 s, (unsigned long long)maxlen);
+		return why;
+	}
+	out->prefixlen = (__u32)plen + (v4 ? SLUICE_V4_MAPPED_PREFIX : 0);
+	if (!host_bits_clear(&out->addr, out->prefixlen)) {
+		struct cidr fixed = *out;
+		char good[INET6_ADDRSTRLEN + 8];
+
+		clear_host_bits(&fixed.addr, fixed.prefixlen);
+		format_cidr(&fixed, good, sizeof(good));
+		snprintf(why, len, "'%s' has host bits set: use %s", s, good);
+		return why;
+	}
+	return NULL;
+}
+
+void format_addr(const struct sluice_addr *a, char *buf, size_t len)
+{
+	if (addr_is_v4(a))
+		inet_ntop(AF_INET, &a->a[12], buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, a->a, buf, (socklen_t)len);
+}
+
+void format_cidr(const struct cidr *c, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	bool v4 = addr_is_v4(&c->addr) && c->prefixlen >= SLUICE_V4_MAPPED_PREFIX;
+
+	if (v4)
+		inet_ntop(AF_INET, &c->addr.a[12], a, sizeof(a));
+	else
+		inet_ntop(AF_INET6, c->addr.a, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a,
+		 v4 ? c->prefixlen - SLUICE_V4_MAPPED_PREFIX : c->prefixlen);
+}

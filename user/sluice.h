@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The CLI's shared core: options, errors, pinned maps, policy, output. */
+#ifndef SLUICE_USER_H
+#define SLUICE_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <net/if.h>
+#include "sluice/sluice.h"
+
+#define EXIT_RUNTIME		1
+#define EXIT_USAGE		2
+
+#define SLUICE_PIN_ROOT		"/sys/fs/bpf/sluice"
+#define SLUICE_PROG_PIN		"prog"
+
+/* Options parsed before dispatch; the only global state. */
+struct options {
+	bool json;
+	const char *iface;	/* -i IFACE, or NULL */
+};
+extern struct options opts;
+
+/* Errors: one line on stderr, "sluice: what went wrong: what to do". */
+void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints and returns EXIT_USAGE / EXIT_RUNTIME, for `return usage_err(...)`. */
+int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int runtime_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Command tables, bpftool style. */
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *usage;	/* one line, without "sluice " */
+};
+int dispatch(const char *object, const struct cmd *cmds, int argc, char **argv);
+bool is_help(const char *arg);
+int print_usage(FILE *f, const char *object, const struct cmd *cmds);
+
+/* --- parse.c: strict parsing shared by the CLI and policy files --- */
+struct cidr {
+	struct sluice_addr addr;	/* IPv4 stored IPv4-mapped */
+	__u32 prefixlen;		/* in the 128-bit space: v4 /24 is 120 */
+};
+/* Parse "a.b.c.d[/n]" or "x::y[/n]"; NULL on success, else a message. */
+const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len);
+void format_cidr(const struct cidr *c, char *buf, size_t len);
+void format_addr(const struct sluice_addr *a, char *buf, size_t len);
+const char *parse_addr(const char *s, struct sluice_addr *out);
+bool addr_is_v4(const struct sluice_addr *a);
+/* Whole-string unsigned decimal in [min, max]; false on anything else. */
+bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
+
+/* --- policy.c: the policy model, read from and committed to the maps --- */
+struct rule {
+	struct cidr cidr;
+	__u32 action;		/* enum sluice_action */
+	__u64 rate;
+	__u64 burst;
+	__u32 index;		/* slot in the policy table, stable per CIDR */
+};
+struct policy {
+	struct rule def;	/* the default, index 0 */
+	struct rule rules[SLUICE_MAX_POLICIES - 1];
+	unsigned int n;
+};
+/* Parse one rule from words ("limit set CIDR --rate N", "allow CIDR", ...).
+ * Returns 0 and fills *r (is_default set for "limit default"), or -1 with a
+ * message in why. "limit del CIDR" sets *is_del. */
+int parse_rule_words(int argc, char **argv, struct rule *r, bool *is_default,
+		     bool *is_del, char *why, size_t len);
+void rule_set_limit(struct rule *r, __u64 rate, __u64 burst);
+struct rule *policy_find(struct policy *p, const struct cidr *c);
+int policy_put(struct policy *p, const struct rule *r, char *why, size_t len);
+void policy_init(struct policy *p);
+const char *action_name(__u32 action);
+void rule_cidr_str(const struct rule *r, char *buf, size_t len);
+
+/* --- maps.c: pinned maps of one attached interface --- */
+struct sluice_maps {
+	char iface[IF_NAMESIZE];
+	char dir[128];
+	int src_buckets;
+	int policy_lpm;
+	int policy_table;
+	int config;
+	int counters;
+	int policy_counters;
+	int meta;
+	int prog;
+	int lock;		/* fd of the pin dir, flock()ed while editing policy */
+	int ncpus;
+};
+void pin_dir(const char *iface, char *buf, size_t len);
+/* Which interface a command acts on: -i, or the only attached one. Prints
+ * the error and returns EXIT_USAGE when it cannot tell. */
+int pick_iface(char *iface, size_t len);
+/* List attached interfaces (pin dirs); returns count, names in out. */
+int list_attached(char out[][IF_NAMESIZE], int max);
+int maps_open(const char *iface, struct sluice_maps *m);
+void maps_close(struct sluice_maps *m);
+int maps_lock(struct sluice_maps *m);
+int policy_read(const struct sluice_maps *m, struct policy *p);
+int policy_commit(struct sluice_maps *m, struct policy *p);
+/* Sums over CPUs. */
+int read_counters(const struct sluice_maps *m, struct sluice_counter out[SLUICE_R_MAX]);
+int read_policy_counter(const struct sluice_maps *m, __u32 idx,
+			struct sluice_policy_counter *out);
+int read_meta(const struct sluice_maps *m, struct sluice_meta *out);
+long count_sources(const struct sluice_maps *m);
+__u32 map_capacity(int fd);
+__u64 mono_now_ns(void);
+const char *reason_name(__u32 reason);
+const char *mode_name(__u32 xdp_mode);
+
+/* --- output.c: one JSON writer --- */
+struct json {
+	FILE *f;
+	int depth;
+	bool need_comma[16];
+};
+void json_begin(struct json *j, FILE *f);
+void json_obj_open(struct json *j, const char *key);
+void json_obj_close(struct json *j);
+void json_arr_open(struct json *j, const char *key);
+void json_arr_close(struct json *j);
+void json_str(struct json *j, const char *key, const char *val);
+void json_u64(struct json *j, const char *key, __u64 val);
+void json_double(struct json *j, const char *key, double val);
+void json_bool(struct json *j, const char *key, bool val);
+void json_null(struct json *j, const char *key);
+void json_end(struct json *j);
+
+/* Subcommand families. */
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_limit(int argc, char **argv);
+int cmd_allow(int argc, char **argv);
+int cmd_deny(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_exporter(int argc, char **argv);
+
+#endif /* SLUICE_USER_H */

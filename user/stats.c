@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* stats, top, query: reading counters and buckets of an attached interface. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "sluice.h"
+#include "sluice/gcra.h"
+
+#define TOP_DEFAULT 10
+#define TOP_MAX 100000
+#define WATCH_MAX 86400
+#define LOOKUP_BATCH 4096
+
+static volatile sig_atomic_t stop_watch;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+static int open_picked(struct sluice_maps *m)
+{
+	char iface[IF_NAMESIZE];
+	int err = pick_iface(iface, sizeof(iface));
+
+	return err ? err : maps_open(iface, m);
+}
+
+static void stats_json(const struct sluice_maps *m, const struct sluice_counter *c,
+		       long sources)
+{
+	static const char *const units[] = { "packets", "bytes" };
+	struct json j;
+
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "interface", m->iface);
+	for (int u = 0; u < 2; u++) {
+		json_obj_open(&j, units[u]);
+		for (int drop = 0; drop < 2; drop++) {
+			json_obj_open(&j, drop ? "drop" : "pass");
+			for (__u32 r = 0; r < SLUICE_R_MAX; r++)
+				if (sluice_reason_is_drop(r) == drop)
+					json_u64(&j, reason_name(r), u ? c[r].bytes : c[r].packets);
+			json_obj_close(&j);
+		}
+		json_obj_close(&j);
+	}
+	json_u64(&j, "tracked_sources", sources > 0 ? (__u64)sources : 0);
+	json_u64(&j, "capacity", map_capacity(m->src_buckets));
+	json_obj_close(&j);
+	json_end(&j);
+}
+
+static void stats_text(const struct sluice_maps *m, const struct sluice_counter *c,
+		       const struct sluice_counter *prev, double secs, long sources)
+{
+	printf("%s: %ld sources tracked of %u\n", m->iface, sources,
+	       map_capacity(m->src_buckets));
+	printf("  %-6s %-14s %16s %18s%s\n", "ACTION", "REASON", "PACKETS", "BYTES",
+	       prev ? "         PKTS/S" : "");
+	for (int drop = 0; drop < 2; drop++)
+		for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
+			if (sluice_reason_is_drop(r) != drop)
+				continue;
+			printf("  %-6s %-14s %16llu %18llu", drop ? "drop" : "pass",
+			       reason_name(r), (unsigned long long)c[r].packets,
+			       (unsigned long long)c[r].bytes);
+			if (prev)
+				printf(" %14.0f", (double)(c[r].packets - prev[r].packets) / secs);
+			putchar('\n');
+		}
+	fflush(stdout);
+}
+
+static const char stats_usage[] = "stats [-j] [--watch SECONDS]";
+
+int cmd_stats(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "watch", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sluice_counter c[SLUICE_R_MAX], prev[SLUICE_R_MAX];
+	struct sluice_maps m;
+	__u64 watch = 0, t0, t1;
+	bool have_prev = false;
+	int ch, err;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'w':
+			if (!parse_u64(optarg, 1, WATCH_MAX, &watch))
+				return usage_err("bad --watch '%s': give seconds, 1..%d", optarg,
+						 WATCH_MAX);
+			break;
+		case 'h':
+			printf("Usage: sluice %s\n", stats_usage);
+			return 0;
+		default:
+			return usage_err("usage: sluice %s", stats_usage);
+		}
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
+				 stats_usage);
+	err = open_picked(&m);
+	if (err)
+		return err;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	t0 = mono_now_ns();
+	do {
+		err = read_counters(&m, c);
+		if (err)
+			break;
+		t1 = mono_now_ns();
+		if (opts.json)
+			stats_json(&m, c, count_sources(&m));
+		else
+			stats_text(&m, c, have_prev ? prev : NULL,
+				   (double)(t1 - t0) / SLUICE_NS_PER_SEC, count_sources(&m));
+		memcpy(prev, c, sizeof(c));
+		have_prev = true;
+		t0 = t1;
+		if (watch && !stop_watch)
+			sleep((unsigned int)watch);
+	} while (watch && !stop_watch);
+	maps_close(&m);
+	return err;
+}
+
+struct top_row {
+	struct sluice_addr addr;
+	struct sluice_bucket b;
+};
+
+static int top_cmp(const void *a, const void *b)
+{
+	const struct top_row *x = a, *y = b;
+
+	if (x->b.dropped != y->b.dropped)
+		return x->b.dropped < y->b.dropped ? 1 : -1;
+	if (x->b.passed != y->b.passed)
+		return x->b.passed < y->b.passed ? 1 : -1;
+	return memcmp(&x->addr, &y->addr, sizeof(x->addr));
+}
+
+/* Every bucket, in batches; *n rows in *out (caller frees). */
+static int read_buckets(const struct sluice_maps *m, struct top_row **out, size_t *n)
+{
+	size_t cap = map_capacity(m->src_buckets), got = 0;
+	struct sluice_addr *keys = calloc(LOOKUP_BATCH, sizeof(*keys));
+	struct sluice_bucket *vals = calloc(LOOKUP_BATCH, sizeof(*vals));
+	struct top_row *rows = calloc(cap + LOOKUP_BATCH, sizeof(*rows));
+	struct sluice_addr in, next;
+	void *inp = NULL;
+	int err = 0;
+
+	if (!keys || !vals || !rows) {
+		err = runtime_err("out of memory");
+		goto fail;
+	}
+	for (;;) {
+		__u32 count = LOOKUP_BATCH;
+		int r = bpf_map_lookup_batch(m->src_buckets, inp, &next, keys, vals, &count, NULL);
+
+		if (r && errno != ENOENT) {
+			err = runtime_err("cannot read the source table: %s", strerror(errno));
+			goto fail;
+		}
+		for (__u32 i = 0; i < count && got < cap + LOOKUP_BATCH; i++, got++) {
+			rows[got].addr = keys[i];
+			rows[got].b = vals[i];
+		}
+		if (r)
+			break;
+		in = next;
+		inp = &in;
+	}
+	free(keys);
+	free(vals);
+	*out = rows;
+	*n = got;
+	return 0;
+fail:
+	free(keys);
+	free(vals);
+	free(rows);
+	return err;
+}
+
+static void policy_label(const struct policy *p, __u32 index, char *buf, size_t len)
+{
+	if (index == SLUICE_POLICY_DEFAULT) {
+		snprintf(buf, len, "default");
+		return;
+	}
+	for (unsigned int i = 0; i < p->n; i++)
+		if (p->rules[i].index == index) {
+			rule_cidr_str(&p->rules[i], buf, len);
+			return;
+		}
+	snprintf(buf, len, "(replaced)");
+}
+
+static const char top_usage[] = "top [-n N] [-j]";
+
+int cmd_top(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char addr[INET6_ADDRSTRLEN], label[64];
+	struct top_row *rows = NULL;
+	struct sluice_maps m;
+	struct policy *p = NULL;
+	__u64 limit = TOP_DEFAULT;
+	size_t n = 0;
+	struct json j;
+	int ch, err;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			if (!parse_u64(optarg, 1, TOP_MAX, &limit))
+				return usage_err("bad -n '%s': give a count, 1..%d", optarg, TOP_MAX);
+			break;
+		case 'h':
+			printf("Usage: sluice %s\n  Sources with the most dropped packets first.\n",
+			       top_usage);
+			return 0;
+		default:
+			return usage_err("usage: sluice %s", top_usage);
+		}
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
+				 top_usage);
+	err = open_picked(&m);
+	if (err)
+		return err;
+	p = malloc(sizeof(*p));
+	if (!p) {
+		err = runtime_err("out of memory");
+		goto out;
+	}
+	err = policy_read(&m, p);
+	if (!err)
+		err = read_buckets(&m, &rows, &n);
+	if (err)
+		goto out;
+	qsort(rows, n, sizeof(*rows), top_cmp);
+	if (n > limit)
+		n = limit;
+	if (opts.json) {
+		json_begin(&j, stdout);
+		json_arr_open(&j, NULL);
+	} else {
+		printf("%-39s %-24s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED");
+	}
+	for (size_t i = 0; i < n; i++) {
+		format_addr(&rows[i].addr, addr, sizeof(addr));
+		policy_label(p, rows[i].b.policy, label, sizeof(label));
+		if (opts.json) {
+			json_obj_open(&j, NULL);
+			json_str(&j, "source", addr);
+			json_str(&j, "policy", label);
+			json_str(&j, "action", action_name(rows[i].b.action));
+			json_u64(&j, "passed", rows[i].b.passed);
+			json_u64(&j, "dropped", rows[i].b.dropped);
+			json_obj_close(&j);
+		} else {
+			printf("%-39s %-24s %14llu %14llu\n", addr, label,
+			       (unsigned long long)rows[i].b.passed,
+			       (unsigned long long)rows[i].b.dropped);
+		}
+	}
+	if (opts.json) {
+		json_arr_close(&j);
+		json_end(&j);
+	}
+out:
+	free(rows);
+	free(p);
+	maps_close(&m);
+	return err;
+}
+
+/* The rule the datapath would resolve addr to now (longest prefix). */
+static const struct rule *resolve_rule(const struct sluice_maps *m, const struct policy *p,
+				       const struct sluice_addr *addr)
+{
+	struct sluice_config cfg;
+	struct sluice_lpm_key k = { .prefixlen = SLUICE_LPM_FULL_PREFIX };
+	struct sluice_lpm_val v;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return &p->def;
+	k.slot = SLUICE_GEN_SLOT(cfg.gen_slot);
+	memcpy(k.addr, addr->a, sizeof(k.addr));
+	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
+		return &p->def;
+	for (unsigned int i = 0; i < p->n; i++)
+		if (p->rules[i].index == v.policy)
+			return &p->rules[i];
+	return &p->def;
+}
+
+static const char query_usage[] = "query ADDR [-j]";
+
+int cmd_query(int argc, char **argv)
+{
+	struct sluice_addr addr;
+	struct sluice_bucket b;
+	struct sluice_maps m;
+	const struct rule *r;
+	struct policy *p;
+	char label[64], text[INET6_ADDRSTRLEN];
+	__u64 now, interval = 0, tolerance = 0, tokens = 0, wait = 0;
+	bool tracked;
+	const char *e;
+	int err;
+
+	if (argc == 2 && is_help(argv[1])) {
+		printf("Usage: sluice %s\n  One source's policy, tokens left and retry-after.\n",
+		       query_usage);
+		return 0;
+	}
+	if (argc != 2)
+		return usage_err("usage: sluice %s", query_usage);
+	e = parse_addr(argv[1], &addr);
+	if (e)
+		return usage_err("bad address '%s': %s", argv[1], e);
+	err = open_picked(&m);
+	if (err)
+		return err;
+	p = malloc(sizeof(*p));
+	if (!p) {
+		maps_close(&m);
+		return runtime_err("out of memory");
+	}
+	err = policy_read(&m, p);
+	if (err)
+		goto out;
+	r = resolve_rule(&m, p, &addr);
+	tracked = !bpf_map_lookup_elem(m.src_buckets, &addr, &b);
+	if (!tracked)
+		memset(&b, 0, sizeof(b));
+	now = mono_now_ns();
+	if (r->action == SLUICE_ACT_LIMIT) {
+		interval = gcra_interval_ns(r->rate);
+		tolerance = gcra_tolerance_ns(r->rate, r->burst);
+		tokens = gcra_tokens(b.tat, now, interval, tolerance);
+		wait = gcra_wait_ns(b.tat, now, interval, tolerance);
+	}
+	if (r == &p->def)
+		snprintf(label, sizeof(label), "default");
+	else
+		rule_cidr_str(r, label, sizeof(label));
+	format_addr(&addr, text, sizeof(text));
+
+	if (opts.json) {
+		struct json j;
+
+		json_begin(&j, stdout);
+		json_obj_open(&j, NULL);
+		json_str(&j, "interface", m.iface);
+		json_str(&j, "address", text);
+		json_bool(&j, "tracked", tracked);
+		json_str(&j, "policy", label);
+		json_str(&j, "action", action_name(r->action));
+		json_u64(&j, "rate", r->rate);
+		json_u64(&j, "burst", r->burst);
+		if (r->action == SLUICE_ACT_LIMIT) {
+			json_u64(&j, "tokens", tokens);
+			json_double(&j, "retry_after_seconds", (double)wait / SLUICE_NS_PER_SEC);
+			json_u64(&j, "retry_after_ns", wait);
+		} else {
+			json_null(&j, "tokens");
+			json_null(&j, "retry_after_seconds");
+			json_null(&j, "retry_after_ns");
+		}
+		json_u64(&j, "passed", b.passed);
+		json_u64(&j, "dropped", b.dropped);
+		json_obj_close(&j);
+		json_end(&j);
+	} else {
+		printf("%s on %s: %s, policy %s", text, m.iface,
+		       tracked ? "tracked" : "not tracked", label);
+		if (r->action == SLUICE_ACT_LIMIT)
+			printf(" (limit %llu/s burst %llu)\n  tokens left %llu, retry after %.3f s\n",
+			       (unsigned long long)r->rate, (unsigned long long)r->burst,
+			       (unsigned long long)tokens, (double)wait / SLUICE_NS_PER_SEC);
+		else
+			printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
+		printf("  passed %llu, dropped %llu\n", (unsigned long long)b.passed,
+		       (unsigned long long)b.dropped);
+	}
+out:
+	free(p);
+	maps_close(&m);
+	return err;
+}
