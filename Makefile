@@ -16,20 +16,28 @@ LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || ec
 
 USER_SRCS	:= $(wildcard user/*.c)
 USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+# Everything but main(), for tests that drive the core directly (they
+# define `struct options opts` themselves).
+USER_LIB_OBJS	:= $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 HEADERS		:= $(wildcard include/sluice/*.h user/*.h)
+# One skeleton per bpf/NAME.bpf.c, named NAME_bpf.
+BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
+SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
 .PHONY: all clean test demo bench install deps check
 
 all: $(BUILD)/sluice
 
-$(BUILD)/sluice.bpf.o: bpf/sluice.bpf.c bpf/*.h $(HEADERS)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(HEADERS)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/sluice.skel.h: $(BUILD)/sluice.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_bpf > $@
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-$(BUILD)/user/%.o: user/%.c $(HEADERS) $(BUILD)/sluice.skel.h
+.SECONDARY:
+
+$(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(BUILD)/user
 	$(CC) $(CFLAGS) -c $< -o $@
 
