@@ -44,13 +44,15 @@ $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
 $(BUILD)/sluice: $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 
-# Test binaries and the runner live in tests/; see tests/Makefile.inc.
+# Test binaries and the runner live in tests/; see tests/tests.mk.
 include tests/tests.mk
 
 deps:
 	tools/install-deps.sh
 
-demo: deps all
+demo:
+	tools/install-deps.sh
+	$(MAKE) all $(BUILD)/sluice-flood
 	tools/demo.sh
 
 bench: all $(BENCH_BINS)

@@ -6,6 +6,12 @@
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
+/* The atomic step of admission; tests/bpf swaps in a racy one to prove the
+ * race test catches lost updates. */
+#ifndef SLUICE_CAS
+#define SLUICE_CAS(ptr, old, new) __sync_val_compare_and_swap(ptr, old, new)
+#endif
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SLUICE_MAX_SOURCES_DEFAULT);	/* set by attach */
@@ -122,7 +128,7 @@ static __always_inline int admit(struct sluice_bucket *b, __u64 now)
 	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
 		if (!gcra_admit(tat, now, b->interval_ns, b->tolerance_ns, &next))
 			return 0;
-		seen = __sync_val_compare_and_swap(&b->tat, tat, next);
+		seen = SLUICE_CAS(&b->tat, tat, next);
 		if (seen == tat)
 			return 1;
 		tat = seen;

@@ -50,7 +50,9 @@ SLUICE_INLINE int gcra_admit(__u64 tat, __u64 now, __u64 interval,
 {
 	__u64 base = gcra_base(tat, now);
 
-	if (tolerance < interval || base - now > tolerance - interval)
+	/* A saturated TAT is exhausted for good, or it would admit forever. */
+	if (tat == SLUICE_U64_MAX || tolerance < interval ||
+	    base - now > tolerance - interval)
 		return 0;
 	*new_tat = base > SLUICE_U64_MAX - interval ? SLUICE_U64_MAX
 						    : base + interval;
@@ -63,7 +65,11 @@ SLUICE_INLINE __u64 gcra_wait_ns(__u64 tat, __u64 now, __u64 interval,
 {
 	__u64 ahead = gcra_base(tat, now) - now;
 
-	if (tolerance >= interval && ahead <= tolerance - interval)
+	if (tat == SLUICE_U64_MAX)
+		return SLUICE_U64_MAX;
+	if (tolerance < interval)
+		return ahead + interval - tolerance;
+	if (ahead <= tolerance - interval)
 		return 0;
 	/* ahead + T - B*T, computed without wrapping */
 	return ahead - (tolerance - interval);
@@ -75,7 +81,7 @@ SLUICE_INLINE __u64 gcra_tokens(__u64 tat, __u64 now, __u64 interval,
 {
 	__u64 ahead = gcra_base(tat, now) - now;
 
-	if (interval == 0 || ahead >= tolerance)
+	if (tat == SLUICE_U64_MAX || interval == 0 || ahead >= tolerance)
 		return 0;
 	return (tolerance - ahead) / interval;
 }

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Shared by the BPF tests and the benchmark: load sluice's XDP program
+ * without attaching it, drive its policy through the CLI's own commit path,
+ * run crafted frames through BPF_PROG_TEST_RUN and read its counters. */
+#ifndef SLUICE_TEST_FIXTURE_H
+#define SLUICE_TEST_FIXTURE_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "../../user/sluice.h"
+#include "sluice.skel.h"
+
+struct options opts;
+
+struct fixture {
+	struct sluice_bpf *skel;
+	struct sluice_maps m;
+	int prog_fd;
+};
+
+/* Opens a skeleton with sluice's layout (a test may build a variant). */
+typedef struct sluice_bpf *(*skel_open_fn)(void);
+
+static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
+				    skel_open_fn open_skel)
+{
+	struct policy *p;
+	int err;
+
+	memset(fx, 0, sizeof(*fx));
+	fx->skel = open_skel();
+	if (!fx->skel)
+		return -errno;
+	if (max_sources)
+		bpf_map__set_max_entries(fx->skel->maps.src_buckets, max_sources);
+	err = sluice_bpf__load(fx->skel);
+	if (err)
+		return err;
+	fx->prog_fd = bpf_program__fd(fx->skel->progs.sluice_xdp);
+	fx->m.src_buckets = bpf_map__fd(fx->skel->maps.src_buckets);
+	fx->m.policy_lpm = bpf_map__fd(fx->skel->maps.policy_lpm);
+	fx->m.policy_table = bpf_map__fd(fx->skel->maps.policy_table);
+	fx->m.config = bpf_map__fd(fx->skel->maps.config);
+	fx->m.counters = bpf_map__fd(fx->skel->maps.counters);
+	fx->m.policy_counters = bpf_map__fd(fx->skel->maps.policy_counters);
+	fx->m.meta = bpf_map__fd(fx->skel->maps.meta);
+	fx->m.prog = -1;
+	fx->m.lock = -1;
+	fx->m.ncpus = libbpf_num_possible_cpus();
+	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");
+	/* What attach does on fresh maps: commit the initial policy. */
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	policy_init(p);
+	err = policy_commit(&fx->m, p);
+	free(p);
+	return err;
+}
+
+static inline int fixture_open(struct fixture *fx, __u32 max_sources)
+{
+	return fixture_open_with(fx, max_sources, sluice_bpf__open);
+}
+
+static inline void fixture_close(struct fixture *fx)
+{
+	sluice_bpf__destroy(fx->skel);
+}
+
+/* Apply a policy written as policy-file lines separated by ';'. */
+static inline int fixture_policy(struct fixture *fx, const char *text)
+{
+	char *copy = strdup(text), *save = NULL, *line, why[256];
+	struct policy *p = malloc(sizeof(*p));
+	int err = 0;
+
+	if (!copy || !p) {
+		free(copy);
+		free(p);
+		return -ENOMEM;
+	}
+	policy_init(p);
+	for (line = strtok_r(copy, ";", &save); line && !err; line = strtok_r(NULL, ";", &save)) {
+		char *words[16], *w, *s2 = NULL;
+		int n = 0;
+		bool is_def, is_del;
+		struct rule r;
+
+		for (w = strtok_r(line, " ", &s2); w && n < 16; w = strtok_r(NULL, " ", &s2))
+			words[n++] = w;
+		if (!n)
+			continue;
+		if (parse_rule_words(n, words, &r, &is_def, &is_del, why, sizeof(why))) {
+			fprintf(stderr, "fixture policy: %s\n", why);
+			err = -EINVAL;
+		} else if (is_def) {
+			p->def = r;
+		} else if (policy_put(p, &r, why, sizeof(why))) {
+			err = -EINVAL;
+		}
+	}
+	if (!err)
+		err = policy_commit(&fx->m, p);
+	free(copy);
+	free(p);
+	return err;
+}
+
+/* Frame builder: Ethernet, optional VLAN tags, IPv4 or IPv6, UDP. */
+struct frame {
+	__u8 buf[512];
+	size_t len;
+};
+
+static inline void *frame_put(struct frame *f, const void *data, size_t n)
+{
+	void *at = f->buf + f->len;
+
+	if (data)
+		memcpy(at, data, n);
+	else
+		memset(at, 0, n);
+	f->len += n;
+	return at;
+}
+
+static inline void frame_eth(struct frame *f, __u16 proto)
+{
+	struct ethhdr eth = { .h_dest = { 2, 0, 0, 0, 0, 2 },
+			      .h_source = { 2, 0, 0, 0, 0, 1 },
+			      .h_proto = htons(proto) };
+
+	f->len = 0;
+	frame_put(f, &eth, sizeof(eth));
+}
+
+/* Append a VLAN tag; the tag's inner protocol is `inner`. */
+static inline void frame_vlan(struct frame *f, __u16 inner)
+{
+	__be16 tag[2] = { htons(100), htons(inner) };
+
+	frame_put(f, tag, sizeof(tag));
+}
+
+static inline struct iphdr *frame_ipv4(struct frame *f, const char *src, __u8 ihl)
+{
+	struct iphdr *ip = frame_put(f, NULL, (size_t)ihl * 4);
+
+	ip->version = 4;
+	ip->ihl = ihl;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->tot_len = htons((__u16)(ihl * 4 + sizeof(struct udphdr)));
+	inet_pton(AF_INET, src, &ip->saddr);
+	inet_pton(AF_INET, "198.18.0.2", &ip->daddr);
+	return ip;
+}
+
+static inline struct ipv6hdr *frame_ipv6(struct frame *f, const char *src, __u8 nexthdr)
+{
+	struct ipv6hdr *ip6 = frame_put(f, NULL, sizeof(*ip6));
+
+	ip6->version = 6;
+	ip6->nexthdr = nexthdr;
+	ip6->hop_limit = 64;
+	inet_pton(AF_INET6, src, &ip6->saddr);
+	inet_pton(AF_INET6, "2001:2::2", &ip6->daddr);
+	return ip6;
+}
+
+static inline void frame_udp(struct frame *f)
+{
+	struct udphdr udp = { .source = htons(4000), .dest = htons(5000),
+			      .len = htons(sizeof(udp)) };
+
+	frame_put(f, &udp, sizeof(udp));
+}
+
+/* Ethernet + IPv4/UDP or IPv6/UDP from src. */
+static inline void frame_udp_from(struct frame *f, const char *src)
+{
+	if (strchr(src, ':')) {
+		frame_eth(f, ETH_P_IPV6);
+		frame_ipv6(f, src, IPPROTO_UDP);
+	} else {
+		frame_eth(f, ETH_P_IP);
+		frame_ipv4(f, src, 5);
+	}
+	frame_udp(f);
+}
+
+/* Run the frame `repeat` times; returns the last XDP action or -errno. */
+static inline int run_frame(struct fixture *fx, const struct frame *f, __u32 repeat,
+			    __u32 *duration_ns)
+{
+	__u8 out[sizeof(f->buf)];
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = f->buf,
+		.data_size_in = (__u32)f->len,
+		.data_out = out,
+		.data_size_out = sizeof(out),
+		.repeat = repeat,
+	);
+	int err = bpf_prog_test_run_opts(fx->prog_fd, &o);
+
+	if (err)
+		return -errno;
+	if (duration_ns)
+		*duration_ns = o.duration;
+	return (int)o.retval;
+}
+
+static inline void counters_now(struct fixture *fx, struct sluice_counter c[SLUICE_R_MAX])
+{
+	if (read_counters(&fx->m, c))
+		memset(c, 0, sizeof(struct sluice_counter) * SLUICE_R_MAX);
+}
+
+static inline int bucket_of(struct fixture *fx, const char *src, struct sluice_bucket *b)
+{
+	struct sluice_addr a;
+
+	if (parse_addr(src, &a))
+		return -EINVAL;
+	return bpf_map_lookup_elem(fx->m.src_buckets, &a, b) ? -errno : 0;
+}
+
+#endif /* SLUICE_TEST_FIXTURE_H */

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The XDP program through BPF_PROG_TEST_RUN with crafted frames: every frame
+ * kind lands under the right reason, policy precedence, exact admission. */
+#include <time.h>
+#include <unistd.h>
+#include "fixture.h"
+#include "check.h"
+
+static struct fixture fx;
+
+/* Fresh program and maps for each case, so counts start at zero. */
+static int setup(const char *policy)
+{
+	fixture_close(&fx);
+	if (fixture_open(&fx, 0))
+		return -1;
+	return policy ? fixture_policy(&fx, policy) : 0;
+}
+
+/* Run one frame once; check action and that exactly `reason` counted it. */
+static int one_frame_reason(const struct frame *f, __u32 reason, int *action)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+
+	counters_now(&fx, before);
+	*action = run_frame(&fx, f, 1, NULL);
+	counters_now(&fx, after);
+	for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
+		__u64 d = after[r].packets - before[r].packets;
+		__u64 db = after[r].bytes - before[r].bytes;
+
+		if (d != (r == reason) || db != (r == reason ? f->len : 0)) {
+			printf("  reason %s counted %llu packets %llu bytes\n", reason_name(r),
+			       (unsigned long long)d, (unsigned long long)db);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+#define EXPECT_REASON(f, reason, act)                                          \
+	do {                                                                   \
+		int a_;                                                        \
+		CHECK(one_frame_reason(f, reason, &a_) == 0,                   \
+		      "frame not counted exactly once as %s", reason_name(reason)); \
+		CHECK(a_ == (act), "action %d, want %d", a_, act);             \
+	} while (0)
+
+static void non_ip_frames_pass(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
+	frame_eth(&f, ETH_P_ARP);
+	frame_put(&f, NULL, 28);
+	EXPECT_REASON(&f, SLUICE_R_NON_IP, XDP_PASS);
+	frame_eth(&f, 0x88cc);		/* LLDP */
+	frame_put(&f, NULL, 40);
+	EXPECT_REASON(&f, SLUICE_R_NON_IP, XDP_PASS);
+	/* three tags: deeper than the parser goes, so not IP to sluice */
+	frame_eth(&f, ETH_P_8021AD);
+	frame_vlan(&f, ETH_P_8021Q);
+	frame_vlan(&f, ETH_P_8021Q);
+	frame_vlan(&f, ETH_P_IP);
+	frame_ipv4(&f, "198.18.0.1", 5);
+	EXPECT_REASON(&f, SLUICE_R_NON_IP, XDP_PASS);
+}
+
+static void vlan_tagged_ip_is_limited(void)
+{
+	struct frame f;
+	struct sluice_bucket b;
+
+	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
+	frame_eth(&f, ETH_P_8021Q);
+	frame_vlan(&f, ETH_P_IP);
+	frame_ipv4(&f, "198.18.7.1", 5);
+	frame_udp(&f);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(bucket_of(&fx, "198.18.7.1", &b) == 0, "no bucket for the tagged source");
+	frame_eth(&f, ETH_P_8021AD);
+	frame_vlan(&f, ETH_P_8021Q);
+	frame_vlan(&f, ETH_P_IPV6);
+	frame_ipv6(&f, "2001:2::77", IPPROTO_UDP);
+	frame_udp(&f);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(bucket_of(&fx, "2001:2::77", &b) == 0, "no bucket for the QinQ source");
+}
+
+static void malformed_ipv4_passes_counted(void)
+{
+	struct frame f;
+	struct iphdr *ip;
+
+	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
+	/* truncated: 10 bytes of a 20-byte header */
+	frame_eth(&f, ETH_P_IP);
+	frame_put(&f, NULL, 10);
+	f.buf[14] = 0x45;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* ihl 4 */
+	frame_eth(&f, ETH_P_IP);
+	ip = frame_ipv4(&f, "198.18.0.1", 5);
+	ip->ihl = 4;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* ihl 15 (60 bytes) but only 20 present */
+	frame_eth(&f, ETH_P_IP);
+	ip = frame_ipv4(&f, "198.18.0.1", 5);
+	ip->ihl = 15;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* version 6 behind an IPv4 EtherType */
+	frame_eth(&f, ETH_P_IP);
+	ip = frame_ipv4(&f, "198.18.0.1", 5);
+	ip->version = 6;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* total length shorter than the header */
+	frame_eth(&f, ETH_P_IP);
+	ip = frame_ipv4(&f, "198.18.0.1", 5);
+	ip->tot_len = htons(12);
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* a VLAN tag cut short */
+	frame_eth(&f, ETH_P_8021Q);
+	frame_put(&f, NULL, 2);
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	/* none of these made a bucket */
+	{
+		struct sluice_bucket b;
+
+		CHECK(bucket_of(&fx, "198.18.0.1", &b) == -ENOENT, "malformed frame made a bucket");
+	}
+}
+
+static void ipv4_options_are_parsed(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 2") == 0, "setup");
+	frame_eth(&f, ETH_P_IP);
+	frame_ipv4(&f, "198.18.3.3", 15);	/* 40 bytes of options */
+	frame_udp(&f);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+}
+
+/* IPv6 with extension headers: hop-by-hop, destination options, fragment. */
+static void ipv6_extension_headers(void)
+{
+	struct frame f;
+	__u8 *e;
+	int i;
+
+	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
+	frame_eth(&f, ETH_P_IPV6);
+	frame_ipv6(&f, "2001:2::10", IPPROTO_HOPOPTS);
+	e = frame_put(&f, NULL, 8);
+	e[0] = IPPROTO_DSTOPTS;
+	e = frame_put(&f, NULL, 16);
+	e[0] = IPPROTO_FRAGMENT;
+	e[1] = 1;			/* 16 bytes */
+	e = frame_put(&f, NULL, 8);
+	e[0] = IPPROTO_UDP;
+	frame_udp(&f);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+
+	/* chain cut short: destination options claim 16 bytes, 8 present */
+	frame_eth(&f, ETH_P_IPV6);
+	frame_ipv6(&f, "2001:2::11", IPPROTO_DSTOPTS);
+	e = frame_put(&f, NULL, 8);
+	e[0] = IPPROTO_UDP;
+	e[1] = 1;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+
+	/* more extension headers than the bound */
+	frame_eth(&f, ETH_P_IPV6);
+	frame_ipv6(&f, "2001:2::12", IPPROTO_DSTOPTS);
+	for (i = 0; i < SLUICE_MAX_IPV6_EXT_HDRS + 1; i++) {
+		e = frame_put(&f, NULL, 8);
+		e[0] = i < SLUICE_MAX_IPV6_EXT_HDRS ? IPPROTO_DSTOPTS : IPPROTO_UDP;
+	}
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+
+	/* truncated fixed header */
+	frame_eth(&f, ETH_P_IPV6);
+	e = frame_put(&f, NULL, 20);
+	e[0] = 0x60;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+
+	/* wrong version */
+	frame_eth(&f, ETH_P_IPV6);
+	frame_ipv6(&f, "2001:2::13", IPPROTO_UDP)->version = 4;
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+}
+
+static void precedence_most_specific_wins(void)
+{
+	static const struct {
+		const char *src;
+		__u32 reason;
+	} cases[] = {
+		{ "198.18.5.200", SLUICE_R_DENIED },	/* /25 deny */
+		{ "198.18.5.1", SLUICE_R_ALLOWED },	/* /24 allow */
+		{ "198.18.9.9", SLUICE_R_RATE_LIMITED },	/* /16 burst 1 */
+		{ "198.19.0.1", SLUICE_R_WITHIN_LIMIT },	/* default burst 5 */
+		{ "2001:2:0:1::5", SLUICE_R_DENIED },	/* /64 deny */
+		{ "2001:2::5", SLUICE_R_ALLOWED },	/* /48 allow */
+		{ "2001:3::1", SLUICE_R_WITHIN_LIMIT },	/* default */
+	};
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 5;"
+		    "limit set 198.18.0.0/16 --rate 1 --burst 1;"
+		    "allow 198.18.5.0/24;"
+		    "deny 198.18.5.128/25;"
+		    "allow 2001:2::/48;"
+		    "deny 2001:2:0:1::/64") == 0, "setup");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		frame_udp_from(&f, cases[i].src);
+		/* first packet of the /16 source spends its burst of one */
+		if (cases[i].reason == SLUICE_R_RATE_LIMITED)
+			EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+		CASE(cases[i].src);
+		EXPECT_REASON(&f, cases[i].reason,
+			      sluice_reason_is_drop(cases[i].reason) ? XDP_DROP : XDP_PASS);
+	}
+	CASE("precedence_most_specific_wins");
+}
+
+static double mono_s(void)
+{
+	return (double)mono_now_ns() / 1e9;
+}
+
+/* Burst B at rate 1: exactly B of N identical packets pass (plus one per
+ * whole second the run took, which the check accounts for). */
+static void exact_burst_of_identical_packets(void)
+{
+	static const __u64 bursts[] = { 1, 7, 100, 1000 };
+	struct sluice_counter c[SLUICE_R_MAX];
+	struct sluice_bucket b;
+	struct frame f;
+	char pol[96];
+
+	for (size_t i = 0; i < sizeof(bursts) / sizeof(bursts[0]); i++) {
+		__u32 n = 10000;
+		double t0, t1;
+		__u64 most;
+
+		snprintf(pol, sizeof(pol), "limit default --rate 1 --burst %llu",
+			 (unsigned long long)bursts[i]);
+		CHECK(setup(pol) == 0, "setup");
+		frame_udp_from(&f, "198.18.0.9");
+		t0 = mono_s();
+		CHECK(run_frame(&fx, &f, n, NULL) == XDP_DROP, "last of %u not dropped", n);
+		t1 = mono_s();
+		counters_now(&fx, c);
+		most = bursts[i] + (__u64)(t1 - t0);	/* one refill per whole second */
+		CHECK(c[SLUICE_R_WITHIN_LIMIT].packets >= bursts[i] &&
+		      c[SLUICE_R_WITHIN_LIMIT].packets <= most,
+		      "burst %llu: %llu of %u passed in %.3fs", (unsigned long long)bursts[i],
+		      (unsigned long long)c[SLUICE_R_WITHIN_LIMIT].packets, n, t1 - t0);
+		CHECK(c[SLUICE_R_WITHIN_LIMIT].packets + c[SLUICE_R_RATE_LIMITED].packets == n,
+		      "pass + drop != %u", n);
+		CHECK(bucket_of(&fx, "198.18.0.9", &b) == 0 &&
+		      b.passed == c[SLUICE_R_WITHIN_LIMIT].packets &&
+		      b.dropped == c[SLUICE_R_RATE_LIMITED].packets,
+		      "per-source counters disagree with the totals");
+	}
+}
+
+/* Refill: after the burst is spent, waiting k intervals admits k more. */
+static void refill_after_idle(void)
+{
+	struct sluice_counter c[SLUICE_R_MAX];
+	struct frame f;
+
+	CHECK(setup("limit default --rate 20 --burst 3") == 0, "setup");	/* T = 50 ms */
+	frame_udp_from(&f, "198.18.0.10");
+	run_frame(&fx, &f, 100, NULL);
+	counters_now(&fx, c);
+	CHECK(c[SLUICE_R_WITHIN_LIMIT].packets == 3, "burst: %llu passed",
+	      (unsigned long long)c[SLUICE_R_WITHIN_LIMIT].packets);
+	usleep(170 * 1000);	/* 3.4 intervals: 3 more, not 4 */
+	run_frame(&fx, &f, 100, NULL);
+	counters_now(&fx, c);
+	CHECK(c[SLUICE_R_WITHIN_LIMIT].packets == 6, "after idle: %llu passed, want 6",
+	      (unsigned long long)c[SLUICE_R_WITHIN_LIMIT].packets);
+}
+
+static void sources_have_their_own_buckets(void)
+{
+	struct sluice_counter c[SLUICE_R_MAX];
+	char src[64];
+	struct frame f;
+	int i;
+
+	CHECK(setup("limit default --rate 1 --burst 2") == 0, "setup");
+	for (i = 0; i < 50; i++) {
+		snprintf(src, sizeof(src), "198.18.1.%d", i + 1);
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 5, NULL);
+		snprintf(src, sizeof(src), "2001:2::%x", i + 1);
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 5, NULL);
+	}
+	counters_now(&fx, c);
+	CHECK(c[SLUICE_R_WITHIN_LIMIT].packets == 200, "%llu passed, want 100 sources x 2",
+	      (unsigned long long)c[SLUICE_R_WITHIN_LIMIT].packets);
+	CHECK(c[SLUICE_R_RATE_LIMITED].packets == 300, "%llu dropped, want 300",
+	      (unsigned long long)c[SLUICE_R_RATE_LIMITED].packets);
+	CHECK(count_sources(&fx.m) == 100, "%ld sources tracked, want 100", count_sources(&fx.m));
+}
+
+/* A policy change reaches sources that already have a bucket. */
+static void policy_change_reaches_known_sources(void)
+{
+	struct sluice_policy_counter pc;
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
+	frame_udp_from(&f, "198.18.2.2");
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;allow 198.18.2.0/24") == 0,
+	      "allow");
+	EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;deny 198.18.2.0/24") == 0,
+	      "deny");
+	EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
+	/* a larger burst for the same CIDR: TAT is kept, the new tolerance admits */
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;"
+			     "limit set 198.18.2.0/24 --rate 1 --burst 3") == 0, "limit");
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	/* per-policy counters follow the CIDR, the default saw its two */
+	CHECK(read_policy_counter(&fx.m, SLUICE_POLICY_DEFAULT, &pc) == 0 &&
+	      pc.pass_packets == 1 && pc.drop_packets == 1,
+	      "default policy counted %llu/%llu", (unsigned long long)pc.pass_packets,
+	      (unsigned long long)pc.drop_packets);
+}
+
+/* Until a default is set, nothing is limited. */
+static void initial_policy_limits_nothing(void)
+{
+	struct frame f;
+
+	CHECK(setup(NULL) == 0, "setup");
+	frame_udp_from(&f, "198.18.0.50");
+	for (int i = 0; i < 5; i++)
+		EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	if (fixture_open(&fx, 0)) {
+		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
+		return 1;
+	}
+	RUN(non_ip_frames_pass);
+	RUN(vlan_tagged_ip_is_limited);
+	RUN(malformed_ipv4_passes_counted);
+	RUN(ipv4_options_are_parsed);
+	RUN(ipv6_extension_headers);
+	RUN(precedence_most_specific_wins);
+	RUN(exact_burst_of_identical_packets);
+	RUN(refill_after_idle);
+	RUN(sources_have_their_own_buckets);
+	RUN(policy_change_reaches_known_sources);
+	RUN(initial_policy_limits_nothing);
+	fixture_close(&fx);
+	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
+}

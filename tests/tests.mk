@@ -1,0 +1,52 @@
+# Test and benchmark binaries, and `make test`; included by the top Makefile
+# (which defines BUILD, CC, CFLAGS and $(BUILD)/sluice).
+#
+# To add a test: a pure-C unit test is tests/unit/test_NAME.c and is picked up
+# by the wildcard below; anything else gets its own rule and a line
+# `TEST_BINS += $(BUILD)/tests/NAME`. Then list it in tests/list.
+
+TEST_HEADERS	:= $(wildcard include/sluice/*.h)
+# Sanitizers abort on the first report so a finding fails the test.
+TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
+		   -fno-omit-frame-pointer
+
+# Unit tests: one self-contained C file each, the math with a fake clock.
+UNIT_TEST_SRCS	:= $(wildcard tests/unit/test_*.c)
+UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
+
+TEST_BINS	:= $(UNIT_TEST_BINS)
+BENCH_BINS	:=
+
+$(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+
+# Bounded traffic generator for the e2e tests and the demo.
+$(BUILD)/sluice-flood: tools/flood.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@
+TEST_BINS	+= $(BUILD)/sluice-flood
+demo: $(BUILD)/sluice-flood
+
+# BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
+# committed by the CLI's own code (USER_LIB_OBJS), and a racy variant of it
+# that the race test must be able to tell apart.
+BPF_TEST_CFLAGS	:= -I $(BUILD)/tests
+$(BUILD)/tests/sluice_racy.bpf.o: tests/bpf/sluice_racy.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
+$(BUILD)/tests/sluice_racy.skel.h: $(BUILD)/tests/sluice_racy.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_racy_bpf > $@
+$(BUILD)/tests/test_xdp $(BUILD)/tests/test_race: $(BUILD)/tests/%: tests/bpf/%.c \
+		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
+		$(BUILD)/tests/sluice_racy.skel.h
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race
+
+# `make test TESTS=unit` runs only the tests whose names match.
+# On a fresh machine `sudo make test` first installs what is missing, so the
+# build itself runs in a second make that sees the installed toolchain.
+test:
+	tools/install-deps.sh
+	$(MAKE) all $(TEST_BINS)
+	tests/run $(TESTS)

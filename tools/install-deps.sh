@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what sluice needs to build, test and demo on Debian 12 (only the
+# packages that are missing), then makes sure bpffs is mounted. Idempotent.
+set -euo pipefail
+
+PACKAGES=(
+	clang llvm gcc make pkg-config		# build
+	libbpf-dev libxdp-dev xdp-tools bpftool	# BPF, skeletons, attach
+	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
+	libclang-rt-14-dev			# sanitizers under clang
+	iproute2 nftables netsniff-ng		# netns/veth tests, trafgen
+	prometheus curl jq ca-certificates	# exporter tests
+)
+BPFFS=/sys/fs/bpf
+
+die() {
+	echo "install-deps.sh: $*" >&2
+	exit 1
+}
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0)"
+command -v dpkg-query >/dev/null || die "dpkg-query not found: this script supports Debian/Ubuntu only"
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]})); then
+	command -v apt-get >/dev/null || die "apt-get not found; install by hand: ${missing[*]}"
+	echo "install-deps.sh: installing ${missing[*]}"
+	apt-get update || die "apt-get update failed (network or sources.list?)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
+		die "apt-get install failed for: ${missing[*]}"
+else
+	echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
+fi
+
+if [[ $(stat -f -c %T "$BPFFS" 2>/dev/null || true) == bpf_fs ]]; then
+	echo "install-deps.sh: bpffs already mounted at $BPFFS"
+else
+	mkdir -p "$BPFFS" || die "cannot create $BPFFS"
+	mount -t bpf bpf "$BPFFS" || die "cannot mount bpffs at $BPFFS (kernel without CONFIG_BPF_SYSCALL, or no CAP_SYS_ADMIN?)"
+	echo "install-deps.sh: mounted bpffs at $BPFFS"
+fi
