@@ -35,11 +35,6 @@ static const struct cmd top_cmds[] = {
 	{ NULL, NULL, NULL },
 };
 
-bool is_help(const char *arg)
-{
-	return !strcmp(arg, "-h") || !strcmp(arg, "--help") || !strcmp(arg, "help");
-}
-
 int print_usage(FILE *f, const char *object, const struct cmd *cmds)
 {
 	fprintf(f, "Usage: sluice [-j] [-i IFACE] %s\n", object);

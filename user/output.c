@@ -40,6 +40,11 @@ int runtime_err(const char *fmt, ...)
 	return EXIT_RUNTIME;
 }
 
+bool is_help(const char *arg)
+{
+	return !strcmp(arg, "-h") || !strcmp(arg, "--help") || !strcmp(arg, "help");
+}
+
 #define JSON_MAX_DEPTH (int)(sizeof(((struct json *)0)->need_comma))
 
 static void json_string(FILE *f, const char *s)
