@@ -65,7 +65,7 @@ install: all
 check:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr -I include user/ tests/unit/
-	clang-tidy --quiet user/*.c -- $(CFLAGS)
+	clang-tidy --quiet user/*.c -- -std=gnu11 -I include -isystem $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

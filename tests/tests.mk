@@ -42,6 +42,9 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race: $(BUILD)/tests/%: tests/bpf/%.
 		$(BUILD)/tests/sluice_racy.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race
+$(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
+BENCH_BINS	+= $(BUILD)/tests/bench_xdp
 
 # `make test TESTS=unit` runs only the tests whose names match.
 # On a fresh machine `sudo make test` first installs what is missing, so the

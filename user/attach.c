@@ -232,7 +232,7 @@ int cmd_attach(int argc, char **argv)
 			} else if (!strcmp(optarg, "skb")) {
 				modes[0] = XDP_MODE_SKB;
 				nmodes = 1;
-			} else if (strcmp(optarg, "auto")) {
+			} else if (strcmp(optarg, "auto") != 0) {
 				return usage_err("bad --mode '%s': use native, skb or auto", optarg);
 			}
 			break;

@@ -375,12 +375,13 @@ int cmd_policy(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "show"))
 		return policy_show();
-	if (argc != 3 || (strcmp(argv[1], "apply") && strcmp(argv[1], "check")))
+	if (argc != 3 || (strcmp(argv[1], "apply") != 0 && strcmp(argv[1], "check") != 0))
 		return usage_err("usage: sluice %s", policy_usage);
 
 	next = malloc(sizeof(*next));
 	if (!next)
 		return runtime_err("out of memory");
+	policy_init(next);
 	err = parse_policy_file(argv[2], next);
 	if (err || !strcmp(argv[1], "check")) {
 		if (!err)

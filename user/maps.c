@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "sluice.h"
 #include "sluice/gcra.h"
+#include "sources.h"
 #include "sluice.skel.h"
 
 void pin_dir(const char *iface, char *buf, size_t len)
@@ -204,6 +205,15 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 	return 0;
 }
 
+/* Lowest index >= 1 free in both sets, 0 if none. */
+static __u32 free_index(const bool *a, const bool *b)
+{
+	for (__u32 idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
+		if (!a[idx] && !b[idx])
+			return idx;
+	return 0;
+}
+
 /* Give each rule a table index: its CIDR's current one if it has one, else
  * one unused by both the live and the new policy, so that a bucket still
  * holding an old index never counts against a different CIDR. */
@@ -226,17 +236,12 @@ static void assign_indices(struct policy *next, const struct policy *cur,
 	}
 	for (unsigned int i = 0; i < next->n; i++) {
 		struct rule *r = &next->rules[i];
-		__u32 idx;
+		__u32 idx = free_index(used_new, used_cur);
 
-		if (r->index)
+		if (!idx)	/* table crowded: reuse one the live policy retires */
+			idx = free_index(used_new, used_new);
+		if (!idx)	/* cannot happen: next->n < SLUICE_MAX_POLICIES */
 			continue;
-		for (idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
-			if (!used_new[idx] && !used_cur[idx])
-				break;
-		if (idx == SLUICE_MAX_POLICIES)	/* table crowded: reuse a retired one */
-			for (idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
-				if (!used_new[idx])
-					break;
 		r->index = idx;
 		used_new[idx] = true;
 		fresh[idx] = true;
@@ -403,39 +408,11 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 	return 0;
 }
 
-/* Walks the keys in batches; see the exporter for the cheap count. */
+/* The kernel's element count when it keeps one (Linux 6.6+), else a walk
+ * of the table; both exact, see sources.c. */
 long count_sources(const struct sluice_maps *m)
 {
-	__u32 cap = map_capacity(m->src_buckets), batch = 4096, count;
-	struct sluice_addr *keys = calloc(batch, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(batch, sizeof(*vals));
-	struct sluice_addr in, out;
-	void *inp = NULL;
-	long total = 0;
-	int err;
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	(void)cap;
-	for (;;) {
-		count = batch;
-		err = bpf_map_lookup_batch(m->src_buckets, inp, &out, keys, vals, &count, NULL);
-		if (err && errno != ENOENT) {
-			total = -errno;
-			break;
-		}
-		total += count;
-		if (err)
-			break;
-		in = out;
-		inp = &in;
-	}
-	free(keys);
-	free(vals);
-	return total;
+	return sources_count(m->src_buckets);
 }
 
 const char *reason_name(__u32 reason)

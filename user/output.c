@@ -7,7 +7,7 @@
 static void verr(const char *fmt, va_list ap)
 {
 	fputs("sluice: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): callers va_start */
 	fputc('\n', stderr);
 }
 

@@ -72,7 +72,7 @@ const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len)
 		snprintf(why, len, "'%.40s...' is not a CIDR", s);
 		return why;
 	}
-	strcpy(buf, s);
+	memcpy(buf, s, strlen(s) + 1);
 	slash = strchr(s, '/');
 	if (slash)
 		buf[slash - s] = '\0';

@@ -157,7 +157,7 @@ int parse_rule_words(int argc, char **argv, struct rule *r, bool *is_default,
 		r->action = !strcmp(argv[0], "allow") ? SLUICE_ACT_ALLOW : SLUICE_ACT_DENY;
 		return no_more(argc - 2, argv + 2, why, len);
 	}
-	if (strcmp(argv[0], "limit")) {
+	if (strcmp(argv[0], "limit") != 0) {
 		snprintf(why, len, "unknown rule '%s': expected limit, allow or deny", argv[0]);
 		return -1;
 	}

@@ -260,7 +260,8 @@ int cmd_top(int argc, char **argv)
 		err = read_buckets(&m, &rows, &n);
 	if (err)
 		goto out;
-	qsort(rows, n, sizeof(*rows), top_cmp);
+	if (n)
+		qsort(rows, n, sizeof(*rows), top_cmp);
 	if (n > limit)
 		n = limit;
 	if (opts.json) {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `make bench`: sluice's per-packet cost next to baselines, measured side by
+# side in one run. Ratios are what to read; absolute numbers move with the
+# machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+[[ $(id -u) -eq 0 ]] || { echo "bench.sh: must run as root (sudo make bench)" >&2; exit 1; }
+
+echo "== XDP program cost, BPF_PROG_TEST_RUN =="
+build/tests/bench_xdp
