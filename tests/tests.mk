@@ -26,7 +26,6 @@ $(BUILD)/sluice-flood: tools/flood.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@
 TEST_BINS	+= $(BUILD)/sluice-flood
-demo: $(BUILD)/sluice-flood
 
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
 # committed by the CLI's own code (USER_LIB_OBJS), and a racy variant of it

@@ -224,7 +224,7 @@ int cmd_attach(int argc, char **argv)
 	__u32 old_id = 0;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (!strcmp(optarg, "native")) {
@@ -362,7 +362,8 @@ int cmd_detach(int argc, char **argv)
 	if (access(dir, F_OK)) {
 		if (!ifindex)
 			return usage_err("no interface '%s': check the name with 'ip link'", argv[1]);
-		return usage_err("sluice is not attached to %s", argv[1]);
+		return usage_err("nothing to detach: %s has no sluice program (see 'sluice status')",
+				 argv[1]);
 	}
 	libxdp_set_print(libxdp_quiet);
 	libbpf_set_print(libbpf_quiet);

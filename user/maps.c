@@ -54,7 +54,7 @@ int pick_iface(char *iface, size_t len)
 			if (!if_nametoindex(opts.iface))
 				return usage_err("no interface '%s': check the name with 'ip link'",
 						 opts.iface);
-			return usage_err("sluice is not attached to %s: run 'sluice attach %s' first",
+			return usage_err("%s has no sluice program: run 'sluice attach %s' first",
 					 opts.iface, opts.iface);
 		}
 		snprintf(iface, len, "%s", opts.iface);
@@ -62,9 +62,9 @@ int pick_iface(char *iface, size_t len)
 	}
 	n = list_attached(names, 8);
 	if (n == 0)
-		return usage_err("sluice is not attached to any interface: run 'sluice attach IFACE' first");
+		return usage_err("no interface has a sluice program: run 'sluice attach IFACE' first");
 	if (n > 1)
-		return usage_err("sluice is attached to %d interfaces (%s, %s%s): pick one with -i IFACE",
+		return usage_err("%d interfaces have sluice attached (%s, %s%s): pick one with -i IFACE",
 				 n, names[0], names[1], n > 2 ? ", ..." : "");
 	snprintf(iface, len, "%s", names[0]);
 	return 0;

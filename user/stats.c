@@ -95,7 +95,7 @@ int cmd_stats(int argc, char **argv)
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
 			if (!parse_u64(optarg, 1, WATCH_MAX, &watch))
@@ -230,7 +230,7 @@ int cmd_top(int argc, char **argv)
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			if (!parse_u64(optarg, 1, TOP_MAX, &limit))

@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* sluice-flood: a bounded UDP traffic generator over an AF_PACKET socket,
+ * for the end-to-end tests and the demo. It only sends from and to the
+ * benchmarking ranges (198.18.0.0/15, 2001:2::/48), only from inside a
+ * namespace made by `ip netns add` (never the host's), and always stops
+ * after --count packets or --seconds, whichever comes first. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <netinet/udp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG			"sluice-flood"
+#define EXIT_RUNTIME		1
+#define EXIT_USAGE		2
+
+#define COUNT_MAX		100000000ULL	/* 1e8 packets */
+#define PPS_MAX			100000000ULL
+#define SECONDS_DEFAULT		10.0
+#define SECONDS_MAX		120.0
+#define SOURCES_MAX		16777216ULL
+#define BATCH			32		/* frames per sendmmsg */
+#define FRAME_MAX		1514		/* Ethernet without FCS, MTU 1500 */
+#define FRAME_MIN		60		/* shorter frames get padded anyway */
+#define FRAME_SLOT		1536		/* per buffer, a multiple of 8 */
+#define FRAME_ALIGN		2		/* so the IP header is 4-byte aligned */
+#define SPORT			40000
+#define DPORT_DEFAULT		9		/* discard */
+#define NS_PER_SEC		1000000000ULL
+#define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
+
+static const char usage[] =
+	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources N]\n"
+	"       [--dst ADDR] [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES]\n"
+	"  Sends N UDP frames on IF (raw, no ARP/ND) from ADDR, ADDR+1, ... ADDR+N-1\n"
+	"  in turn, at RATE packets/s (0 = as fast as possible), for at most T\n"
+	"  seconds (default 10, max 120). Addresses must lie in 198.18.0.0/15 or\n"
+	"  2001:2::/48 (defaults 198.18.0.1 -> 198.18.0.2, or 2001:2::1 -> 2001:2::2).\n"
+	"  --dst-mac defaults to broadcast; --dport to 9. --size is the Ethernet\n"
+	"  frame length without FCS (default 60 for IPv4, 64 for IPv6).\n"
+	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
+	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y}; seconds runs from the\n"
+	"  first packet sent to the last.\n";
+
+struct addr {
+	int family;		/* AF_INET or AF_INET6 */
+	uint8_t a[16];		/* network order; IPv4 in the first 4 bytes */
+};
+
+struct flood_opts {
+	const char *iface;
+	uint8_t dst_mac[ETH_ALEN];
+	struct addr src, dst;
+	uint64_t sources, count, pps;
+	double seconds;
+	unsigned int dport, size;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
+#define runtime_err(...) (usage_err(__VA_ARGS__), EXIT_RUNTIME)
+
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_addr(const char *s, struct addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, out->a) == 1) {
+		out->family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, out->a) == 1) {
+		out->family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+static bool parse_mac(const char *s, uint8_t mac[ETH_ALEN])
+{
+	unsigned int b[ETH_ALEN];
+	char tail;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4],
+		   &b[5], &tail) != ETH_ALEN)
+		return false;
+	for (int i = 0; i < ETH_ALEN; i++)
+		mac[i] = (uint8_t)b[i];
+	return true;
+}
+
+/* a + n, within the address's family (carry across all of its bytes). */
+static void addr_add(const struct addr *a, uint64_t n, struct addr *out)
+{
+	int len = a->family == AF_INET ? 4 : 16;
+
+	*out = *a;
+	for (int i = len - 1; i >= 0 && n; i--) {
+		uint64_t v = out->a[i] + (n & 0xff);
+
+		out->a[i] = (uint8_t)v;
+		n = (n >> 8) + (v >> 8);
+	}
+}
+
+/* 198.18.0.0/15 or 2001:2::/48, the ranges reserved for benchmarking. */
+static bool addr_is_bench(const struct addr *a)
+{
+	static const uint8_t v6[6] = { 0x20, 0x01, 0x00, 0x02, 0x00, 0x00 };
+
+	if (a->family == AF_INET)
+		return a->a[0] == 198 && (a->a[1] & 0xfe) == 18;
+	return !memcmp(a->a, v6, sizeof(v6));
+}
+
+/* The last of n consecutive sources, or false if the range wraps. */
+static bool addr_last(const struct addr *a, uint64_t n, struct addr *last)
+{
+	addr_add(a, n - 1, last);
+	return memcmp(last->a, a->a, sizeof(a->a)) >= 0;
+}
+
+/* True when this process runs in a namespace made by `ip netns add` (one
+ * bound under /run/netns) and not in PID 1's, i.e. not on the host's links. */
+static bool in_named_netns(void)
+{
+	struct stat self, st;
+	struct dirent *e;
+	char path[PATH_MAX];
+	bool found = false;
+	DIR *d;
+
+	if (stat("/proc/self/ns/net", &self))
+		return false;
+	if (!stat("/proc/1/ns/net", &st) && st.st_ino == self.st_ino && st.st_dev == self.st_dev)
+		return false;
+	d = opendir("/run/netns");
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/run/netns/%s", e->d_name);
+		found = !stat(path, &st) && st.st_ino == self.st_ino && st.st_dev == self.st_dev;
+	}
+	closedir(d);
+	return found;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+	struct timespec ts = { .tv_sec = (time_t)(t / NS_PER_SEC),
+			       .tv_nsec = (long)(t % NS_PER_SEC) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !stop)
+		;
+}
+
+/* One's complement sum of 16-bit big-endian words, not yet folded. */
+static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	for (; len > 1; p += 2, len -= 2)
+		sum += (uint32_t)p[0] << 8 | p[1];
+	if (len)
+		sum += (uint32_t)p[0] << 8;
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Header sizes and offsets of the frame for a family. */
+static size_t l3_len(int family)
+{
+	return family == AF_INET ? sizeof(struct iphdr) : sizeof(struct ip6_hdr);
+}
+
+static size_t headers_len(int family)
+{
+	return sizeof(struct ether_header) + l3_len(family) + sizeof(struct udphdr);
+}
+
+/* Write the whole frame for source src into f (payload stays as it is:
+ * zero, so it adds nothing to the UDP checksum). */
+static void build_frame(uint8_t *f, const struct flood_opts *o, const uint8_t *src_mac,
+			const struct addr *src)
+{
+	struct ether_header *eth = (struct ether_header *)f;
+	uint8_t *l3 = f + sizeof(*eth);
+	struct udphdr *udp = (struct udphdr *)(l3 + l3_len(o->dst.family));
+	size_t udp_len = o->size - sizeof(*eth) - l3_len(o->dst.family);
+	uint32_t sum;
+
+	memcpy(eth->ether_dhost, o->dst_mac, ETH_ALEN);
+	memcpy(eth->ether_shost, src_mac, ETH_ALEN);
+	udp->source = htons(SPORT);
+	udp->dest = htons((uint16_t)o->dport);
+	udp->len = htons((uint16_t)udp_len);
+	udp->check = 0;
+
+	if (o->dst.family == AF_INET) {
+		struct iphdr *ip = (struct iphdr *)l3;
+
+		eth->ether_type = htons(ETHERTYPE_IP);
+		memset(ip, 0, sizeof(*ip));
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->tot_len = htons((uint16_t)(o->size - sizeof(*eth)));
+		ip->frag_off = htons(IP_DF);
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		memcpy(&ip->saddr, src->a, 4);
+		memcpy(&ip->daddr, o->dst.a, 4);
+		ip->check = htons(csum_fold(csum_add(0, ip, sizeof(*ip))));
+		/* pseudo header: addresses, protocol, UDP length */
+		sum = csum_add(0, &ip->saddr, 8);
+	} else {
+		struct ip6_hdr *ip6 = (struct ip6_hdr *)l3;
+
+		eth->ether_type = htons(ETHERTYPE_IPV6);
+		memset(ip6, 0, sizeof(*ip6));
+		ip6->ip6_flow = htonl(6U << 28);
+		ip6->ip6_plen = htons((uint16_t)udp_len);
+		ip6->ip6_nxt = IPPROTO_UDP;
+		ip6->ip6_hlim = 64;
+		memcpy(&ip6->ip6_src, src->a, 16);
+		memcpy(&ip6->ip6_dst, o->dst.a, 16);
+		sum = csum_add(0, &ip6->ip6_src, 32);
+	}
+	sum += IPPROTO_UDP + (uint32_t)udp_len;
+	sum = csum_add(sum, udp, udp_len);
+	udp->check = htons(csum_fold(sum));
+	if (!udp->check)
+		udp->check = 0xffff;	/* 0 means "no checksum" (and is illegal for v6) */
+}
+
+static int parse_opts(int argc, char **argv, struct flood_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "dst-mac", required_argument, NULL, 'm' },
+		{ "src", required_argument, NULL, 's' },
+		{ "sources", required_argument, NULL, 'n' },
+		{ "dst", required_argument, NULL, 'd' },
+		{ "dport", required_argument, NULL, 'p' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "pps", required_argument, NULL, 'r' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_src = false, have_dst = false, have_size = false;
+	struct addr last;
+	uint64_t v;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	memset(o->dst_mac, 0xff, sizeof(o->dst_mac));	/* broadcast */
+	o->sources = 1;
+	o->seconds = SECONDS_DEFAULT;
+	o->dport = DPORT_DEFAULT;
+
+	opterr = 0;	/* one line of our own instead of getopt's */
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (!*optarg || strlen(optarg) >= IF_NAMESIZE)
+				return usage_err("bad --iface '%s'", optarg);
+			o->iface = optarg;
+			break;
+		case 'm':
+			if (!parse_mac(optarg, o->dst_mac))
+				return usage_err("bad --dst-mac '%s': give aa:bb:cc:dd:ee:ff", optarg);
+			break;
+		case 's':
+			if (!parse_addr(optarg, &o->src))
+				return usage_err("bad --src '%s': give an IPv4 or IPv6 address", optarg);
+			have_src = true;
+			break;
+		case 'd':
+			if (!parse_addr(optarg, &o->dst))
+				return usage_err("bad --dst '%s': give an IPv4 or IPv6 address", optarg);
+			have_dst = true;
+			break;
+		case 'n':
+			if (!parse_u64(optarg, 1, SOURCES_MAX, &o->sources))
+				return usage_err("bad --sources '%s': give 1..%llu", optarg,
+						 (unsigned long long)SOURCES_MAX);
+			break;
+		case 'p':
+			if (!parse_u64(optarg, 1, 65535, &v))
+				return usage_err("bad --dport '%s': give 1..65535", optarg);
+			o->dport = (unsigned int)v;
+			break;
+		case 'c':
+			if (!parse_u64(optarg, 1, COUNT_MAX, &o->count))
+				return usage_err("bad --count '%s': give 1..%llu packets", optarg,
+						 (unsigned long long)COUNT_MAX);
+			break;
+		case 'r':
+			if (!parse_u64(optarg, 0, PPS_MAX, &o->pps))
+				return usage_err("bad --pps '%s': give 0 (as fast as possible)..%llu",
+						 optarg, (unsigned long long)PPS_MAX);
+			break;
+		case 't':
+			errno = 0;
+			o->seconds = strtod(optarg, &end);
+			if (errno || !*optarg || *end || !(o->seconds > 0) ||
+			    o->seconds > SECONDS_MAX)
+				return usage_err("bad --seconds '%s': give a time in (0, %.0f]",
+						 optarg, SECONDS_MAX);
+			break;
+		case 'z':
+			if (!parse_u64(optarg, 1, FRAME_MAX, &v))
+				return usage_err("bad --size '%s': give a frame length up to %d",
+						 optarg, FRAME_MAX);
+			o->size = (unsigned int)v;
+			have_size = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			return usage_err("bad option or missing value in '%s': see '" PROG
+					 " --help'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s': see '" PROG " --help'", argv[optind]);
+	if (!o->iface)
+		return usage_err("--iface is required: see '" PROG " --help'");
+	if (!o->count)
+		return usage_err("--count is required: see '" PROG " --help'");
+
+	/* Defaults follow the family of whichever address was given. */
+	if (!have_src)
+		parse_addr(have_dst && o->dst.family == AF_INET6 ? "2001:2::1" : "198.18.0.1",
+			   &o->src);
+	if (!have_dst)
+		parse_addr(o->src.family == AF_INET6 ? "2001:2::2" : "198.18.0.2", &o->dst);
+	if (o->src.family != o->dst.family)
+		return usage_err("--src and --dst must both be IPv4 or both IPv6");
+	if (!addr_is_bench(&o->dst))
+		return usage_err("refusing destination outside 198.18.0.0/15 and 2001:2::/48");
+	if (!addr_last(&o->src, o->sources, &last) || !addr_is_bench(&o->src) ||
+	    !addr_is_bench(&last))
+		return usage_err("refusing source%s outside 198.18.0.0/15 and 2001:2::/48",
+				 o->sources > 1 ? "s" : "");
+
+	if (!have_size)
+		o->size = FRAME_MIN + (o->dst.family == AF_INET6 ? 4 : 0);
+	if (o->size < headers_len(o->dst.family) || o->size < FRAME_MIN)
+		return usage_err("bad --size %u: a UDP/IPv%d frame needs at least %zu bytes",
+				 o->size, o->dst.family == AF_INET ? 4 : 6,
+				 headers_len(o->dst.family) > FRAME_MIN ?
+				 headers_len(o->dst.family) : (size_t)FRAME_MIN);
+	return 0;
+}
+
+static int open_socket(const char *iface, int *ifindex, uint8_t mac[ETH_ALEN])
+{
+	struct sockaddr_ll ll = { .sll_family = AF_PACKET };
+	struct ifreq ifr = {};
+	int fd, one = 1;
+
+	fd = socket(AF_PACKET, SOCK_RAW, 0);	/* protocol 0: send only */
+	if (fd < 0)
+		return -runtime_err("cannot open a packet socket: %s (run as root)",
+				    strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	if (ioctl(fd, SIOCGIFINDEX, &ifr)) {
+		close(fd);
+		return -usage_err("no interface '%s' in this namespace", iface);
+	}
+	*ifindex = ifr.ifr_ifindex;
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr)) {
+		close(fd);
+		return -runtime_err("cannot read the MAC of %s: %s", iface, strerror(errno));
+	}
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
+	/* Straight to the driver: no qdisc, and no copy back to local taps. */
+	setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	ll.sll_ifindex = *ifindex;
+	if (bind(fd, (struct sockaddr *)&ll, sizeof(ll))) {
+		close(fd);
+		return -runtime_err("cannot bind to %s: %s", iface, strerror(errno));
+	}
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t bufs[BATCH][FRAME_SLOT] __attribute__((aligned(8)));
+	uint8_t *frames[BATCH];
+	struct mmsghdr msgs[BATCH];
+	struct iovec iov[BATCH];
+	uint8_t src_mac[ETH_ALEN];
+	struct flood_opts o;
+	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0;
+	int fd, ifindex, err = 0;
+	double secs;
+
+	err = parse_opts(argc, argv, &o);
+	if (err)
+		return err;
+	if (!in_named_netns())
+		return usage_err("refusing to send outside a test namespace: "
+				 "run it with 'ip netns exec NS'");
+	fd = open_socket(o.iface, &ifindex, src_mac);
+	if (fd < 0)
+		return -fd;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	memset(msgs, 0, sizeof(msgs));
+	for (int i = 0; i < BATCH; i++) {
+		frames[i] = bufs[i] + FRAME_ALIGN;
+		iov[i].iov_base = frames[i];
+		iov[i].iov_len = o.size;
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+		if (o.sources == 1)
+			build_frame(frames[i], &o, src_mac, &o.src);
+	}
+
+	start = now_ns();
+	deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
+	while (sent < o.count && !stop) {
+		uint64_t now = now_ns(), due, n;
+		int r;
+
+		if (now >= deadline)
+			break;
+		/* Pace by schedule (packet k is due at start + k/pps), so a late
+		 * wake-up catches up in one batch instead of drifting. */
+		if (o.pps) {
+			due = (uint64_t)((double)(now - start) * (double)o.pps / NS_PER_SEC) + 1;
+			if (due > o.count)
+				due = o.count;
+			if (due <= sent) {
+				uint64_t at = start + (uint64_t)((double)sent * NS_PER_SEC /
+								 (double)o.pps);
+
+				sleep_until(at < deadline ? at : deadline);
+				continue;
+			}
+			n = due - sent;
+		} else {
+			n = o.count - sent;
+		}
+		if (n > BATCH)
+			n = BATCH;
+		if (o.sources > 1)
+			for (uint64_t i = 0; i < n; i++) {
+				struct addr src;
+
+				addr_add(&o.src, next_src, &src);
+				build_frame(frames[i], &o, src_mac, &src);
+				next_src = next_src + 1 == o.sources ? 0 : next_src + 1;
+			}
+		r = sendmmsg(fd, msgs, (unsigned int)n, 0);
+		if (r < 0) {
+			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+				/* Device queue full: back off, nothing was sent. */
+				if (o.sources > 1)
+					next_src = (next_src + o.sources - n % o.sources) % o.sources;
+				sleep_until(now_ns() + ENOBUFS_BACKOFF_NS);
+				continue;
+			}
+			err = runtime_err("cannot send on %s: %s", o.iface, strerror(errno));
+			break;
+		}
+		if (o.sources > 1 && (uint64_t)r < n)	/* rewind unsent sources */
+			next_src = (next_src + o.sources - (n - (uint64_t)r) % o.sources) % o.sources;
+		if (r > 0) {
+			last = now_ns();
+			if (!sent)
+				first = now;
+			sent += (uint64_t)r;
+		}
+	}
+	close(fd);
+	secs = sent ? (double)(last - first) / NS_PER_SEC : 0.0;
+	printf("{\"sent\": %llu, \"seconds\": %.6f, \"pps\": %.1f}\n", (unsigned long long)sent,
+	       secs, secs > 0 ? (double)sent / secs : 0.0);
+	return err;
+}
