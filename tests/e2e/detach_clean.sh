@@ -56,5 +56,5 @@ rc=0
 err=$(sluice_rx detach "$IF_RX" 2>&1 >/dev/null) || rc=$?
 assert_eq "$rc" 2 "exit code of a second detach"
 assert_eq "$(wc -l <<<"$err")" 1 "lines of error from a second detach"
-[[ $err == sluice:*"not attached"* ]] || fail "second detach said: $err"
+[[ $err == sluice:*"nothing to detach"* ]] || fail "second detach said: $err"
 ok "second detach: $err"
