@@ -135,6 +135,11 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src)
 		return PARSE_MALFORMED;
 
 	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
+	/* ::ffff:a.b.c.d never appears on the wire (RFC 4291 2.5.5.2) and is
+	 * how IPv4 sources are keyed, so it must not pose as one. */
+	if (ip6->saddr.in6_u.u6_addr32[0] == 0 && ip6->saddr.in6_u.u6_addr32[1] == 0 &&
+	    ip6->saddr.in6_u.u6_addr32[2] == bpf_htonl(0xffff))
+		return PARSE_MALFORMED;
 	return PARSE_OK;
 }
 

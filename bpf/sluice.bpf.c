@@ -90,12 +90,13 @@ static __always_inline void count_policy(__u32 policy, int drop, __u64 bytes)
 }
 
 /* Resolve the policy for src in the active slot and cache it in b. */
-static __always_inline int resolve(struct sluice_bucket *b,
-				   const struct sluice_addr *src, __u64 gen_slot)
+static __always_inline int resolve(struct sluice_bucket *b, const struct sluice_addr *src,
+				   __u8 family, __u64 gen_slot)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
 		.slot = SLUICE_GEN_SLOT(gen_slot),
+		.family = family,
 	};
 	struct sluice_lpm_val *hit;
 	struct sluice_policy *p;
@@ -162,17 +163,21 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct sluice_bucket *b;
 	__u32 zero = 0, reason;
 	__u64 gen_slot;
+	__u8 family = 0;
 	__be16 proto;
 	int r, pass;
 
 	if (parse_eth(&c, &proto) < 0)
 		return count(SLUICE_R_MALFORMED, bytes);
-	if (proto == bpf_htons(ETH_P_IP))
+	if (proto == bpf_htons(ETH_P_IP)) {
 		r = parse_ipv4(&c, &src);
-	else if (proto == bpf_htons(ETH_P_IPV6))
+		family = SLUICE_FAMILY_V4;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		r = parse_ipv6(&c, &src);
-	else
+		family = SLUICE_FAMILY_V6;
+	} else {
 		r = PARSE_NON_IP;
+	}
 	if (r == PARSE_NON_IP)
 		return count(SLUICE_R_NON_IP, bytes);
 	if (r != PARSE_OK)
@@ -185,7 +190,7 @@ int sluice_xdp(struct xdp_md *ctx)
 		return count(SLUICE_R_WITHIN_LIMIT, bytes);
 
 	gen_slot = READ_ONCE(cfg->gen_slot);
-	if (b->gen != SLUICE_GEN(gen_slot) && resolve(b, &src, gen_slot) < 0)
+	if (b->gen != SLUICE_GEN(gen_slot) && resolve(b, &src, family, gen_slot) < 0)
 		return count(SLUICE_R_WITHIN_LIMIT, bytes);
 
 	if (b->action == SLUICE_ACT_ALLOW) {

@@ -45,6 +45,25 @@ $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_O
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 BENCH_BINS	+= $(BUILD)/tests/bench_xdp
 
+# The CLI under ASan/UBSan for tests/cli: the same user/*.c, own objects.
+ASAN_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/asan/%.o,$(USER_SRCS))
+$(ASAN_USER_OBJS): $(BUILD)/asan/%.o: user/%.c $(HEADERS) $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) -c $< -o $@
+$(BUILD)/asan/sluice: $(ASAN_USER_OBJS)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/asan/sluice
+
+# Exporter test helpers: raw and stalled HTTP clients, and a source-table
+# filler (tests/exporter/).
+$(BUILD)/tests/http_raw: tests/exporter/http_raw.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+$(BUILD)/tests/fill_sources: tests/exporter/fill_sources.c $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ -lbpf
+TEST_BINS	+= $(BUILD)/tests/http_raw $(BUILD)/tests/fill_sources
+
 # `make test TESTS=unit` runs only the tests whose names match.
 # On a fresh machine `sudo make test` first installs what is missing, so the
 # build itself runs in a second make that sees the installed toolchain.

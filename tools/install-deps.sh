@@ -7,8 +7,8 @@ PACKAGES=(
 	clang llvm gcc make pkg-config		# build
 	libbpf-dev libxdp-dev xdp-tools bpftool	# BPF, skeletons, attach
 	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
-	libclang-rt-14-dev			# sanitizers under clang
-	iproute2 nftables netsniff-ng		# netns/veth tests, trafgen
+	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make check
+	iproute2 nftables iptables netsniff-ng	# netns/veth tests, trafgen
 	prometheus curl jq ca-certificates	# exporter tests
 )
 BPFFS=/sys/fs/bpf

@@ -73,17 +73,22 @@ static __u32 pinned_prog_id(const char *dir)
 	return info.id;
 }
 
-static int detach_prog(const char *iface, int ifindex, __u32 prog_id)
+/* Detach the sluice program prog_id; *was_mode says in which mode it ran
+ * (XDP_MODE_UNSPEC if it was not attached). */
+static int detach_prog(const char *iface, int ifindex, __u32 prog_id,
+		       enum xdp_attach_mode *was_mode)
 {
 	struct xdp_multiprog *mp;
 	struct xdp_program *p;
 	int err = 0;
 
+	*was_mode = XDP_MODE_UNSPEC;
 	if (!ifindex || !prog_id)
 		return 0;
 	p = find_attached(ifindex, prog_id, &mp);
 	if (p) {
-		err = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+		*was_mode = xdp_multiprog__attach_mode(mp);
+		err = xdp_program__detach(p, ifindex, *was_mode, 0);
 		if (err) {
 			char buf[128];
 
@@ -93,6 +98,26 @@ static int detach_prog(const char *iface, int ifindex, __u32 prog_id)
 	}
 	xdp_multiprog__close(mp);
 	return err;
+}
+
+/* A re-attach that failed puts the previous program back where it was, so
+ * the interface is never left unprotected by a bad --mode. */
+static const char *restore_old(const char *dir, int ifindex, enum xdp_attach_mode mode)
+{
+	static const char lost[] = " (the previous program is gone too: nothing limits the interface)";
+	struct xdp_program *old;
+	char path[256];
+	int err;
+
+	if (mode == XDP_MODE_UNSPEC)
+		return "";
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
+	old = xdp_program__from_pin(path);
+	if (libxdp_get_error(old))
+		return lost;
+	err = xdp_program__attach(old, ifindex, mode, 0);
+	xdp_program__close(old);
+	return err ? lost : " (the previous program is still attached)";
 }
 
 static void remove_pins(const char *dir)
@@ -221,10 +246,13 @@ int cmd_attach(int argc, char **argv)
 	struct sluice_bpf *skel = NULL;
 	char dir[128], path[256], msg[160];
 	const char *iface;
+	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC;
+	const char *kept;
 	__u32 old_id = 0;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (!strcmp(optarg, "native")) {
@@ -248,7 +276,7 @@ int cmd_attach(int argc, char **argv)
 			printf("Usage: sluice %s\n", attach_usage);
 			return 0;
 		default:
-			return usage_err("usage: sluice %s", attach_usage);
+			return getopt_err(c, argv, attach_usage);
 		}
 	}
 	if (optind >= argc)
@@ -257,7 +285,9 @@ int cmd_attach(int argc, char **argv)
 		return usage_err("unexpected argument '%s': sluice %s", argv[optind + 1],
 				 attach_usage);
 	iface = argv[optind];
-	if (strlen(iface) >= IF_NAMESIZE || !(ifindex = (int)if_nametoindex(iface)))
+	if (check_ifname(iface))
+		return EXIT_USAGE;
+	if (!(ifindex = (int)if_nametoindex(iface)))
 		return usage_err("no interface '%s': check the name with 'ip link'", iface);
 
 	err = check_bpffs();
@@ -278,7 +308,7 @@ int cmd_attach(int argc, char **argv)
 
 	/* Re-attach: the old program goes, its maps stay and are reused. */
 	old_id = pinned_prog_id(dir);
-	err = detach_prog(iface, ifindex, old_id);
+	err = detach_prog(iface, ifindex, old_id, &old_mode);
 	if (err)
 		goto out;
 
@@ -301,15 +331,16 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (used < 0) {
 		libxdp_strerror(err, msg, sizeof(msg));
+		kept = restore_old(dir, ifindex, old_mode);
 		if (err == -EEXIST || err == -EBUSY)
 			err = runtime_err("%s already runs another XDP program: remove it first "
-					  "(see 'xdp-loader status %s')", iface, iface);
+					  "(see 'xdp-loader status %s')%s", iface, iface, kept);
 		else if (err == -EOPNOTSUPP && nmodes == 1)
-			err = runtime_err("cannot attach to %s in %s mode: %s; try --mode skb",
-					  iface, mode_name(modes[0]), msg);
+			err = runtime_err("cannot attach to %s in %s mode: %s; try --mode skb%s",
+					  iface, mode_name(modes[0]), msg, kept);
 		else
-			err = runtime_err("cannot attach to %s: %s (SLUICE_DEBUG=1 shows libbpf's log)",
-					  iface, msg);
+			err = runtime_err("cannot attach to %s: %s (SLUICE_DEBUG=1 shows libbpf's log)%s",
+					  iface, msg, kept);
 		goto out;
 	}
 
@@ -339,42 +370,83 @@ out:
 	return err;
 }
 
-static const char detach_usage[] = "detach IFACE";
+static const char detach_usage[] = "detach IFACE [--force]";
+
+/* ifindex the pins were made for, 0 if unknown. */
+static __u32 pinned_ifindex(const char *iface)
+{
+	struct sluice_meta meta = { 0 };
+	struct sluice_maps m;
+
+	if (maps_open(iface, &m))
+		return 0;
+	if (read_meta(&m, &meta))
+		meta.ifindex = 0;
+	maps_close(&m);
+	return meta.ifindex;
+}
 
 int cmd_detach(int argc, char **argv)
 {
+	enum xdp_attach_mode was_mode;
+	const char *iface = NULL;
+	bool force = false;
 	__u32 prog_id;
 	char dir[128];
 	int ifindex, err;
 
-	if (argc == 2 && is_help(argv[1])) {
-		printf("Usage: sluice %s\n", detach_usage);
-		return 0;
+	for (int i = 1; i < argc; i++) {
+		if (is_help(argv[i])) {
+			printf("Usage: sluice %s\n"
+			       "  Removes the program and its pins; --force removes the pins of an\n"
+			       "  interface that no longer exists.\n", detach_usage);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (argv[i][0] == '-')
+			return usage_err("unknown option '%s': usage: sluice %s", argv[i],
+					 detach_usage);
+		else if (iface)
+			return usage_err("unexpected argument '%s': usage: sluice %s", argv[i],
+					 detach_usage);
+		else
+			iface = argv[i];
 	}
-	if (argc != 2)
-		return usage_err("usage: sluice %s", detach_usage);
-	if (argv[1][0] == '-')
-		return usage_err("unknown option '%s': sluice %s", argv[1], detach_usage);
-	if (strlen(argv[1]) >= IF_NAMESIZE)
-		return usage_err("no interface '%s': check the name with 'ip link'", argv[1]);
-	pin_dir(argv[1], dir, sizeof(dir));
-	ifindex = (int)if_nametoindex(argv[1]);
+	if (!iface)
+		return usage_err("detach needs an interface: usage: sluice %s", detach_usage);
+	if (check_ifname(iface))
+		return EXIT_USAGE;
+	pin_dir(iface, dir, sizeof(dir));
+	ifindex = (int)if_nametoindex(iface);
 	if (access(dir, F_OK)) {
+		if (errno == EACCES)
+			return runtime_err("cannot read %s: permission denied (run as root)", dir);
 		if (!ifindex)
-			return usage_err("no interface '%s': check the name with 'ip link'", argv[1]);
+			return usage_err("no interface '%s': check the name with 'ip link'", iface);
 		return usage_err("nothing to detach: %s has no sluice program (see 'sluice status')",
-				 argv[1]);
+				 iface);
 	}
+	/* Pins are keyed by name: refuse to drop them for an interface this
+	 * namespace does not see, or that is another one of the same name,
+	 * unless told the interface is gone. */
+	if (!force && (!ifindex || pinned_ifindex(iface) != (__u32)ifindex))
+		return usage_err("%s here is not the interface sluice was attached to: run detach "
+				 "in its network namespace (nsenter --net=...), or 'sluice detach "
+				 "--force %s' if it is gone", iface, iface);
 	libxdp_set_print(libxdp_quiet);
 	libbpf_set_print(libbpf_quiet);
 	prog_id = pinned_prog_id(dir);
-	err = detach_prog(argv[1], ifindex, prog_id);
-	if (err)
-		return err;
+	if (ifindex && pinned_ifindex(iface) == (__u32)ifindex) {
+		err = detach_prog(iface, ifindex, prog_id, &was_mode);
+		if (err)
+			return err;
+	}
 	remove_pins(dir);
 	if (!access(dir, F_OK))
 		return runtime_err("cannot remove %s: remove it by hand", dir);
-	printf("detached from %s%s\n", argv[1], ifindex ? "" : " (interface is gone; pins removed)");
+	printf("detached from %s%s\n", iface,
+	       ifindex && !force ? "" : " (pins removed; the interface was not seen here)");
 	return 0;
 }
 

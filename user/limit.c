@@ -6,10 +6,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "sluice.h"
 
 #define WHY_LEN 256
-#define POLICY_LINE_MAX 1024
+#define POLICY_LINE_MAX 1024	/* characters, newline included */
 #define POLICY_WORDS_MAX 16
 
 /* Opens and locks the interface's maps, reads its policy. */
@@ -264,67 +265,66 @@ static int split_words(char *line, char **words, int max)
 /* Parse a whole policy file into p; on error prints "FILE:LINE: why". */
 static int parse_policy_file(const char *path, struct policy *p)
 {
-	char line[POLICY_LINE_MAX], why[WHY_LEN], cidr[64];
+	char why[WHY_LEN], cidr[64], *line = NULL;
 	char *words[POLICY_WORDS_MAX];
 	unsigned int lineno = 0, def_line = 0;
 	bool is_default, is_del;
+	struct stat st;
 	struct rule r;
+	size_t cap = 0;
+	ssize_t len;
+	int n, err = 0;
 	FILE *f;
-	int n;
 
 	f = fopen(path, "r");
 	if (!f)
 		return usage_err("cannot read %s: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) || S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return usage_err("%s is a directory: give a policy file", path);
+	}
 	policy_init(p);
-	while (fgets(line, sizeof(line), f)) {
+	while (!err && (len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			fclose(f);
-			return usage_err("%s:%u: line longer than %d characters", path, lineno,
-					 POLICY_LINE_MAX - 2);
+		if (len > POLICY_LINE_MAX) {
+			err = usage_err("%s:%u: line longer than %d characters", path, lineno,
+					POLICY_LINE_MAX);
+			break;
+		}
+		if (strlen(line) != (size_t)len) {
+			err = usage_err("%s:%u: a NUL byte: this is not a policy file", path, lineno);
+			break;
 		}
 		n = split_words(line, words, POLICY_WORDS_MAX);
 		if (n == 0)
 			continue;
 		if (n < 0 || parse_rule_words(n, words, &r, &is_default, &is_del,
 					      why, sizeof(why))) {
-			fclose(f);
-			return usage_err("%s:%u: %s", path, lineno, n < 0 ? "too many words" : why);
-		}
-		if (is_del) {
-			fclose(f);
-			return usage_err("%s:%u: a policy file lists rules; leave a rule out to delete it",
-					 path, lineno);
-		}
-		if (is_default) {
-			if (def_line) {
-				fclose(f);
-				return usage_err("%s:%u: second default (the first is on line %u)",
-						 path, lineno, def_line);
-			}
+			err = usage_err("%s:%u: %s", path, lineno, n < 0 ? "too many words" : why);
+		} else if (is_del) {
+			err = usage_err("%s:%u: a policy file lists rules; leave a rule out to delete it",
+					path, lineno);
+		} else if (is_default) {
+			if (def_line)
+				err = usage_err("%s:%u: second default (the first is on line %u)",
+						path, lineno, def_line);
 			def_line = lineno;
 			p->def.action = r.action;
 			p->def.rate = r.rate;
 			p->def.burst = r.burst;
-			continue;
-		}
-		if (policy_find(p, &r.cidr)) {
+		} else if (policy_find(p, &r.cidr)) {
 			rule_cidr_str(&r, cidr, sizeof(cidr));
-			fclose(f);
-			return usage_err("%s:%u: %s has a rule already earlier in the file",
-					 path, lineno, cidr);
-		}
-		if (policy_put(p, &r, why, sizeof(why))) {
-			fclose(f);
-			return usage_err("%s:%u: %s", path, lineno, why);
+			err = usage_err("%s:%u: %s has a rule already earlier in the file",
+					path, lineno, cidr);
+		} else if (policy_put(p, &r, why, sizeof(why))) {
+			err = usage_err("%s:%u: %s", path, lineno, why);
 		}
 	}
-	if (ferror(f)) {
-		fclose(f);
-		return runtime_err("cannot read %s: %s", path, strerror(errno));
-	}
+	if (!err && ferror(f))
+		err = runtime_err("cannot read %s: %s", path, strerror(errno));
+	free(line);
 	fclose(f);
-	return 0;
+	return err;
 }
 
 static void dump_rule(const char *prefix, const struct rule *r, const char *cidr)
@@ -366,17 +366,32 @@ int cmd_policy(int argc, char **argv)
 	struct policy *next, *cur;
 	int err;
 
-	if (argc == 2 && is_help(argv[1])) {
+	for (int i = 1; i < argc; i++)
+		if (is_help(argv[i]))
+			argc = -1;
+	if (argc < 0) {
 		printf("Usage: sluice %s\n"
 		       "  apply replaces the whole policy with FILE's, atomically;\n"
 		       "  check only validates FILE; show prints the live policy as a file.\n",
 		       policy_usage);
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[1], "show"))
+	if (argc < 2)
+		return usage_err("policy needs apply, check or show: usage: sluice %s", policy_usage);
+	if (!strcmp(argv[1], "show")) {
+		if (argc > 2)
+			return usage_err("unexpected argument '%s': usage: sluice %s", argv[2],
+					 policy_usage);
 		return policy_show();
-	if (argc != 3 || (strcmp(argv[1], "apply") != 0 && strcmp(argv[1], "check") != 0))
-		return usage_err("usage: sluice %s", policy_usage);
+	}
+	if (strcmp(argv[1], "apply") != 0 && strcmp(argv[1], "check") != 0)
+		return usage_err("unknown policy command '%s': usage: sluice %s", argv[1],
+				 policy_usage);
+	if (argc < 3)
+		return usage_err("policy %s needs a FILE: usage: sluice %s", argv[1], policy_usage);
+	if (argc > 3)
+		return usage_err("unexpected argument '%s': usage: sluice %s", argv[3],
+				 policy_usage);
 
 	next = malloc(sizeof(*next));
 	if (!next)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* sluice: `sluice [-j] [-i IFACE] OBJECT COMMAND ...`, dispatched from a table. */
+#include <errno.h>
 #include <string.h>
 #include "sluice.h"
 
@@ -13,8 +14,12 @@ static int cmd_help(int argc, char **argv);
 
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 1 && is_help(argv[1])) {
+		printf("Usage: sluice version\n  Prints the version of sluice.\n");
+		return 0;
+	}
+	if (argc > 1)
+		return usage_err("unexpected argument '%s': usage: sluice version", argv[1]);
 	printf("sluice %s\n", SLUICE_VERSION);
 	return 0;
 }
@@ -30,6 +35,7 @@ static const struct cmd top_cmds[] = {
 	{ "stats",    cmd_stats,    "stats [-j] [--watch SECONDS]" },
 	{ "top",      cmd_top,      "top [-n N] [-j]" },
 	{ "query",    cmd_query,    "query ADDR [-j]" },
+	{ "exporter", cmd_exporter, "exporter [--listen ADDR:PORT]" },
 	{ "version",  cmd_version,  "version" },
 	{ "help",     cmd_help,     "help" },
 	{ NULL, NULL, NULL },
@@ -47,8 +53,8 @@ int print_usage(FILE *f, const char *object, const struct cmd *cmds)
 
 static int cmd_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 1 && !is_help(argv[1]))
+		return usage_err("unexpected argument '%s': usage: sluice help", argv[1]);
 	return print_usage(stdout, "OBJECT COMMAND", top_cmds);
 }
 
@@ -95,22 +101,26 @@ static int strip_global_opts(int argc, char **argv, int *bad)
 
 int main(int argc, char **argv)
 {
-	int bad;
+	int bad, rc;
 
 	argc = strip_global_opts(argc, argv, &bad);
 	if (bad)
 		return bad;
-	if (opts.iface && (!*opts.iface || strlen(opts.iface) >= IF_NAMESIZE))
-		return usage_err("no interface '%s': check the name with 'ip link'", opts.iface);
+	if (opts.iface && check_ifname(opts.iface))
+		return EXIT_USAGE;
 	if (argc < 2) {
 		print_usage(stderr, "OBJECT COMMAND", top_cmds);
 		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		return cmd_help(0, NULL);
+		return cmd_help(1, argv + 1);
 	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))
-		return cmd_version(0, NULL);
+		return cmd_version(1, argv + 1);
 	if (argv[1][0] == '-')
 		return usage_err("unknown option '%s': see 'sluice help'", argv[1]);
-	return dispatch(argv[1], top_cmds, argc - 1, argv + 1);
+	rc = dispatch(argv[1], top_cmds, argc - 1, argv + 1);
+	/* Output that did not reach its reader is a failure, not success. */
+	if ((fflush(stdout) || ferror(stdout)) && rc == 0)
+		return runtime_err("cannot write the output: %s", strerror(errno));
+	return rc;
 }

@@ -48,6 +48,8 @@ int pick_iface(char *iface, size_t len)
 	char dir[128];
 	int n;
 
+	if (access(SLUICE_PIN_ROOT, X_OK) && errno == EACCES)
+		return runtime_err("cannot read %s: permission denied (run as root)", SLUICE_PIN_ROOT);
 	if (opts.iface) {
 		pin_dir(opts.iface, dir, sizeof(dir));
 		if (access(dir, F_OK)) {
@@ -236,8 +238,11 @@ static void assign_indices(struct policy *next, const struct policy *cur,
 	}
 	for (unsigned int i = 0; i < next->n; i++) {
 		struct rule *r = &next->rules[i];
-		__u32 idx = free_index(used_new, used_cur);
+		__u32 idx;
 
+		if (r->index)	/* kept its index, and so its counters */
+			continue;
+		idx = free_index(used_new, used_cur);
 		if (!idx)	/* table crowded: reuse one the live policy retires */
 			idx = free_index(used_new, used_new);
 		if (!idx)	/* cannot happen: next->n < SLUICE_MAX_POLICIES */
@@ -341,8 +346,9 @@ int policy_commit(struct sluice_maps *m, struct policy *next)
 	for (unsigned int i = 0; i < next->n; i++) {
 		const struct rule *r = &next->rules[i];
 		struct sluice_lpm_key k = {
-			.prefixlen = SLUICE_LPM_SLOT_BITS + r->cidr.prefixlen,
+			.prefixlen = SLUICE_LPM_HDR_BITS + r->cidr.prefixlen,
 			.slot = slot,
+			.family = cidr_family(&r->cidr),
 		};
 		struct sluice_lpm_val v = { .policy = r->index };
 

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Error lines and the one JSON writer every -j output goes through. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 #include "sluice.h"
 
+/* One line, always: control characters quoted from input become '?'. */
 static void verr(const char *fmt, va_list ap)
 {
-	fputs("sluice: ", stderr);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): callers va_start */
-	fputc('\n', stderr);
+	char line[1024];
+
+	vsnprintf(line, sizeof(line), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): callers va_start */
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	fprintf(stderr, "sluice: %s\n", line);
 }
 
 void err_msg(const char *fmt, ...)
@@ -43,6 +49,17 @@ int runtime_err(const char *fmt, ...)
 bool is_help(const char *arg)
 {
 	return !strcmp(arg, "-h") || !strcmp(arg, "--help") || !strcmp(arg, "help");
+}
+
+int getopt_err(int ch, char **argv, const char *usage)
+{
+	const char *opt = optind > 0 ? argv[optind - 1] : "?";
+
+	if (ch == ':')
+		return usage_err("%s needs a value: usage: sluice %s", opt, usage);
+	if (optopt && opt[0] == '-' && opt[1] != '-')
+		return usage_err("unknown option '-%c': usage: sluice %s", optopt, usage);
+	return usage_err("unknown option '%s': usage: sluice %s", opt, usage);
 }
 
 #define JSON_MAX_DEPTH (int)(sizeof(((struct json *)0)->need_comma))

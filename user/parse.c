@@ -15,6 +15,14 @@ bool addr_is_v4(const struct sluice_addr *a)
 	return memcmp(a->a, v4_mapped, sizeof(v4_mapped)) == 0;
 }
 
+/* IPv6 CIDRs inside ::ffff:0:0/96 are refused at parse time, so this is
+ * unambiguous. */
+__u8 cidr_family(const struct cidr *c)
+{
+	return addr_is_v4(&c->addr) && c->prefixlen >= SLUICE_V4_MAPPED_PREFIX ?
+	       SLUICE_FAMILY_V4 : SLUICE_FAMILY_V6;
+}
+
 bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
 {
 	unsigned long long v;
@@ -30,6 +38,17 @@ bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
 	return true;
 }
 
+int check_ifname(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len >= IF_NAMESIZE || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    strpbrk(name, "/: \t\n"))
+		return usage_err("'%s' is not an interface name: check the name with 'ip link'",
+				 name);
+	return 0;
+}
+
 const char *parse_addr(const char *s, struct sluice_addr *out)
 {
 	struct in_addr v4;
@@ -38,6 +57,8 @@ const char *parse_addr(const char *s, struct sluice_addr *out)
 	if (strchr(s, ':')) {
 		if (inet_pton(AF_INET6, s, out->a) != 1)
 			return "not an IPv6 address";
+		if (addr_is_v4(out))
+			return "an IPv4-mapped IPv6 address: write the IPv4 address instead";
 		return NULL;
 	}
 	if (inet_pton(AF_INET, s, &v4) != 1)
@@ -81,7 +102,7 @@ const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len)
 		snprintf(why, len, "'%s' is not a CIDR: %s", s, e);
 		return why;
 	}
-	v4 = addr_is_v4(&out->addr) && !strchr(buf, ':');
+	v4 = addr_is_v4(&out->addr);
 	maxlen = v4 ? 32 : 128;
 	plen = maxlen;
 	if (slash && !parse_u64(slash + 1, 0, maxlen, &plen)) {

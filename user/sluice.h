@@ -49,8 +49,14 @@ void format_cidr(const struct cidr *c, char *buf, size_t len);
 void format_addr(const struct sluice_addr *a, char *buf, size_t len);
 const char *parse_addr(const char *s, struct sluice_addr *out);
 bool addr_is_v4(const struct sluice_addr *a);
+__u8 cidr_family(const struct cidr *c);
 /* Whole-string unsigned decimal in [min, max]; false on anything else. */
 bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
+/* Prints and returns EXIT_USAGE unless name could be a Linux interface
+ * name (it also names a directory under SLUICE_PIN_ROOT). */
+int check_ifname(const char *name);
+/* After getopt_long returned '?' or ':' (optstring starts with ':'). */
+int getopt_err(int ch, char **argv, const char *usage);
 
 /* --- policy.c: the policy model, read from and committed to the maps --- */
 struct rule {

@@ -95,7 +95,8 @@ int cmd_stats(int argc, char **argv)
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
 			if (!parse_u64(optarg, 1, WATCH_MAX, &watch))
@@ -106,7 +107,7 @@ int cmd_stats(int argc, char **argv)
 			printf("Usage: sluice %s\n", stats_usage);
 			return 0;
 		default:
-			return usage_err("usage: sluice %s", stats_usage);
+			return getopt_err(ch, argv, stats_usage);
 		}
 	}
 	if (optind < argc)
@@ -230,7 +231,8 @@ int cmd_top(int argc, char **argv)
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			if (!parse_u64(optarg, 1, TOP_MAX, &limit))
@@ -241,7 +243,7 @@ int cmd_top(int argc, char **argv)
 			       top_usage);
 			return 0;
 		default:
-			return usage_err("usage: sluice %s", top_usage);
+			return getopt_err(ch, argv, top_usage);
 		}
 	}
 	if (optind < argc)
@@ -310,6 +312,7 @@ static const struct rule *resolve_rule(const struct sluice_maps *m, const struct
 	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
 		return &p->def;
 	k.slot = SLUICE_GEN_SLOT(cfg.gen_slot);
+	k.family = addr_is_v4(addr) ? SLUICE_FAMILY_V4 : SLUICE_FAMILY_V6;
 	memcpy(k.addr, addr->a, sizeof(k.addr));
 	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
 		return &p->def;
@@ -339,8 +342,10 @@ int cmd_query(int argc, char **argv)
 		       query_usage);
 		return 0;
 	}
-	if (argc != 2)
-		return usage_err("usage: sluice %s", query_usage);
+	if (argc < 2)
+		return usage_err("query needs an address: usage: sluice %s", query_usage);
+	if (argc > 2)
+		return usage_err("unexpected argument '%s': usage: sluice %s", argv[2], query_usage);
 	e = parse_addr(argv[1], &addr);
 	if (e)
 		return usage_err("bad address '%s': %s", argv[1], e);

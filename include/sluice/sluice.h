@@ -62,15 +62,19 @@ struct sluice_addr {
 	__u8 a[SLUICE_ADDR_LEN];
 };
 
-/* LPM trie key: the first byte is the policy slot, so one trie holds both
- * generations and a lookup with the active slot sees only that one. */
+/* LPM trie key: the policy slot first, so one trie holds both generations
+ * and a lookup with the active slot sees only that one; then the family, so
+ * an IPv6 prefix such as ::/0 never covers IPv4 (stored IPv4-mapped). */
 struct sluice_lpm_key {
-	__u32 prefixlen;	/* 8 (slot) + address prefix length */
+	__u32 prefixlen;	/* 8 (slot) + 8 (family) + address prefix length */
 	__u8 slot;
+	__u8 family;		/* SLUICE_FAMILY_V4 or SLUICE_FAMILY_V6 */
 	__u8 addr[SLUICE_ADDR_LEN];
 };
-#define SLUICE_LPM_SLOT_BITS		8
-#define SLUICE_LPM_FULL_PREFIX		(SLUICE_LPM_SLOT_BITS + 8 * SLUICE_ADDR_LEN)
+#define SLUICE_FAMILY_V4		4
+#define SLUICE_FAMILY_V6		6
+#define SLUICE_LPM_HDR_BITS		16	/* slot and family */
+#define SLUICE_LPM_FULL_PREFIX		(SLUICE_LPM_HDR_BITS + 8 * SLUICE_ADDR_LEN)
 
 struct sluice_lpm_val {
 	__u32 policy;		/* index into the slot's policy table */

@@ -341,6 +341,59 @@ static void policy_change_reaches_known_sources(void)
 	      (unsigned long long)pc.drop_packets);
 }
 
+/* IPv6 prefixes never cover IPv4 sources, even ::/0, and an IPv6 packet
+ * cannot pose as an IPv4 source with a v4-mapped address. */
+static void families_are_separate(void)
+{
+	struct frame f;
+	struct ipv6hdr *ip6;
+
+	CHECK(setup("limit default --rate 1 --burst 1;deny ::/0;allow 0.0.0.0/0") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.60");
+	EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
+	frame_udp_from(&f, "2001:2::60");
+	EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
+	frame_eth(&f, ETH_P_IPV6);
+	ip6 = frame_ipv6(&f, "2001:2::61", IPPROTO_UDP);
+	inet_pton(AF_INET6, "::ffff:198.18.0.60", &ip6->saddr);
+	frame_udp(&f);
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+}
+
+/* Editing one rule keeps the counters of every other rule. */
+static void edits_keep_other_rules_counters(void)
+{
+	struct sluice_policy_counter before, after;
+	struct policy *p = malloc(sizeof(*p));
+	struct frame f;
+	__u32 idx = 0;
+
+	CHECK(p, "out of memory");
+	CHECK(setup("limit default --rate 1 --burst 1;limit set 198.18.77.0/24 --rate 1 --burst 2")
+	      == 0, "setup");
+	frame_udp_from(&f, "198.18.77.5");
+	run_frame(&fx, &f, 10, NULL);
+	CHECK(policy_read(&fx.m, p) == 0 && p->n == 1, "read policy");
+	idx = p->rules[0].index;
+	CHECK(read_policy_counter(&fx.m, idx, &before) == 0 && before.pass_packets == 2 &&
+	      before.drop_packets == 8, "rule counted %llu/%llu, want 2/8",
+	      (unsigned long long)before.pass_packets, (unsigned long long)before.drop_packets);
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;"
+			     "limit set 198.18.77.0/24 --rate 1 --burst 2;allow 198.18.78.0/24") == 0,
+	      "edit");
+	CHECK(policy_read(&fx.m, p) == 0 && p->n == 2, "read policy");
+	for (unsigned int i = 0; i < p->n; i++)
+		if (p->rules[i].cidr.addr.a[14] == 77)
+			CHECK(p->rules[i].index == idx, "rule moved from index %u to %u", idx,
+			      p->rules[i].index);
+	CHECK(read_policy_counter(&fx.m, idx, &after) == 0 &&
+	      after.pass_packets == before.pass_packets &&
+	      after.drop_packets == before.drop_packets,
+	      "an unrelated edit reset the rule's counters to %llu/%llu",
+	      (unsigned long long)after.pass_packets, (unsigned long long)after.drop_packets);
+	free(p);
+}
+
 /* Until a default is set, nothing is limited. */
 static void initial_policy_limits_nothing(void)
 {
@@ -373,6 +426,8 @@ int main(void)
 	RUN(sources_have_their_own_buckets);
 	RUN(policy_change_reaches_known_sources);
 	RUN(initial_policy_limits_nothing);
+	RUN(families_are_separate);
+	RUN(edits_keep_other_rules_counters);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
 	return check_failures ? 1 : 0;

@@ -150,7 +150,7 @@ netns_cleanup() {
 	[[ -n $NS_RX ]] && ip netns del "$NS_RX" 2>/dev/null
 	# Interface gone with its namespace: detach now only removes the pins.
 	if [[ -n $IF_RX && -d $SLUICE_PIN_ROOT/$IF_RX ]]; then
-		"$SLUICE" detach "$IF_RX" >/dev/null 2>&1 || rm -rf "${SLUICE_PIN_ROOT:?}/$IF_RX"
+		"$SLUICE" detach --force "$IF_RX" >/dev/null 2>&1 || rm -rf "${SLUICE_PIN_ROOT:?}/$IF_RX"
 	fi
 	[[ -n $NETNS_TMP ]] && rm -rf "$NETNS_TMP"
 	exit "$rc"

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Bad input to the CLI, table-driven (tests/cli/cases.txt): every case must
+# end with the right exit status and exactly one "sluice: ..." line on
+# stderr, print nothing on stdout, and change nothing: the policy, the
+# counters, the attachment and the pin directories are compared before and
+# after each case. All cases run; the failures are listed at the end.
+set -uo pipefail
+
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CASES=${1:-$CLI_DIR/cases.txt}
+[[ -r $CASES ]] || die "cannot read $CASES"
+
+cli_init bi
+cli_setup
+PD=$CLI_TMP/pol
+mkdir -p "$PD" || die "mkdir $PD"
+
+# --- policy files ---------------------------------------------------------
+# The live policy during the cases: v4 and v6, every action, a default.
+cat >"$PD/good.pol" <<'EOF'
+# baseline policy of tests/cli/bad_input.sh
+limit default --rate 1000 --burst 2000
+limit set 198.18.0.0/16 --rate 10
+allow 198.18.5.0/24
+deny 198.18.5.128/25   # a comment after a rule
+limit set 2001:2::/48 --rate 20 --burst 40
+allow 2001:2:0:5::/64
+deny 2001:2:0:5:8000::/65
+EOF
+# Valid, and different from good.pol.
+cat >"$PD/good2.pol" <<'EOF'
+limit default --rate 7
+deny 198.19.0.0/16
+EOF
+printf 'allow 198.18.1.0/24\nfrobnicate 198.18.2.0/24\n' >"$PD/unknown-word.pol"
+printf 'limit default --rate 5\nallow 198.18.1.0/24\ndeny 300.1.2.3/24\n' >"$PD/bad-cidr.pol"
+printf 'limit default --rate 5\nallow 198.18.1.0/24\ndeny 198.18.2.1/24\n' >"$PD/host-bits.pol"
+printf 'allow 198.18.1.0/24\ndeny 198.18.2.0/24\n\nlimit set 198.18.1.0/24 --rate 3\n' >"$PD/dup-cidr.pol"
+printf 'allow 198.18.1.0/24\ndeny ::ffff:198.18.1.0/120\n' >"$PD/dup-mapped.pol"
+printf 'limit default --rate 5\nallow 198.18.1.0/24\nlimit default --rate 6\n' >"$PD/two-defaults.pol"
+printf 'allow 198.18.1.0/24\nlimit del 198.18.1.0/24\n' >"$PD/limit-del.pol"
+{
+	printf 'allow 198.18.1.0/24\nallow 198.18.2.0/24 #'
+	printf '%*s' 4000 '' | tr ' ' x
+	printf '\ndeny 198.18.3.0/24\n'
+} >"$PD/long-line.pol"
+# Control bytes (ESC, CR, BEL), invalid UTF-8: the error must not echo them.
+printf 'allow 198.18.1.0/24\n\x1b[2J\x1b]0;owned\x07\xff\xfe\x01\x02\r\x7f junk\ndeny 198.18.2.0/24\n' \
+	>"$PD/binary.pol"
+printf 'allow 198.18.1.0/24\n\0deny 198.18.2.0/24\n' >"$PD/nul-byte.pol"
+printf 'allow 198.18.1.0/24\nallow 198.18.2.0/24\nallow 198.18.4.0/24\nlimit set 198.18.3.0/24 --rate 0\n' \
+	>"$PD/bad-rate.pol"
+printf 'allow 198.18.1.0/24\ndeny\n' >"$PD/no-cidr.pol"
+printf 'allow 198.18.1.0/24 198.18.2.0/24\n' >"$PD/extra-word.pol"
+# One rule more than the table holds (1023 besides the default).
+for ((i = 0; i < 1024; i++)); do
+	echo "deny 198.18.$((i / 256)).$((i % 256))/32"
+done >"$PD/too-many.pol"
+
+# --- the interfaces under test ---------------------------------------------
+# $IF: native, with good.pol. $BR2: skb mode (a bridge has no native XDP),
+# so that a re-attach in native mode fails at run time.
+setup_iface() { # IFACE
+	if [[ $1 == "$IF" ]]; then
+		cli_attach "$IF" --max-sources 4096
+		sl_ok -i "$IF" policy apply "$PD/good.pol"
+	else
+		cli_attach "$BR2" --mode skb --max-sources 1024
+		sl_ok -i "$BR2" limit default --rate 5
+	fi
+}
+setup_iface "$IF"
+setup_iface "$BR2"
+
+# Everything a rejected command must leave alone, in one file. A command
+# that fails here (pins gone, say) is written down as such: a difference.
+snap_one() { # TITLE FILTER ARGS...
+	local title=$1 filter=$2
+	shift 2
+	echo "== $title"
+	sl "$@"
+	if ((RC != 0)) || [[ -s $ERR ]]; then
+		echo "FAILED ($RC): $(head -c 300 "$ERR")"
+	elif [[ $filter == cat ]]; then
+		cat "$OUT"
+	else
+		jq -c "$filter" "$OUT" 2>&1
+	fi
+}
+
+snapshot() { # FILE
+	local i
+	{
+		snap_one "limit list -j" cat -i "$IF" limit list -j
+		snap_one "policy show" cat -i "$IF" policy show
+		snap_one "stats -j .packets" '.packets, .tracked_sources' -i "$IF" stats -j
+		for i in "$IF" "$BR2"; do
+			snap_one "$i: status -j" cat -i "$i" status -j
+			echo "== $i: pins"
+			ls -A "$SLUICE_PIN_ROOT/$i" 2>&1
+			# The kernel's own view: which XDP program runs there.
+			echo "== $i: ip link xdp"
+			ip -n "$NS_RX" -d -j link show dev "$i" | jq -c '.[0].xdp'
+		done
+		snap_one "$BR2: limit list -j" cat -i "$BR2" limit list -j
+	} >"$1"
+}
+
+# After a case that changed state: back to the baseline, whatever it did.
+restore() {
+	local i
+	for i in "$IF" "$BR2"; do
+		sl -i "$i" -j status
+		if ((RC != 0)) || ! jq -e '.interfaces[0].attached' "$OUT" >/dev/null 2>&1; then
+			echo "    (attaching $i again)"
+			ip -n "$NS_RX" link set dev "$i" xdp off 2>/dev/null
+			ip -n "$NS_RX" link set dev "$i" xdpgeneric off 2>/dev/null
+			rm -rf "${SLUICE_PIN_ROOT:?}/$i"
+		fi
+		setup_iface "$i"
+	done
+	snapshot "$CLI_TMP/base"
+}
+
+# Text for the log: newlines as '~', other control bytes as '?'.
+printable() { LC_ALL=C tr '\n' '~' | LC_ALL=C tr -c '[:print:]' '?'; }
+
+pin_dirs() { ls -A "$SLUICE_PIN_ROOT" 2>/dev/null; }
+
+snapshot "$CLI_TMP/base"
+# Case lines use the names; shellcheck cannot see through eval.
+export IF NA BR BR2 PD
+
+ncases=0
+words=()
+failed_cases=()
+lineno=0
+while IFS= read -r line || [[ -n $line ]]; do
+	lineno=$((lineno + 1))
+	[[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+	eval "words=($line)" 2>/dev/null || die "$CASES:$lineno: cannot split: $line"
+	((${#words[@]} >= 2)) || die "$CASES:$lineno: want EXIT MATCH ARGS..., got: $line"
+	want=${words[0]}
+	match=${words[1]}
+	args=("${words[@]:2}")
+	[[ $want =~ ^[0-2]$ ]] || die "$CASES:$lineno: EXIT must be 0, 1 or 2, got '$want'"
+	ncases=$((ncases + 1))
+	desc="sluice$(printf ' %q' "${args[@]}")"
+	pos=${match%%!*}
+	neg=
+	[[ $match == *!* ]] && neg=${match#*!}
+	[[ $pos == - ]] && pos=
+
+	pins_before=$(pin_dirs)
+	sl "${args[@]}"
+	cp "$OUT" "$CLI_TMP/case.out"
+	cp "$ERR" "$CLI_TMP/case.err"
+	OUT=$CLI_TMP/case.out
+	ERR=$CLI_TMP/case.err
+	problems=()
+
+	((RC == want)) || problems+=("exit status $RC, want $want")
+	if ((want == 0)); then
+		[[ -s $ERR ]] && problems+=("stderr not empty")
+		text=$OUT
+	else
+		nlines=$(wc -l <"$ERR")
+		# A last line without a newline still counts.
+		[[ -s $ERR && $(tail -c 1 "$ERR" | od -An -c) != *'\n'* ]] && nlines=$((nlines + 1))
+		((nlines == 1)) || problems+=("$nlines lines on stderr, want 1")
+		head -n 1 "$ERR" | grep -q '^sluice: ' || problems+=("stderr does not start with 'sluice: '")
+		LC_ALL=C tr -d '\n' <"$ERR" | LC_ALL=C grep -q '[[:cntrl:]]' &&
+			problems+=("control characters on stderr")
+		[[ -s $OUT ]] && problems+=("stdout not empty: $(head -c 200 "$OUT" | tr '\n' '~')")
+		text=$ERR
+	fi
+	if [[ -n $pos ]] && ! grep -qE -e "$pos" "$text"; then
+		problems+=("message does not match /$pos/")
+	fi
+	if [[ -n $neg ]] && grep -qE -e "$neg" "$text"; then
+		problems+=("message matches /$neg/, it should not")
+	fi
+
+	# A refused command leaves no pin directory for any name it was given.
+	pins_after=$(pin_dirs)
+	if [[ $pins_after != "$pins_before" ]]; then
+		for a in "${args[@]}"; do
+			[[ -n $a && $a != */* && $a != . && $a != .. ]] || continue
+			if [[ -e $SLUICE_PIN_ROOT/$a ]] && ! grep -qxF -e "$a" <<<"$pins_before"; then
+				problems+=("created $SLUICE_PIN_ROOT/$a")
+				# Clean up only names this test owns (nosuchif0 has no
+				# interface, so no one can have attached to it).
+				case $a in
+				"$NA" | "$BR" | nosuchif0) rm -rf "${SLUICE_PIN_ROOT:?}/$a" ;;
+				esac
+			fi
+		done
+	fi
+
+	OUT=$CLI_TMP/stdout
+	ERR=$CLI_TMP/stderr
+	snapshot "$CLI_TMP/now"
+	changed=0
+	if ! diff -q "$CLI_TMP/base" "$CLI_TMP/now" >/dev/null; then
+		changed=1
+		problems+=("changed state:")
+		while IFS= read -r d; do
+			problems+=("  $d")
+		done < <(diff "$CLI_TMP/base" "$CLI_TMP/now" | grep '^[<>]' | cut -c1-300 | head -n 12)
+	fi
+
+	if ((${#problems[@]})); then
+		fail_check "$desc" "${problems[@]}" \
+			"stderr: $(head -c 300 "$CLI_TMP/case.err" | printable)"
+		failed_cases+=("$CASES:$lineno: $desc")
+		((changed)) && restore
+	else
+		pass_check "$desc  [exit $want: $(head -n 1 "$text" | cut -c1-110 | printable)]"
+	fi
+done <"$CASES"
+
+((ncases > 0)) || die "no cases in $CASES"
+echo "# $ncases cases, ${#failed_cases[@]} failed"
+for c in "${failed_cases[@]}"; do
+	echo "#   failed: $c"
+done
+cli_finish

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# exporter/sources: with a million sources in the table (put there straight
+# into the pinned map, no traffic), sluice_tracked_sources equals
+# `sluice stats -j` and an independent key-by-key walk of the map, and so
+# it does after the table overflows and the LRU evicts. The exporter counts
+# through the kernel's element counter (bpf/sources.bpf.c), not a walk: it
+# says so at startup. Scrape times at 0 and 1M sources are printed for the
+# record, not asserted.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+CAP=1048576
+FILL=1000000
+MORE=1100000
+
+exporter_init exs
+[[ -x $FILL_SOURCES ]] || fail "$FILL_SOURCES not built: run make build/tests/fill_sources"
+netns_setup
+sluice_attach --max-sources "$CAP"
+exporter_start -i "$IF_RX"
+grep -q "sources counted by the kernel's element counter" "$EXPORTER_LOG" ||
+	fail "the exporter walks the table: $(head -n 1 "$EXPORTER_LOG")"
+ok "the exporter counts sources with the kernel's element counter"
+
+m=$(netns_tmp m.txt)
+L="interface=\"$IF_RX\""
+pin=$SLUICE_PIN_ROOT/$IF_RX/src_buckets
+
+# Scrape time (the exporter's own gauge, and curl's) at N sources, median of 5.
+scrape_times() {
+	local i d=() t=()
+	for ((i = 0; i < 5; i++)); do
+		t+=("$(scrape /metrics -o "$m" -w '%{time_total}')")
+		d+=("$(series "$m" sluice_scrape_duration_seconds)")
+	done
+	echo "scrape at $1 sources: sluice_scrape_duration_seconds median" \
+		"$(printf '%s\n' "${d[@]}" | sort -g | sed -n 3p) s, HTTP round trip median" \
+		"$(printf '%s\n' "${t[@]}" | sort -g | sed -n 3p) s"
+}
+
+check_counts() { # WHAT
+	local walked exported stats
+	walked=$("$FILL_SOURCES" count "$pin") || fail "walking $pin failed"
+	scrape /metrics >"$m" || fail "scrape failed"
+	exported=$(series "$m" "sluice_tracked_sources{$L}")
+	stats=$(stats_json | jq .tracked_sources)
+	assert_eq "$exported" "$walked" "$1: exported count equals a key-by-key walk"
+	assert_eq "$stats" "$walked" "$1: stats -j equals the walk"
+	COUNT=$walked
+}
+
+scrape_times "$(stats_json | jq .tracked_sources)"
+t0=$(now)
+"$FILL_SOURCES" fill "$pin" "$FILL" || fail "filling $pin failed"
+echo "filled $FILL sources in $(calc "$(now) - $t0" %.2f) s"
+check_counts "after $FILL inserts"
+assert_ge "$COUNT" "$FILL" "sources tracked"
+assert_eq "$(series "$m" "sluice_tracked_sources_capacity{$L}")" "$CAP" "capacity"
+scrape_times "$COUNT"
+t0=$(now)
+sluice_rx top -n 1 >/dev/null || fail "sluice top failed"
+echo "for comparison, one batched walk of the table (sluice top -n 1): $(calc "$(now) - $t0" %.3f) s"
+t0=$(now)
+stats_json >/dev/null
+echo "sluice stats -j (loads the counting iterator once): $(calc "$(now) - $t0" %.3f) s"
+
+# Past the capacity: the LRU evicts, and the kernel's count follows.
+# fill_sources numbers keys from 1: this rewrites the first fill and adds
+# MORE new ones.
+"$FILL_SOURCES" fill "$pin" $((FILL + MORE)) || fail "overfilling $pin failed"
+check_counts "after overflowing the table"
+assert_le "$COUNT" "$CAP" "sources tracked after overflow (capacity $CAP)"
+assert_ge "$COUNT" $((CAP * 9 / 10)) "sources tracked after overflow (the table stays nearly full)"
+exporter_stop TERM

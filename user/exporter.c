@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* exporter: `sluice exporter`, Prometheus metrics of every attached
+ * interface, read from the pinned maps at each scrape, served by
+ * libmicrohttpd's thread pool. Read-only: no endpoint changes anything. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <microhttpd.h>
+#include "sluice.h"
+#include "sources.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.0.0"
+#endif
+
+#define LISTEN_DEFAULT		"127.0.0.1:9464"
+#define LISTEN_BACKLOG		64
+#define HTTP_THREADS		4	/* scrapes served at once */
+#define HTTP_CONN_LIMIT		128	/* open connections, stalled ones included */
+#define HTTP_CONN_TIMEOUT_S	10	/* idle or stalled connections are closed */
+#define MAX_IFACES		1024
+#define POLICY_LABEL_LEN	64
+
+static const char exporter_usage[] = "exporter [--listen ADDR:PORT]";
+
+static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
+
+static const char index_page[] =
+	"<!DOCTYPE html>\n"
+	"<html><head><meta charset=\"utf-8\"><title>sluice exporter</title></head>\n"
+	"<body><h1>sluice exporter</h1>\n"
+	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
+	"</body></html>\n";
+
+/* Shared by every server thread: srcs is set before the server starts
+ * and only read afterwards; log_requests is switched off once, atomically. */
+struct exporter {
+	struct src_counter *srcs;	/* NULL: count by walking the table */
+	int log_requests;		/* libmicrohttpd's per-request errors; atomic */
+};
+
+struct policy_sample {
+	char label[POLICY_LABEL_LEN];
+	struct sluice_policy_counter c;
+};
+
+/* One interface, read in one go so that its series are all or nothing. */
+struct iface_sample {
+	char iface[IF_NAMESIZE];
+	struct sluice_meta meta;
+	struct sluice_counter c[SLUICE_R_MAX];
+	long sources;
+	__u32 capacity;
+	unsigned int npol;
+	struct policy_sample *pol;
+};
+
+static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
+{
+	__u32 id;
+	long n;
+
+	if (ex->srcs) {
+		id = map_id(m->src_buckets);
+		n = id ? src_counter_get(ex->srcs, id) : -ENOENT;
+		if (n >= 0)
+			return n;
+	}
+	return sources_walk(m->src_buckets);
+}
+
+static int sample_policies(const struct sluice_maps *m, struct iface_sample *s)
+{
+	struct policy *p = malloc(sizeof(*p));
+	int err = -1;
+
+	if (!p)
+		return -1;
+	if (policy_read(m, p))
+		goto out;
+	s->pol = calloc(p->n + 1, sizeof(*s->pol));
+	if (!s->pol)
+		goto out;
+	snprintf(s->pol[0].label, POLICY_LABEL_LEN, "default");
+	if (read_policy_counter(m, SLUICE_POLICY_DEFAULT, &s->pol[0].c))
+		goto out;
+	s->npol = 1;
+	for (unsigned int i = 0; i < p->n; i++, s->npol++) {
+		rule_cidr_str(&p->rules[i], s->pol[s->npol].label, POLICY_LABEL_LEN);
+		if (read_policy_counter(m, p->rules[i].index, &s->pol[s->npol].c))
+			goto out;
+	}
+	err = 0;
+out:
+	free(p);
+	return err;
+}
+
+/* Everything about one interface, or -1 if its pins could not be read
+ * (detached meanwhile, say): then it is left out of this scrape. */
+static int sample_iface(const struct exporter *ex, const char *iface, struct iface_sample *s)
+{
+	struct sluice_maps m;
+	int err = -1;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->iface, sizeof(s->iface), "%s", iface);
+	if (maps_open(iface, &m))
+		return -1;
+	if (read_meta(&m, &s->meta) || read_counters(&m, s->c) || sample_policies(&m, s))
+		goto out;
+	s->sources = tracked_sources(ex, &m);
+	s->capacity = map_capacity(m.src_buckets);
+	if (s->sources < 0)
+		goto out;
+	err = 0;
+out:
+	maps_close(&m);
+	if (err) {
+		free(s->pol);
+		s->pol = NULL;
+	}
+	return err;
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void put_label(FILE *f, const char *name, const char *val, bool last)
+{
+	fprintf(f, "%s=\"", name);
+	for (const char *c = val; *c; c++) {
+		if (*c == '\\' || *c == '"')
+			fprintf(f, "\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*c, f);
+	}
+	fputs(last ? "\"" : "\",", f);
+}
+
+static void put_family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void put_reason_family(FILE *f, const struct iface_sample *s, size_t n, bool bytes)
+{
+	const char *name = bytes ? "sluice_bytes_total" : "sluice_packets_total";
+
+	put_family(f, name, "counter", bytes ?
+		   "Bytes seen by the XDP program, by what it did and why." :
+		   "Packets seen by the XDP program, by what it did and why.");
+	for (size_t i = 0; i < n; i++)
+		for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
+			fprintf(f, "%s{", name);
+			put_label(f, "interface", s[i].iface, false);
+			put_label(f, "action", sluice_reason_is_drop(r) ? "drop" : "pass", false);
+			put_label(f, "reason", reason_name(r), true);
+			fprintf(f, "} %llu\n", (unsigned long long)(bytes ? s[i].c[r].bytes :
+								     s[i].c[r].packets));
+		}
+}
+
+static void put_policy_family(FILE *f, const struct iface_sample *s, size_t n, bool bytes)
+{
+	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
+
+	put_family(f, name, "counter", bytes ?
+		   "Bytes from sources under each policy of the live policy, passed or dropped." :
+		   "Packets from sources under each policy of the live policy, passed or dropped.");
+	for (size_t i = 0; i < n; i++)
+		for (unsigned int k = 0; k < s[i].npol; k++)
+			for (int drop = 0; drop < 2; drop++) {
+				const struct sluice_policy_counter *c = &s[i].pol[k].c;
+				__u64 v = bytes ? (drop ? c->drop_bytes : c->pass_bytes) :
+						  (drop ? c->drop_packets : c->pass_packets);
+
+				fprintf(f, "%s{", name);
+				put_label(f, "interface", s[i].iface, false);
+				put_label(f, "policy", s[i].pol[k].label, false);
+				put_label(f, "action", drop ? "drop" : "pass", true);
+				fprintf(f, "} %llu\n", (unsigned long long)v);
+			}
+}
+
+static void put_metrics(FILE *f, const struct iface_sample *s, size_t n,
+			unsigned int skipped, double secs)
+{
+	char id[16];
+
+	put_family(f, "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.");
+	fputs("sluice_build_info{", f);
+	put_label(f, "version", SLUICE_VERSION, true);
+	fputs("} 1\n", f);
+
+	put_family(f, "sluice_program_info", "gauge",
+		   "The XDP program attached to each interface; always 1.");
+	for (size_t i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%u", s[i].meta.prog_id);
+		fputs("sluice_program_info{", f);
+		put_label(f, "interface", s[i].iface, false);
+		put_label(f, "mode", mode_name(s[i].meta.xdp_mode), false);
+		put_label(f, "prog_id", id, false);
+		put_label(f, "libxdp", s[i].meta.multiprog ? "dispatcher" : "single", true);
+		fputs("} 1\n", f);
+	}
+
+	put_reason_family(f, s, n, false);
+	put_reason_family(f, s, n, true);
+
+	put_family(f, "sluice_tracked_sources", "gauge",
+		   "Sources that currently hold a bucket in the source table.");
+	for (size_t i = 0; i < n; i++) {
+		fputs("sluice_tracked_sources{", f);
+		put_label(f, "interface", s[i].iface, true);
+		fprintf(f, "} %ld\n", s[i].sources);
+	}
+	put_family(f, "sluice_tracked_sources_capacity", "gauge",
+		   "Size of the source table; past it the least recently seen source is evicted.");
+	for (size_t i = 0; i < n; i++) {
+		fputs("sluice_tracked_sources_capacity{", f);
+		put_label(f, "interface", s[i].iface, true);
+		fprintf(f, "} %u\n", s[i].capacity);
+	}
+
+	put_policy_family(f, s, n, false);
+	put_policy_family(f, s, n, true);
+
+	put_family(f, "sluice_scrape_skipped_interfaces", "gauge",
+		   "Pin directories that could not be read during this scrape.");
+	fprintf(f, "sluice_scrape_skipped_interfaces %u\n", skipped);
+	put_family(f, "sluice_scrape_duration_seconds", "gauge",
+		   "Time this scrape took to read the maps.");
+	fprintf(f, "sluice_scrape_duration_seconds %.6f\n", secs);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* The whole /metrics body, malloc()ed; NULL when out of memory. */
+static char *render_metrics(const struct exporter *ex, size_t *len,
+			    unsigned int *nifaces)
+{
+	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
+	struct iface_sample *s = NULL;
+	unsigned int skipped = 0;
+	__u64 t0 = mono_now_ns();
+	size_t n = 0;
+	char *body = NULL;
+	FILE *f;
+	int count;
+
+	*len = 0;
+	if (!names)
+		return NULL;
+	count = list_attached(names, MAX_IFACES);
+	qsort(names, (size_t)count, sizeof(*names), name_cmp);	/* stable output order */
+	s = calloc(count ? (size_t)count : 1, sizeof(*s));
+	if (!s)
+		goto out;
+	for (int i = 0; i < count; i++) {
+		if (opts.iface && strcmp(opts.iface, names[i]) != 0)
+			continue;
+		if (sample_iface(ex, names[i], &s[n]))
+			skipped++;
+		else
+			n++;
+	}
+	f = open_memstream(&body, len);
+	if (!f)
+		goto out;
+	put_metrics(f, s, n, skipped, (double)(mono_now_ns() - t0) / SLUICE_NS_PER_SEC);
+	if (fclose(f)) {
+		free(body);
+		body = NULL;
+	}
+	if (nifaces)
+		*nifaces = (unsigned int)n;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(s[i].pol);
+	free(s);
+	free(names);
+	return body;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
+			     const char *type, const char *body, size_t len,
+			     enum MHD_ResponseMemoryMode mem, const char *allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mem);
+	enum MHD_Result ret;
+
+	if (!r) {
+		if (mem == MHD_RESPMEM_MUST_FREE)
+			free((void *)body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned int status,
+				  const char *text, const char *allow)
+{
+	return reply(conn, status, "text/plain; charset=utf-8", text, strlen(text),
+		     MHD_RESPMEM_PERSISTENT, allow);
+}
+
+/* An HTTP method must be a token (RFC 9110 5.6.2); libmicrohttpd passes
+ * on anything up to the first space. */
+static bool is_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s <= ' ' || *s >= 127 || strchr("\"(),/:;<=>?@[\\]{}", *s))
+			return false;
+	return true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
+{
+	const struct exporter *ex = cls;
+	char *body;
+	size_t len;
+
+	(void)version;
+	(void)upload_data;
+	/* Refused at once, before any body is read (the connection closes).
+	 * HEAD gets GET's headers; libmicrohttpd leaves the body out. */
+	if (!is_token(method))
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "400 bad request: malformed method\n",
+				  NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "405 method not allowed: this exporter is read-only, use GET\n",
+				  "GET, HEAD");
+	/* The first call brings the headers; answering on the next one, with
+	 * the request complete, lets libmicrohttpd keep the connection alive. */
+	if (!*req_cls) {
+		*req_cls = conn;	/* any non-NULL mark */
+		return MHD_YES;
+	}
+	if (*upload_data_size) {	/* a body we do not want */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (!strcmp(url, "/"))
+		return reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8", index_page,
+			     strlen(index_page), MHD_RESPMEM_PERSISTENT, NULL);
+	if (strcmp(url, "/metrics") != 0)
+		return reply_text(conn, MHD_HTTP_NOT_FOUND,
+				  "404 not found: metrics are at /metrics\n", NULL);
+	body = render_metrics(ex, &len, NULL);
+	if (!body)
+		return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "500 out of memory\n", NULL);
+	return reply(conn, MHD_HTTP_OK, metrics_type, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+}
+
+/* Startup errors always; once serving, a malformed request is answered,
+ * not logged (anyone who can connect could fill the journal), unless
+ * SLUICE_DEBUG is set. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct exporter *ex = cls;
+	char msg[256];
+	size_t n;
+
+	if (!__atomic_load_n(&ex->log_requests, __ATOMIC_RELAXED))
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	err_msg("exporter: %s", msg);
+}
+
+/* "A.B.C.D:PORT" or "[V6]:PORT"; false on anything else. Port 0 asks the
+ * kernel for a free one. */
+static bool parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *port;
+	__u64 p;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		colon = strchr(s, ']');
+		if (!colon || colon[1] != ':' || (size_t)(colon - s - 1) >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, (size_t)(colon - s - 1));
+		host[colon - s - 1] = '\0';
+		port = colon + 2;
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return false;
+		s6->sin6_family = AF_INET6;
+		*len = sizeof(*s6);
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return false;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		port = colon + 1;
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return false;
+		s4->sin_family = AF_INET;
+		*len = sizeof(*s4);
+	}
+	if (!parse_u64(port, 0, 65535, &p))
+		return false;
+	if (ss->ss_family == AF_INET6)
+		s6->sin6_port = htons((__u16)p);
+	else
+		s4->sin_port = htons((__u16)p);
+	return true;
+}
+
+static void format_sockaddr(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(s4->sin_port));
+	}
+}
+
+/* A bound, listening socket, or -1 after saying why. */
+static int open_listener(const char *spec, const struct sockaddr_storage *ss, socklen_t len,
+			 char *bound, size_t bound_len)
+{
+	struct sockaddr_storage got;
+	socklen_t got_len = sizeof(got);
+	int one = 1, fd, err;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err_msg("cannot create a socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, LISTEN_BACKLOG)) {
+		err = errno;
+		close(fd);
+		if (err == EADDRINUSE)
+			err_msg("cannot listen on %s: address in use: stop the other server "
+				"or pick another --listen", spec);
+		else if (err == EADDRNOTAVAIL)
+			err_msg("cannot listen on %s: no local interface has that address: "
+				"try 127.0.0.1:9464", spec);
+		else if (err == EACCES)
+			err_msg("cannot listen on %s: ports below 1024 need root or "
+				"CAP_NET_BIND_SERVICE", spec);
+		else
+			err_msg("cannot listen on %s: %s", spec, strerror(err));
+		return -1;
+	}
+	if (getsockname(fd, (struct sockaddr *)&got, &got_len))
+		got = *ss;
+	format_sockaddr(&got, bound, bound_len);
+	return fd;
+}
+
+static int capset_raw(const struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* Does this kernel let a process without capabilities use the bpf(2)
+ * commands on pins and fds? Since Linux 6.5 only creating maps and loading
+ * programs are gated; before, every command was. Tried in a child, which
+ * can drop what the parent may still need. */
+static bool bpf_works_without_caps(void)
+{
+	struct __user_cap_data_struct none[2] = {};
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		int fd;
+
+		if (capset_raw(none))
+			_exit(1);
+		/* No dot in the name: bpffs answers EPERM to those. Longer
+		 * than any interface name, so it never exists. */
+		fd = bpf_obj_get(SLUICE_PIN_ROOT "/sluice-exporter-probe");
+		_exit(fd < 0 && errno == EPERM ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* After the socket is bound and the counter loaded, reading pins and maps
+ * needs no capability (pins are opened as their owner, root), so drop them
+ * all, and the bounding set, for good. On kernels that gate every bpf(2)
+ * command keep only CAP_BPF (CAP_SYS_ADMIN before Linux 5.8). Describes
+ * what is kept in kept. */
+static void drop_privileges(char *kept, size_t len)
+{
+	struct __user_cap_data_struct caps[2] = {};
+	int keep = -1;
+
+	if (!bpf_works_without_caps()) {
+		keep = prctl(PR_CAPBSET_READ, CAP_BPF, 0, 0, 0) == 1 ? CAP_BPF : CAP_SYS_ADMIN;
+		caps[keep / 32].effective = caps[keep / 32].permitted = 1U << (keep % 32);
+	}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	for (int c = 0; c <= CAP_LAST_CAP + 8; c++)
+		if (c != keep)
+			prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (capset_raw(caps))
+		snprintf(kept, len, "capabilities unchanged (%s)", strerror(errno));
+	else if (keep < 0)
+		snprintf(kept, len, "all capabilities dropped");
+	else
+		snprintf(kept, len, "capabilities dropped but %s (this kernel gates bpf(2))",
+			 keep == CAP_BPF ? "CAP_BPF" : "CAP_SYS_ADMIN");
+}
+
+int cmd_exporter(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *listen_spec = LISTEN_DEFAULT;
+	struct exporter ex = { .log_requests = 1 };
+	struct MHD_Daemon *d = NULL;
+	struct sockaddr_storage ss;
+	char bound[INET6_ADDRSTRLEN + 16], privs[96];
+	unsigned int nifaces = 0;
+	sigset_t stop;
+	socklen_t sslen;
+	size_t len;
+	char *body;
+	int ch, fd, sig;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			listen_spec = optarg;
+			break;
+		case 'h':
+			printf("Usage: sluice %s\n"
+			       "  Serves Prometheus metrics of every attached interface at\n"
+			       "  http://ADDR:PORT/metrics (default %s; port 0 picks a free one).\n"
+			       "  -i IFACE exports only that interface.\n",
+			       exporter_usage, LISTEN_DEFAULT);
+			return 0;
+		default:
+			return getopt_err(ch, argv, exporter_usage);
+		}
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
+				 exporter_usage);
+	if (opts.json)
+		return usage_err("the exporter has no JSON output: drop -j");
+	if (!parse_listen(listen_spec, &ss, &sslen))
+		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464",
+				 listen_spec);
+
+	fd = open_listener(listen_spec, &ss, sslen, bound, sizeof(bound));
+	if (fd < 0)
+		return EXIT_RUNTIME;
+	ex.srcs = src_counter_open();
+	drop_privileges(privs, sizeof(privs));
+
+	/* Server threads inherit this mask; only sigwait() below sees them. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+			     on_request, &ex,
+			     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &ex,
+			     MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)HTTP_THREADS,
+			     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONN_TIMEOUT_S,
+			     MHD_OPTION_STRICT_FOR_CLIENT, 1,
+			     MHD_OPTION_END);
+	if (!d) {
+		close(fd);
+		src_counter_close(ex.srcs);
+		return runtime_err("cannot start the HTTP server on %s: see the messages above",
+				   bound);
+	}
+	__atomic_store_n(&ex.log_requests, getenv("SLUICE_DEBUG") != NULL, __ATOMIC_RELAXED);
+	/* One scrape up front: permission problems show now, not at the first
+	 * Prometheus scrape. */
+	body = render_metrics(&ex, &len, &nifaces);
+	free(body);
+	printf("sluice exporter %s: serving http://%s/metrics for %u interface%s "
+	       "(sources counted by %s; %s)\n", SLUICE_VERSION, bound, nifaces,
+	       nifaces == 1 ? "" : "s",
+	       ex.srcs ? "the kernel's element counter" : "walking the table", privs);
+	fflush(stdout);
+
+	while (sigwait(&stop, &sig))
+		;
+	MHD_stop_daemon(d);	/* closes fd too */
+	src_counter_close(ex.srcs);
+	return 0;
+}

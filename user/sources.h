@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Counting tracked sources: the kernel's element counter when it has one,
+ * else a walk of the source table. */
+#ifndef SLUICE_SOURCES_H
+#define SLUICE_SOURCES_H
+
+#include <linux/types.h>
+
+/* The loaded counting iterator (bpf/sources.bpf.c). Loading it needs
+ * CAP_BPF and CAP_PERFMON; reading it afterwards needs nothing. */
+struct src_counter;
+
+/* NULL when this kernel cannot count (before Linux 6.6, no BTF, or no
+ * privilege to load a tracing program); errno says why. */
+struct src_counter *src_counter_open(void);
+void src_counter_close(struct src_counter *c);
+/* Element count of the source table with this map id, -ENOENT if the
+ * iterator does not list it, or another -errno. */
+long src_counter_get(const struct src_counter *c, __u32 map_id);
+
+/* Every key of the table, in batches: exact on any kernel, but its cost
+ * grows with the table. */
+long sources_walk(int map_fd);
+/* One table's count, the cheap way when possible; used by count_sources(). */
+long sources_count(int map_fd);
+/* The kernel's id of a map, 0 if unknown. */
+__u32 map_id(int map_fd);
+
+#endif /* SLUICE_SOURCES_H */
