@@ -13,10 +13,14 @@
 #include <bpf/bpf_endian.h>
 #include "sluice/sluice.h"
 
+/* A malformed packet whose source address is still readable is charged to
+ * that source like any other (PARSE_MALFORMED_SRC), so malformation is no
+ * way around a limit; only one without a source passes unlimited. */
 enum parse_result {
 	PARSE_OK = 0,
 	PARSE_NON_IP,
-	PARSE_MALFORMED,
+	PARSE_MALFORMED,	/* no source address to charge */
+	PARSE_MALFORMED_SRC,	/* source known, the rest malformed */
 };
 
 struct cursor {
@@ -67,16 +71,18 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_addr *src)
 
 	if ((void *)(ip + 1) > c->end)
 		return PARSE_MALFORMED;
-	if (ip->version != 4 || ip->ihl < 5)
-		return PARSE_MALFORMED;
-	hdr_len = ip->ihl * 4;
-	if (c->pos + hdr_len > c->end || bpf_ntohs(ip->tot_len) < hdr_len)
-		return PARSE_MALFORMED;
 
+	/* Charged to the source it claims, however broken the rest is. */
 	__builtin_memset(src, 0, sizeof(*src));
 	src->a[10] = 0xff;
 	src->a[11] = 0xff;
 	__builtin_memcpy(&src->a[12], &ip->saddr, sizeof(ip->saddr));
+
+	if (ip->version != 4 || ip->ihl < 5)
+		return PARSE_MALFORMED_SRC;
+	hdr_len = ip->ihl * 4;
+	if (c->pos + hdr_len > c->end || bpf_ntohs(ip->tot_len) < hdr_len)
+		return PARSE_MALFORMED_SRC;
 	return PARSE_OK;
 }
 
@@ -104,7 +110,8 @@ static __always_inline __u32 ipv6_ext_len(const struct ipv6_ext *ext, __u8 nh)
 	return ((__u32)ext->hdrlen + 1) * 8;
 }
 
-static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src)
+static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src,
+				      __u8 *family)
 {
 	struct ipv6hdr *ip6 = c->pos;
 	struct ipv6_ext *ext;
@@ -113,33 +120,36 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src)
 
 	if ((void *)(ip6 + 1) > c->end)
 		return PARSE_MALFORMED;
-	if (ip6->version != 6)
-		return PARSE_MALFORMED;
 	c->pos = ip6 + 1;
 	nh = ip6->nexthdr;
 
-	/* The source is in the fixed header; the chain is walked so that a
-	 * truncated or overlong one counts as malformed. */
+	/* Charged to the source it claims, however broken the rest is. */
+	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
+	/* ::ffff:a.b.c.d never appears on the wire (RFC 4291 2.5.5.2); it is
+	 * the key of IPv4 source a.b.c.d, so it is charged there. */
+	if (ip6->saddr.in6_u.u6_addr32[0] == 0 && ip6->saddr.in6_u.u6_addr32[1] == 0 &&
+	    ip6->saddr.in6_u.u6_addr32[2] == bpf_htonl(0xffff)) {
+		*family = SLUICE_FAMILY_V4;
+		return PARSE_MALFORMED_SRC;
+	}
+	if (ip6->version != 6)
+		return PARSE_MALFORMED_SRC;
+
+	/* The chain is walked so that a truncated or overlong one counts as
+	 * malformed (and is still charged to its source). */
 	for (i = 0; i < SLUICE_MAX_IPV6_EXT_HDRS; i++) {
 		if (!ipv6_is_ext(nh))
 			break;
 		ext = c->pos;
 		if ((void *)(ext + 1) > c->end)
-			return PARSE_MALFORMED;
+			return PARSE_MALFORMED_SRC;
 		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
 		if (c->pos > c->end)
-			return PARSE_MALFORMED;
+			return PARSE_MALFORMED_SRC;
 		nh = ext->nexthdr;
 	}
 	if (ipv6_is_ext(nh))
-		return PARSE_MALFORMED;
-
-	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
-	/* ::ffff:a.b.c.d never appears on the wire (RFC 4291 2.5.5.2) and is
-	 * how IPv4 sources are keyed, so it must not pose as one. */
-	if (ip6->saddr.in6_u.u6_addr32[0] == 0 && ip6->saddr.in6_u.u6_addr32[1] == 0 &&
-	    ip6->saddr.in6_u.u6_addr32[2] == bpf_htonl(0xffff))
-		return PARSE_MALFORMED;
+		return PARSE_MALFORMED_SRC;
 	return PARSE_OK;
 }
 

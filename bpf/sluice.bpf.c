@@ -173,14 +173,14 @@ int sluice_xdp(struct xdp_md *ctx)
 		r = parse_ipv4(&c, &src);
 		family = SLUICE_FAMILY_V4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		r = parse_ipv6(&c, &src);
 		family = SLUICE_FAMILY_V6;
+		r = parse_ipv6(&c, &src, &family);
 	} else {
 		r = PARSE_NON_IP;
 	}
 	if (r == PARSE_NON_IP)
 		return count(SLUICE_R_NON_IP, bytes);
-	if (r != PARSE_OK)
+	if (r == PARSE_MALFORMED)
 		return count(SLUICE_R_MALFORMED, bytes);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
@@ -203,6 +203,9 @@ int sluice_xdp(struct xdp_md *ctx)
 		pass = admit(b, bpf_ktime_get_ns());
 		reason = pass ? SLUICE_R_WITHIN_LIMIT : SLUICE_R_RATE_LIMITED;
 	}
+	/* Passed but malformed: the stack decides; the source paid for it. */
+	if (pass && r == PARSE_MALFORMED_SRC)
+		reason = SLUICE_R_MALFORMED;
 
 	if (pass)
 		__sync_fetch_and_add(&b->passed, 1);

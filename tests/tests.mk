@@ -43,7 +43,7 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race: $(BUILD)/tests/%: tests/bpf/%.
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
-BENCH_BINS	+= $(BUILD)/tests/bench_xdp
+BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood
 
 # The CLI under ASan/UBSan for tests/cli: the same user/*.c, own objects.
 ASAN_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/asan/%.o,$(USER_SRCS))

@@ -285,7 +285,7 @@ for nsrc in "${PATTERNS[@]}"; do
 		if have bare && [[ $cfg != bare ]]; then
 			ex=$(extra "$cfg" "$nsrc" 7 | median)
 			mex=$(calc "$(extra "$cfg" "$nsrc" 8 | median)" %.0f)
-			if [[ -n $native_extra ]] && awk -v d="$native_extra" 'BEGIN { exit !(d > 0) }'; then
+			if [[ $cfg != bare-skb && -n $native_extra ]] && awk -v d="$native_extra" 'BEGIN { exit !(d > 0) }'; then
 				ratio=$(calc "$ex / $native_extra" %.2f)
 			fi
 			ex=$(calc "$ex" %.0f)

@@ -89,47 +89,50 @@ static void vlan_tagged_ip_is_limited(void)
 	CHECK(bucket_of(&fx, "2001:2::77", &b) == 0, "no bucket for the QinQ source");
 }
 
+/* Malformed IPv4 passes to the stack, counted as malformed; one that still
+ * names a source is charged to it like any other, so breaking a header is
+ * no way around a limit. */
 static void malformed_ipv4_passes_counted(void)
 {
-	struct frame f;
+	static const struct {
+		const char *src;
+		int ihl, version, tot_len;
+	} charged[] = {
+		{ "198.18.0.2", 4, 4, 0 },	/* ihl below 5 */
+		{ "198.18.0.3", 15, 4, 0 },	/* 60 bytes claimed, 20 present */
+		{ "198.18.0.4", 5, 6, 0 },	/* version 6 behind the IPv4 type */
+		{ "198.18.0.5", 5, 4, 12 },	/* total length below the header */
+	};
+	struct sluice_bucket b;
 	struct iphdr *ip;
+	struct frame f;
 
 	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
-	/* truncated: 10 bytes of a 20-byte header */
+	/* no source: 10 bytes of a 20-byte header; a VLAN tag cut short */
 	frame_eth(&f, ETH_P_IP);
 	frame_put(&f, NULL, 10);
 	f.buf[14] = 0x45;
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* ihl 4 */
-	frame_eth(&f, ETH_P_IP);
-	ip = frame_ipv4(&f, "198.18.0.1", 5);
-	ip->ihl = 4;
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* ihl 15 (60 bytes) but only 20 present */
-	frame_eth(&f, ETH_P_IP);
-	ip = frame_ipv4(&f, "198.18.0.1", 5);
-	ip->ihl = 15;
-	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* version 6 behind an IPv4 EtherType */
-	frame_eth(&f, ETH_P_IP);
-	ip = frame_ipv4(&f, "198.18.0.1", 5);
-	ip->version = 6;
-	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* total length shorter than the header */
-	frame_eth(&f, ETH_P_IP);
-	ip = frame_ipv4(&f, "198.18.0.1", 5);
-	ip->tot_len = htons(12);
-	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* a VLAN tag cut short */
 	frame_eth(&f, ETH_P_8021Q);
 	frame_put(&f, NULL, 2);
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
-	/* none of these made a bucket */
-	{
-		struct sluice_bucket b;
 
-		CHECK(bucket_of(&fx, "198.18.0.1", &b) == -ENOENT, "malformed frame made a bucket");
+	for (size_t i = 0; i < sizeof(charged) / sizeof(charged[0]); i++) {
+		CASE(charged[i].src);
+		frame_eth(&f, ETH_P_IP);
+		ip = frame_ipv4(&f, charged[i].src, 5);
+		ip->ihl = charged[i].ihl;
+		ip->version = charged[i].version;
+		if (charged[i].tot_len)
+			ip->tot_len = htons(charged[i].tot_len);
+		EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+		EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+		CHECK(bucket_of(&fx, charged[i].src, &b) == 0 && b.passed == 1 && b.dropped == 1,
+		      "the source's own counters: %llu/%llu", (unsigned long long)b.passed,
+		      (unsigned long long)b.dropped);
 	}
+	CASE("malformed_ipv4_passes_counted");
 }
 
 static void ipv4_options_are_parsed(void)
@@ -166,15 +169,17 @@ static void ipv6_extension_headers(void)
 	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
 	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
 
-	/* chain cut short: destination options claim 16 bytes, 8 present */
+	/* chain cut short: destination options claim 16 bytes, 8 present;
+	 * malformed, but still charged to its source */
 	frame_eth(&f, ETH_P_IPV6);
 	frame_ipv6(&f, "2001:2::11", IPPROTO_DSTOPTS);
 	e = frame_put(&f, NULL, 8);
 	e[0] = IPPROTO_UDP;
 	e[1] = 1;
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
 
-	/* more extension headers than the bound */
+	/* more extension headers than the bound: no way around the limit */
 	frame_eth(&f, ETH_P_IPV6);
 	frame_ipv6(&f, "2001:2::12", IPPROTO_DSTOPTS);
 	for (i = 0; i < SLUICE_MAX_IPV6_EXT_HDRS + 1; i++) {
@@ -182,6 +187,7 @@ static void ipv6_extension_headers(void)
 		e[0] = i < SLUICE_MAX_IPV6_EXT_HDRS ? IPPROTO_DSTOPTS : IPPROTO_UDP;
 	}
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
 
 	/* truncated fixed header */
 	frame_eth(&f, ETH_P_IPV6);
@@ -189,10 +195,11 @@ static void ipv6_extension_headers(void)
 	e[0] = 0x60;
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
 
-	/* wrong version */
+	/* wrong version: still charged to the source it claims */
 	frame_eth(&f, ETH_P_IPV6);
 	frame_ipv6(&f, "2001:2::13", IPPROTO_UDP)->version = 4;
 	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
 }
 
 static void precedence_most_specific_wins(void)
