@@ -356,7 +356,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!is_token(method))
 		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "400 bad request: malformed method\n",
 				  NULL);
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 				  "405 method not allowed: this exporter is read-only, use GET\n",
 				  "GET, HEAD");
