@@ -3,6 +3,7 @@
  * it and its maps under /sys/fs/bpf/sluice/<iface>/, and reporting on it. */
 #include <errno.h>
 #include <getopt.h>
+#include <linux/if_link.h>
 #include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,62 @@ out:
 	return err;
 }
 
+static __u32 prog_id_of(int fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/*
+ * Re-attach where the previous program runs alone (libxdp's single-program
+ * mode): load the new one and swap it in with one netlink request
+ * (XDP_FLAGS_REPLACE), so no packet meets the interface unprotected.
+ * Returns 0 when swapped, 1 when this does not apply (no old program, the
+ * dispatcher, or another mode asked for), or an exit code on failure.
+ */
+static int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
+			    __u32 old_id, const enum xdp_attach_mode *modes, int nmodes,
+			    enum xdp_attach_mode *used)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *old;
+	enum xdp_attach_mode mode;
+	__u32 flags;
+	int err;
+
+	if (!old_id)
+		return 1;
+	old = find_attached(ifindex, old_id, &mp);
+	mode = mp ? xdp_multiprog__attach_mode(mp) : XDP_MODE_UNSPEC;
+	if (!old || !xdp_multiprog__is_legacy(mp) ||
+	    (mode != XDP_MODE_NATIVE && mode != XDP_MODE_SKB) ||
+	    (nmodes == 1 && modes[0] != mode)) {
+		xdp_multiprog__close(mp);
+		return 1;
+	}
+	err = sluice_bpf__load(skel);
+	if (err) {
+		xdp_multiprog__close(mp);
+		return runtime_err("cannot load the XDP program: %s (SLUICE_DEBUG=1 shows the "
+				   "verifier's log)", strerror(-err));
+	}
+	{
+		LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = xdp_program__fd(old));
+
+		flags = XDP_FLAGS_REPLACE |
+			(mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
+		err = bpf_xdp_attach(ifindex, bpf_program__fd(skel->progs.sluice_xdp), flags, &ao);
+	}
+	xdp_multiprog__close(mp);
+	if (err)
+		return runtime_err("cannot replace the program on %s: %s (the previous one still "
+				   "runs)", iface, strerror(-err));
+	*used = mode;
+	return 0;
+}
+
 static const char attach_usage[] =
 	"attach IFACE [--mode native|skb|auto] [--max-sources N]";
 
@@ -246,8 +303,9 @@ int cmd_attach(int argc, char **argv)
 	struct sluice_bpf *skel = NULL;
 	char dir[128], path[256], msg[160];
 	const char *iface;
-	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC;
+	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC, swapped_mode = XDP_MODE_UNSPEC;
 	const char *kept;
+	int prog_fd;
 	__u32 old_id = 0;
 
 	optind = 0;
@@ -306,8 +364,17 @@ int cmd_attach(int argc, char **argv)
 	if (err)
 		goto out;
 
-	/* Re-attach: the old program goes, its maps stay and are reused. */
+	/* Re-attach: the maps stay and are reused; the program is swapped in
+	 * one step where it can be, else the old one goes first. */
 	old_id = pinned_prog_id(dir);
+	err = replace_in_place(skel, iface, ifindex, old_id, modes, nmodes, &swapped_mode);
+	if (err == 0) {
+		used = swapped_mode;
+		prog_fd = bpf_program__fd(skel->progs.sluice_xdp);
+		goto attached;
+	}
+	if (err != 1)
+		goto out;
 	err = detach_prog(iface, ifindex, old_id, &old_mode);
 	if (err)
 		goto out;
@@ -344,6 +411,8 @@ int cmd_attach(int argc, char **argv)
 		goto out;
 	}
 
+	prog_fd = xdp_program__fd(prog);
+attached:
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	if (!libxdp_get_error(mp) && mp)
 		multiprog = !xdp_multiprog__is_legacy(mp);
@@ -351,17 +420,17 @@ int cmd_attach(int argc, char **argv)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
 	unlink(path);
-	if (bpf_obj_pin(xdp_program__fd(prog), path)) {
+	if (bpf_obj_pin(prog_fd, path)) {
 		err = runtime_err("cannot pin the program at %s: %s", path, strerror(errno));
 		goto out;
 	}
-	err = write_meta(iface, ifindex, used, multiprog, xdp_program__id(prog));
+	err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
 	if (err)
 		goto out;
 	printf("attached to %s in %s mode (%s), program id %u%s\n", iface,
 	       mode_name(used),
 	       multiprog ? "libxdp dispatcher" : "single program; libxdp's dispatcher was not used",
-	       xdp_program__id(prog), old_id ? ", state kept from the previous attach" : "");
+	       prog_id_of(prog_fd), old_id ? ", state kept from the previous attach" : "");
 out:
 	xdp_program__close(prog);
 	sluice_bpf__destroy(skel);
