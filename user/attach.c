@@ -447,7 +447,7 @@ static __u32 pinned_ifindex(const char *iface)
 	struct sluice_meta meta = { 0 };
 	struct sluice_maps m;
 
-	if (maps_open(iface, &m))
+	if (maps_open_ro(iface, &m))
 		return 0;
 	if (read_meta(&m, &meta))
 		meta.ifindex = 0;
@@ -538,7 +538,7 @@ static int gather_status(const char *iface, struct iface_status *st)
 
 	memset(st, 0, sizeof(*st));
 	snprintf(st->name, sizeof(st->name), "%.*s", IF_NAMESIZE - 1, iface);
-	err = maps_open(iface, &m);
+	err = maps_open_ro(iface, &m);
 	if (err)
 		return err;
 	p = malloc(sizeof(*p));

@@ -154,7 +154,7 @@ static int limit_list(int argc, char **argv)
 	err = pick_iface(iface, sizeof(iface));
 	if (err)
 		return err;
-	err = maps_open(iface, &m);
+	err = maps_open_ro(iface, &m);
 	if (err)
 		return err;
 	p = malloc(sizeof(*p));

@@ -72,15 +72,16 @@ int pick_iface(char *iface, size_t len)
 	return 0;
 }
 
-static int open_pin(const char *dir, const struct bpf_map *map)
+static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags)
 {
+	LIBBPF_OPTS(bpf_obj_get_opts, o, .file_flags = file_flags);
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
-	return bpf_obj_get(path);
+	return bpf_obj_get_opts(path, &o);
 }
 
-int maps_open(const char *iface, struct sluice_maps *m)
+static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff)
 {
 	struct sluice_bpf *skel;
 	char path[256];
@@ -98,13 +99,13 @@ int maps_open(const char *iface, struct sluice_maps *m)
 	skel = sluice_bpf__open();
 	if (!skel)
 		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
-	m->src_buckets = open_pin(m->dir, skel->maps.src_buckets);
-	m->policy_lpm = open_pin(m->dir, skel->maps.policy_lpm);
-	m->policy_table = open_pin(m->dir, skel->maps.policy_table);
-	m->config = open_pin(m->dir, skel->maps.config);
-	m->counters = open_pin(m->dir, skel->maps.counters);
-	m->policy_counters = open_pin(m->dir, skel->maps.policy_counters);
-	m->meta = open_pin(m->dir, skel->maps.meta);
+	m->src_buckets = open_pin(m->dir, skel->maps.src_buckets, ff);
+	m->policy_lpm = open_pin(m->dir, skel->maps.policy_lpm, ff);
+	m->policy_table = open_pin(m->dir, skel->maps.policy_table, ff);
+	m->config = open_pin(m->dir, skel->maps.config, ff);
+	m->counters = open_pin(m->dir, skel->maps.counters, ff);
+	m->policy_counters = open_pin(m->dir, skel->maps.policy_counters, ff);
+	m->meta = open_pin(m->dir, skel->maps.meta, ff);
 	sluice_bpf__destroy(skel);
 	snprintf(path, sizeof(path), "%s/%s", m->dir, SLUICE_PROG_PIN);
 	m->prog = bpf_obj_get(path);
@@ -121,6 +122,16 @@ int maps_open(const char *iface, struct sluice_maps *m)
 				   m->dir, strerror(err));
 	}
 	return 0;
+}
+
+int maps_open(const char *iface, struct sluice_maps *m)
+{
+	return maps_open_flags(iface, m, 0);
+}
+
+int maps_open_ro(const char *iface, struct sluice_maps *m)
+{
+	return maps_open_flags(iface, m, BPF_F_RDONLY);
 }
 
 void maps_close(struct sluice_maps *m)

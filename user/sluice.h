@@ -105,6 +105,8 @@ int pick_iface(char *iface, size_t len);
 /* List attached interfaces (pin dirs); returns count, names in out. */
 int list_attached(char out[][IF_NAMESIZE], int max);
 int maps_open(const char *iface, struct sluice_maps *m);
+/* The same with read-only descriptors, for commands that only look. */
+int maps_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
 int policy_read(const struct sluice_maps *m, struct policy *p);

@@ -29,7 +29,7 @@ static int open_picked(struct sluice_maps *m)
 	char iface[IF_NAMESIZE];
 	int err = pick_iface(iface, sizeof(iface));
 
-	return err ? err : maps_open(iface, m);
+	return err ? err : maps_open_ro(iface, m);
 }
 
 static void stats_json(const struct sluice_maps *m, const struct sluice_counter *c,
