@@ -268,7 +268,8 @@ static int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifin
 				   "verifier's log)", strerror(-err));
 	}
 	{
-		LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = xdp_program__fd(old));
+		struct bpf_xdp_attach_opts ao = { .sz = sizeof(ao),
+						  .old_prog_fd = xdp_program__fd(old) };
 
 		flags = XDP_FLAGS_REPLACE |
 			(mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);

@@ -13,35 +13,6 @@
 #define POLICY_LINE_MAX 1024	/* characters, newline included */
 #define POLICY_WORDS_MAX 16
 
-/* Opens and locks the interface's maps, reads its policy. */
-static int policy_begin(struct sluice_maps *m, struct policy **p)
-{
-	char iface[IF_NAMESIZE];
-	int err;
-
-	*p = NULL;
-	err = pick_iface(iface, sizeof(iface));
-	if (err)
-		return err;
-	err = maps_open(iface, m);
-	if (err)
-		return err;
-	*p = malloc(sizeof(**p));
-	if (!*p) {
-		maps_close(m);
-		return runtime_err("out of memory");
-	}
-	err = maps_lock(m);
-	if (!err)
-		err = policy_read(m, *p);
-	if (err) {
-		free(*p);
-		*p = NULL;
-		maps_close(m);
-	}
-	return err;
-}
-
 static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 {
 	int err = commit ? policy_commit(m, p) : 0;
@@ -63,7 +34,7 @@ static int edit_words(int argc, char **argv)
 
 	if (parse_rule_words(argc, argv, &r, &is_default, &is_del, why, sizeof(why)))
 		return usage_err("%s", why);
-	err = policy_begin(&m, &p);
+	err = open_policy(&m, &p, true);
 	if (err)
 		return err;
 	rule_cidr_str(&r, cidr, sizeof(cidr));
@@ -143,28 +114,17 @@ static void list_one_text(const char *cidr, const struct rule *r,
 static int limit_list(int argc, char **argv)
 {
 	struct sluice_policy_counter pc;
-	char iface[IF_NAMESIZE], cidr[64];
 	struct sluice_maps m;
 	struct policy *p;
 	struct json j;
+	char cidr[64];
 	int err;
 
 	if (argc > 1)
 		return usage_err("unexpected argument '%s': usage: sluice limit list [-j]", argv[1]);
-	err = pick_iface(iface, sizeof(iface));
+	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	err = maps_open_ro(iface, &m);
-	if (err)
-		return err;
-	p = malloc(sizeof(*p));
-	if (!p) {
-		maps_close(&m);
-		return runtime_err("out of memory");
-	}
-	err = policy_read(&m, p);
-	if (err)
-		goto out;
 	qsort(p->rules, p->n, sizeof(p->rules[0]), rule_cmp);
 
 	if (opts.json) {
@@ -193,7 +153,6 @@ static int limit_list(int argc, char **argv)
 		json_arr_close(&j);
 		json_end(&j);
 	}
-out:
 	free(p);
 	maps_close(&m);
 	return err;
@@ -341,7 +300,7 @@ static int policy_show(void)
 	struct sluice_maps m;
 	struct policy *p;
 	char cidr[64];
-	int err = policy_begin(&m, &p);
+	int err = open_policy(&m, &p, false);
 
 	if (err)
 		return err;
@@ -404,7 +363,7 @@ int cmd_policy(int argc, char **argv)
 		free(next);
 		return err;
 	}
-	err = policy_begin(&m, &cur);
+	err = open_policy(&m, &cur, true);
 	if (err) {
 		free(next);
 		return err;

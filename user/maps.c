@@ -16,6 +16,8 @@
 #include "sources.h"
 #include "sluice.skel.h"
 
+#define WALK_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
+
 void pin_dir(const char *iface, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", SLUICE_PIN_ROOT, iface);
@@ -74,7 +76,7 @@ int pick_iface(char *iface, size_t len)
 
 static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags)
 {
-	LIBBPF_OPTS(bpf_obj_get_opts, o, .file_flags = file_flags);
+	struct bpf_obj_get_opts o = { .sz = sizeof(o), .file_flags = file_flags };
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
@@ -147,6 +149,34 @@ void maps_close(struct sluice_maps *m)
 	}
 }
 
+int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err;
+
+	*p = NULL;
+	err = pick_iface(iface, sizeof(iface));
+	if (err)
+		return err;
+	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err)
+		return err;
+	*p = malloc(sizeof(**p));
+	if (!*p) {
+		maps_close(m);
+		return runtime_err("out of memory");
+	}
+	err = edit ? maps_lock(m) : 0;
+	if (!err)
+		err = policy_read(m, *p);
+	if (err) {
+		free(*p);
+		*p = NULL;
+		maps_close(m);
+	}
+	return err;
+}
+
 int maps_lock(struct sluice_maps *m)
 {
 	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -163,14 +193,60 @@ __u64 mono_now_ns(void)
 	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
 }
 
+static int map_info(int fd, struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	return bpf_obj_get_info_by_fd(fd, info, &len);
+}
+
 __u32 map_capacity(int fd)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
+	struct bpf_map_info info;
 
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return 0;
-	return info.max_entries;
+	return map_info(fd, &info) ? 0 : info.max_entries;
+}
+
+__u32 map_id(int fd)
+{
+	struct bpf_map_info info;
+
+	return map_info(fd, &info) ? 0 : info.id;
+}
+
+long walk_buckets(int fd, bucket_fn fn, void *ctx)
+{
+	struct sluice_addr *keys = calloc(WALK_BATCH, sizeof(*keys));
+	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));
+	struct sluice_addr in, next;
+	void *inp = NULL;
+	long total = 0;
+
+	if (!keys || !vals) {
+		total = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 count = WALK_BATCH;
+		int r = bpf_map_lookup_batch(fd, inp, &next, keys, vals, &count, NULL);
+
+		if (r && errno != ENOENT) {
+			total = -errno;
+			break;
+		}
+		for (__u32 i = 0; i < count; i++, total++)
+			if (fn && fn(&keys[i], &vals[i], ctx))
+				goto out;
+		if (r)
+			break;
+		in = next;
+		inp = &in;
+	}
+out:
+	free(keys);
+	free(vals);
+	return total;
 }
 
 static int read_config(const struct sluice_maps *m, struct sluice_config *cfg)

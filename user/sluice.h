@@ -109,6 +109,10 @@ int maps_open(const char *iface, struct sluice_maps *m);
 int maps_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
+/* The picked interface's maps and live policy; with edit, writable and
+ * locked against other editors. On error nothing is left open. */
+struct policy;
+int open_policy(struct sluice_maps *m, struct policy **p, bool edit);
 int policy_read(const struct sluice_maps *m, struct policy *p);
 int policy_commit(struct sluice_maps *m, struct policy *p);
 /* Sums over CPUs. */
@@ -118,6 +122,12 @@ int read_policy_counter(const struct sluice_maps *m, __u32 idx,
 int read_meta(const struct sluice_maps *m, struct sluice_meta *out);
 long count_sources(const struct sluice_maps *m);
 __u32 map_capacity(int fd);
+__u32 map_id(int fd);
+/* Calls fn (if any) for each bucket of the source table, read in batches,
+ * until fn returns non-zero. Returns the buckets visited, or -errno. */
+typedef int (*bucket_fn)(const struct sluice_addr *addr, const struct sluice_bucket *b,
+			 void *ctx);
+long walk_buckets(int fd, bucket_fn fn, void *ctx);
 __u64 mono_now_ns(void);
 const char *reason_name(__u32 reason);
 const char *mode_name(__u32 xdp_mode);

@@ -10,11 +10,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "sluice/sluice.h"
+#include "sluice.h"
 #include "sources.h"
 #include "sources.skel.h"
 
-#define WALK_BATCH	4096
 #define ITER_BUF	4096
 
 struct src_counter {
@@ -111,46 +110,9 @@ long src_counter_get(const struct src_counter *c, __u32 id)
 	return found;
 }
 
-__u32 map_id(int map_fd)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-
-	if (bpf_obj_get_info_by_fd(map_fd, &info, &len))
-		return 0;
-	return info.id;
-}
-
 long sources_walk(int map_fd)
 {
-	struct sluice_addr *keys = calloc(WALK_BATCH, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));
-	struct sluice_addr in, out;
-	void *inp = NULL;
-	long total = 0;
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	for (;;) {
-		__u32 count = WALK_BATCH;
-		int err = bpf_map_lookup_batch(map_fd, inp, &out, keys, vals, &count, NULL);
-
-		if (err && errno != ENOENT) {
-			total = -errno;
-			break;
-		}
-		total += count;
-		if (err)
-			break;
-		in = out;
-		inp = &in;
-	}
-	free(keys);
-	free(vals);
-	return total;
+	return walk_buckets(map_fd, NULL, NULL);
 }
 
 long sources_count(int map_fd)

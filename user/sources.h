@@ -23,7 +23,5 @@ long src_counter_get(const struct src_counter *c, __u32 map_id);
 long sources_walk(int map_fd);
 /* One table's count, the cheap way when possible; used by count_sources(). */
 long sources_count(int map_fd);
-/* The kernel's id of a map, 0 if unknown. */
-__u32 map_id(int map_fd);
 
 #endif /* SLUICE_SOURCES_H */

@@ -14,7 +14,6 @@
 #define TOP_DEFAULT 10
 #define TOP_MAX 100000
 #define WATCH_MAX 86400
-#define LOOKUP_BATCH 4096
 
 static volatile sig_atomic_t stop_watch;
 
@@ -155,48 +154,40 @@ static int top_cmp(const void *a, const void *b)
 	return memcmp(&x->addr, &y->addr, sizeof(x->addr));
 }
 
-/* Every bucket, in batches; *n rows in *out (caller frees). */
+struct top_rows {
+	struct top_row *rows;
+	size_t n, cap;
+};
+
+static int add_row(const struct sluice_addr *addr, const struct sluice_bucket *b, void *ctx)
+{
+	struct top_rows *t = ctx;
+
+	if (t->n == t->cap)	/* the table grew under us: enough */
+		return 1;
+	t->rows[t->n].addr = *addr;
+	t->rows[t->n].b = *b;
+	t->n++;
+	return 0;
+}
+
+/* Every bucket; *n rows in *out (caller frees). */
 static int read_buckets(const struct sluice_maps *m, struct top_row **out, size_t *n)
 {
-	size_t cap = map_capacity(m->src_buckets), got = 0;
-	struct sluice_addr *keys = calloc(LOOKUP_BATCH, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(LOOKUP_BATCH, sizeof(*vals));
-	struct top_row *rows = calloc(cap + LOOKUP_BATCH, sizeof(*rows));
-	struct sluice_addr in, next;
-	void *inp = NULL;
-	int err = 0;
+	struct top_rows t = { .cap = map_capacity(m->src_buckets) };
+	long r;
 
-	if (!keys || !vals || !rows) {
-		err = runtime_err("out of memory");
-		goto fail;
+	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
+	if (!t.rows)
+		return runtime_err("out of memory");
+	r = walk_buckets(m->src_buckets, add_row, &t);
+	if (r < 0) {
+		free(t.rows);
+		return runtime_err("cannot read the source table: %s", strerror((int)-r));
 	}
-	for (;;) {
-		__u32 count = LOOKUP_BATCH;
-		int r = bpf_map_lookup_batch(m->src_buckets, inp, &next, keys, vals, &count, NULL);
-
-		if (r && errno != ENOENT) {
-			err = runtime_err("cannot read the source table: %s", strerror(errno));
-			goto fail;
-		}
-		for (__u32 i = 0; i < count && got < cap + LOOKUP_BATCH; i++, got++) {
-			rows[got].addr = keys[i];
-			rows[got].b = vals[i];
-		}
-		if (r)
-			break;
-		in = next;
-		inp = &in;
-	}
-	free(keys);
-	free(vals);
-	*out = rows;
-	*n = got;
+	*out = t.rows;
+	*n = t.n;
 	return 0;
-fail:
-	free(keys);
-	free(vals);
-	free(rows);
-	return err;
 }
 
 static void policy_label(const struct policy *p, __u32 index, char *buf, size_t len)
@@ -249,17 +240,10 @@ int cmd_top(int argc, char **argv)
 	if (optind < argc)
 		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
 				 top_usage);
-	err = open_picked(&m);
+	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	p = malloc(sizeof(*p));
-	if (!p) {
-		err = runtime_err("out of memory");
-		goto out;
-	}
-	err = policy_read(&m, p);
-	if (!err)
-		err = read_buckets(&m, &rows, &n);
+	err = read_buckets(&m, &rows, &n);
 	if (err)
 		goto out;
 	if (n)
@@ -349,17 +333,9 @@ int cmd_query(int argc, char **argv)
 	e = parse_addr(argv[1], &addr);
 	if (e)
 		return usage_err("bad address '%s': %s", argv[1], e);
-	err = open_picked(&m);
+	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	p = malloc(sizeof(*p));
-	if (!p) {
-		maps_close(&m);
-		return runtime_err("out of memory");
-	}
-	err = policy_read(&m, p);
-	if (err)
-		goto out;
 	r = resolve_rule(&m, p, &addr);
 	tracked = !bpf_map_lookup_elem(m.src_buckets, &addr, &b);
 	if (!tracked)
@@ -414,8 +390,7 @@ int cmd_query(int argc, char **argv)
 		printf("  passed %llu, dropped %llu\n", (unsigned long long)b.passed,
 		       (unsigned long long)b.dropped);
 	}
-out:
 	free(p);
 	maps_close(&m);
-	return err;
+	return 0;
 }
