@@ -22,9 +22,12 @@ $(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
 
 # Bounded traffic generator for the e2e tests and the demo.
-$(BUILD)/sluice-flood: tools/flood.c
+$(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -o $@
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/sluice-flood: tools/flood.c $(BUILD)/flood_xdp.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
 
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy

@@ -11,6 +11,13 @@
 #   ipt       iptables hashlimit in INPUT (iptables-nft + xt_hashlimit)
 #   none      no limiter at all: every packet goes up the stack (reference)
 #
+# BENCH_GEN=xdp sends with sluice-flood --xdp instead (BPF_PROG_TEST_RUN
+# live frames): the rx veth then receives XDP frames, as a NIC driver would,
+# at several times the rate, and native XDP runs before any skb exists. The
+# configurations without XDP then get a bare XDP_PASS program on the rx veth
+# (veth accepts XDP frames only where one runs; it then builds the skb, as
+# a NIC driver without XDP does), and the generic-XDP rows are left out.
+#
 # Environment: BENCH_COUNT packets per flood (default 600000), BENCH_REPS
 # rounds (default 5), BENCH_SECONDS bound of one flood (default 10),
 # BENCH_BUDGET seconds for the whole bench (default 170: no round starts
@@ -21,11 +28,23 @@ cd "$ROOT"
 # shellcheck source=SCRIPTDIR/../tests/lib/netns.sh
 . tests/lib/netns.sh
 
-COUNT=${BENCH_COUNT:-600000}
+GEN=${BENCH_GEN:-socket}
+case $GEN in
+socket)
+	COUNT=${BENCH_COUNT:-600000}
+	read -ra CONFIGS <<<"${BENCH_CONFIGS:-bare bare-skb native skb nft-ing nft-in ipt none}"
+	GEN_OPTS=()
+	;;
+xdp)
+	COUNT=${BENCH_COUNT:-2000000}
+	read -ra CONFIGS <<<"${BENCH_CONFIGS:-bare native nft-ing nft-in ipt none}"
+	GEN_OPTS=(--xdp)
+	;;
+*) echo "bench-veth.sh: BENCH_GEN must be socket or xdp, not '$GEN'" >&2; exit 2 ;;
+esac
 REPS=${BENCH_REPS:-5}
 FLOOD_SECONDS=${BENCH_SECONDS:-10}
 BUDGET=${BENCH_BUDGET:-170}
-read -ra CONFIGS <<<"${BENCH_CONFIGS:-bare bare-skb native skb nft-ing nft-in ipt none}"
 # One source, then 1000. The limit is the same in aggregate: 1000/s with a
 # burst of 1000 split evenly over the sources (1000 sources at 1000/s each
 # would never reach their burst within one flood, and nothing would be
@@ -80,6 +99,16 @@ clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$BARE_OB
 	char _license[] __attribute__((section("license"), used)) = "GPL";
 EOF
 	fail "cannot compile the bare XDP_DROP program"
+# What a NIC driver without an XDP program does: hand the frame to the stack.
+PASS_OBJ=$(netns_tmp bare_pass.o)
+clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$PASS_OBJ" - <<-'EOF' ||
+	#include <linux/bpf.h>
+	__attribute__((section("xdp"), used)) int bare_pass(struct xdp_md *ctx) { return XDP_PASS; }
+	char _license[] __attribute__((section("license"), used)) = "GPL";
+EOF
+	fail "cannot compile the bare XDP_PASS program"
+# With XDP frames, the configurations that do not run XDP themselves.
+needs_pass() { [[ $GEN == xdp && $1 != bare && $1 != native ]]; }
 
 # --- CPU accounting, without forking inside the measured window ----------
 #
@@ -197,18 +226,26 @@ run_one() { # CFG NSRC ROUND
 	local cfg=$1 nsrc=$2 round=$3 rate burst b0 k0 b1 k1 t0 t1 sent secs pps passed
 	rate=$((AGG_RATE / nsrc))
 	burst=$((AGG_BURST / nsrc))
+	if needs_pass "$cfg"; then
+		ip -n "$NS_RX" link set dev "$IF_RX" xdpdrv obj "$PASS_OBJ" sec xdp ||
+			fail "cannot attach the bare XDP_PASS program"
+	fi
 	"setup_$cfg" "$rate" "$burst" || fail "cannot set up $cfg"
 	machine_busy; b0=$BUSY
 	ksoftirqd_ns; k0=$KSI
 	times >"$TIMES0"
-	ip netns exec "$NS_TX" "$SLUICE_FLOOD" --iface "$IF_TX" --dst-mac "$RX_MAC" --dst "$RX4" \
-		--src "$SRC" --sources "$nsrc" --count "$COUNT" --seconds "$FLOOD_SECONDS" >"$FLOOD_OUT" ||
+	ip netns exec "$NS_TX" "$SLUICE_FLOOD" "${GEN_OPTS[@]}" --iface "$IF_TX" --dst-mac "$RX_MAC" \
+		--dst "$RX4" --src "$SRC" --sources "$nsrc" --count "$COUNT" \
+		--seconds "$FLOOD_SECONDS" >"$FLOOD_OUT" ||
 		fail "flood failed ($cfg, $nsrc sources)"
 	times >"$TIMES1"
 	ksoftirqd_ns; k1=$KSI
 	machine_busy; b1=$BUSY
 	passed=$("passed_$cfg") || fail "cannot read what $cfg passed"
 	"teardown_$cfg" || fail "cannot tear down $cfg"
+	if needs_pass "$cfg"; then
+		ip -n "$NS_RX" link set dev "$IF_RX" xdpdrv off || fail "cannot detach XDP_PASS"
+	fi
 	t0=$(times_ns "$TIMES0")
 	t1=$(times_ns "$TIMES1")
 	read -r sent secs pps < <(jq -er '"\(.sent) \(.seconds) \(.pps)"' "$FLOOD_OUT") ||
@@ -234,7 +271,11 @@ background() {
 
 # --- run --------------------------------------------------------------------
 
-echo "== per-packet cost over veth: sluice vs nftables vs iptables =="
+if [[ $GEN == xdp ]]; then
+	echo "== per-packet cost over veth, XDP frames as from a NIC: sluice vs nftables vs iptables =="
+else
+	echo "== per-packet cost over veth: sluice vs nftables vs iptables =="
+fi
 echo "   $COUNT packets per flood (at most ${FLOOD_SECONDS}s), ${CONFIGS[*]}, up to $REPS rounds"
 BG_BEFORE=$(background)
 start=$SECONDS
@@ -299,6 +340,22 @@ for nsrc in "${PATTERNS[@]}"; do
 			"$pps" "$cpu" "$ex" "$ratio" "$mach" "$mex" "$passed" "$expected"
 	done
 done
+if [[ $GEN == xdp ]]; then
+	MODE_NOTE1="The frames came as XDP frames (sluice-flood --xdp): the rows
+without XDP of their own ran a bare XDP_PASS first, which is where a NIC
+driver without XDP would build the skb."
+	MODE_NOTE2="This is the case XDP is for: sluice and the bare program
+drop before any skb exists, while every netfilter row pays for the skb and
+the stack up to its hook."
+else
+	MODE_NOTE1="The two bare rows show that on veth the native path itself
+costs more than the skb one (see below), so a program's own cost is its
+row minus the bare row of its mode."
+	MODE_NOTE2="On veth even native XDP gets an skb from the sender (and
+veth copies it to give XDP its headroom), so XDP's lead over netfilter is
+smaller here than on a NIC, where XDP runs before any skb exists; the
+BENCH_GEN=xdp run shows that case."
+fi
 cat <<EOF
 
 How to read it: each round sent every configuration the same flood from the
@@ -308,9 +365,7 @@ that flood cost per packet, generator included: the sender process plus the
 ksoftirqd threads, which on veth also run the whole receive path (XDP,
 netfilter, the stack). The generator's share is the same in every row, so
 compare 'extra': the cost above a bare XDP_DROP program in the same round;
-'x native' is each row's extra over sluice native's. The two bare rows
-show that on veth the native path itself costs more than the skb one (see
-below), so a program's own cost is its row minus the bare row of its mode. 'machine' is the same
+'x native' is each row's extra over sluice native's. $MODE_NOTE1 'machine' is the same
 from /proc/stat (busy time of all CPUs), which also holds whatever else ran
 meanwhile (other work kept the machine ${BG_BEFORE}% busy before the bench,
 ${BG_AFTER}% after): trust it only on a quiet machine. 'pps' is the
@@ -318,9 +373,7 @@ generator's rate; it falls as the receive path grows. 'passed' is what the
 limiter let through (sluice: stats within_limit; nft: a counter after the
 meter; iptables: the counter of a rule after the hashlimit one), 'expected'
 what a token bucket admits, burst + floor(rate x flood seconds) per source:
-the rows should agree. On veth even native XDP gets an skb from the sender
-(and veth copies it to give XDP its headroom), so XDP's lead over netfilter
-is smaller here than on a NIC, where XDP runs before any skb exists.
+the rows should agree. $MODE_NOTE2
 Debian 12's iptables is iptables-nft: the rule sits in an nf_tables chain
 and runs the xt_hashlimit match through nft_compat.
 EOF

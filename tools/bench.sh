@@ -10,3 +10,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 echo "== XDP program cost, BPF_PROG_TEST_RUN =="
 build/tests/bench_xdp
 tools/bench-veth.sh
+BENCH_GEN=xdp tools/bench-veth.sh

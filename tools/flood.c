@@ -3,7 +3,10 @@
  * for the end-to-end tests and the demo. It only sends from and to the
  * benchmarking ranges (198.18.0.0/15, 2001:2::/48), only from inside a
  * namespace made by `ip netns add` (never the host's), and always stops
- * after --count packets or --seconds, whichever comes first. */
+ * after --count packets or --seconds, whichever comes first. With --xdp it
+ * hands the frames to the interface's driver as XDP frames instead, through
+ * BPF_PROG_TEST_RUN's live-frames mode, as a NIC's receive path would see
+ * them on the peer of a veth. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -28,6 +31,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "flood_xdp.skel.h"
 
 #define PROG			"sluice-flood"
 #define EXIT_RUNTIME		1
@@ -47,16 +54,22 @@
 #define DPORT_DEFAULT		9		/* discard */
 #define NS_PER_SEC		1000000000ULL
 #define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
+#define XDP_CHUNK_MAX		1048576		/* frames per live-frames run */
+#define XDP_BATCH		64		/* frames the kernel sends at once */
 
 static const char usage[] =
 	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources N]\n"
-	"       [--dst ADDR] [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES]\n"
+	"       [--dst ADDR] [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
 	"  Sends N UDP frames on IF (raw, no ARP/ND) from ADDR, ADDR+1, ... ADDR+N-1\n"
 	"  in turn, at RATE packets/s (0 = as fast as possible), for at most T\n"
 	"  seconds (default 10, max 120). Addresses must lie in 198.18.0.0/15 or\n"
 	"  2001:2::/48 (defaults 198.18.0.1 -> 198.18.0.2, or 2001:2::1 -> 2001:2::2).\n"
 	"  --dst-mac defaults to broadcast; --dport to 9. --size is the Ethernet\n"
 	"  frame length without FCS (default 60 for IPv4, 64 for IPv6).\n"
+	"  --xdp sends through BPF_PROG_TEST_RUN's live-frames mode (XDP_TX on IF):\n"
+	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second;\n"
+	"  then --pps must be 0, and --sources works for IPv4 only (the frames\n"
+	"  then carry no UDP checksum).\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
 	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y}; seconds runs from the\n"
 	"  first packet sent to the last.\n";
@@ -73,6 +86,7 @@ struct flood_opts {
 	uint64_t sources, count, pps;
 	double seconds;
 	unsigned int dport, size;
+	bool xdp;
 };
 
 static volatile sig_atomic_t stop;
@@ -312,6 +326,7 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "pps", required_argument, NULL, 'r' },
 		{ "seconds", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'z' },
+		{ "xdp", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -384,6 +399,9 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			o->size = (unsigned int)v;
 			have_size = true;
 			break;
+		case 'x':
+			o->xdp = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -398,6 +416,8 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--iface is required: see '" PROG " --help'");
 	if (!o->count)
 		return usage_err("--count is required: see '" PROG " --help'");
+	if (o->xdp && o->pps)
+		return usage_err("--xdp sends as fast as it can: leave out --pps");
 
 	/* Defaults follow the family of whichever address was given. */
 	if (!have_src)
@@ -455,6 +475,66 @@ static int open_socket(const char *iface, int *ifindex, uint8_t mac[ETH_ALEN])
 	return fd;
 }
 
+/*
+ * Live-frames mode: tools/flood_xdp.bpf.c, run by BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_XDP_LIVE_FRAMES on IF, transmits each frame through IF's
+ * driver (XDP_TX), moving IPv4 frames through the sources as it goes; a
+ * veth hands them to its peer as XDP frames. The time bound is checked
+ * between runs of up to XDP_CHUNK_MAX frames.
+ */
+static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_mac,
+		    uint64_t *sent, uint64_t *first, uint64_t *last)
+{
+	static uint8_t buf[FRAME_SLOT] __attribute__((aligned(8)));
+	uint64_t start = now_ns(), deadline = start + (uint64_t)(o->seconds * NS_PER_SEC);
+	struct flood_xdp_bpf *skel;
+	uint32_t first_src;
+	int prog, err = 0;
+
+	if (o->sources > 1 && o->src.family != AF_INET)
+		return usage_err("--xdp with --sources is IPv4 only");
+	skel = flood_xdp_bpf__open();
+	if (!skel)
+		return runtime_err("cannot open the XDP_TX program: %s", strerror(errno));
+	memcpy(&first_src, o->src.a, sizeof(first_src));
+	skel->rodata->src_first = ntohl(first_src);
+	skel->rodata->src_count = (uint32_t)o->sources;
+	if (flood_xdp_bpf__load(skel)) {
+		flood_xdp_bpf__destroy(skel);
+		return runtime_err("cannot load the XDP_TX program: %s (root? BPF enabled?)",
+				   strerror(errno));
+	}
+	prog = bpf_program__fd(skel->progs.flood_xdp_tx);
+	build_frame(buf, o, src_mac, &o->src);
+	while (*sent < o->count && !stop && now_ns() < deadline) {
+		uint64_t n = o->count - *sent < XDP_CHUNK_MAX ? o->count - *sent : XDP_CHUNK_MAX;
+		struct xdp_md ctx = { .data_end = o->size, .ingress_ifindex = (uint32_t)ifindex };
+		struct bpf_test_run_opts run = {
+			.sz = sizeof(run),
+			.data_in = buf,
+			.data_size_in = o->size,
+			.ctx_in = &ctx,
+			.ctx_size_in = sizeof(ctx),
+			.repeat = (uint32_t)n,
+			.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+			.batch_size = XDP_BATCH,
+		};
+		uint64_t t = now_ns();
+
+		if (bpf_prog_test_run_opts(prog, &run)) {
+			err = runtime_err("cannot send XDP frames on %s: %s", o->iface,
+					  strerror(errno));
+			break;
+		}
+		if (!*sent)
+			*first = t;
+		*last = now_ns();
+		*sent += n;
+	}
+	flood_xdp_bpf__destroy(skel);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t bufs[BATCH][FRAME_SLOT] __attribute__((aligned(8)));
@@ -464,7 +544,7 @@ int main(int argc, char **argv)
 	uint8_t src_mac[ETH_ALEN];
 	struct flood_opts o;
 	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0;
-	int fd, ifindex, err = 0;
+	int fd, ifindex = 0, err = 0;
 	double secs;
 
 	err = parse_opts(argc, argv, &o);
@@ -492,7 +572,9 @@ int main(int argc, char **argv)
 
 	start = now_ns();
 	deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
-	while (sent < o.count && !stop) {
+	if (o.xdp)
+		err = send_xdp(&o, ifindex, src_mac, &sent, &first, &last);
+	while (!o.xdp && sent < o.count && !stop) {
 		uint64_t now = now_ns(), due, n;
 		int r;
 
