@@ -9,6 +9,7 @@ PACKAGES=(
 	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
 	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make check
 	iproute2 nftables iptables netsniff-ng	# netns/veth tests, trafgen
+	procps util-linux			# pgrep, sysctl, nsenter
 	prometheus curl jq ca-certificates	# exporter tests
 )
 BPFFS=/sys/fs/bpf

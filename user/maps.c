@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
 #include "sluice.h"
 #include "sluice/gcra.h"
 #include "sources.h"
@@ -525,9 +526,9 @@ const char *reason_name(__u32 reason)
 const char *mode_name(__u32 xdp_mode)
 {
 	switch (xdp_mode) {
-	case 1: return "native";
-	case 2: return "skb";
-	case 3: return "hw";
+	case XDP_MODE_NATIVE: return "native";
+	case XDP_MODE_SKB: return "skb";
+	case XDP_MODE_HW: return "hw";
 	default: return "unknown";
 	}
 }

@@ -111,7 +111,6 @@ void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
 /* The picked interface's maps and live policy; with edit, writable and
  * locked against other editors. On error nothing is left open. */
-struct policy;
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit);
 int policy_read(const struct sluice_maps *m, struct policy *p);
 int policy_commit(struct sluice_maps *m, struct policy *p);
