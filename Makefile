@@ -28,7 +28,7 @@ SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
 all: $(BUILD)/sluice
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(HEADERS)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(wildcard include/sluice/*.h)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
