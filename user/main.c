@@ -26,7 +26,7 @@ static int cmd_version(int argc, char **argv)
 
 static const struct cmd top_cmds[] = {
 	{ "attach",   cmd_attach,   "attach IFACE [--mode native|skb|auto] [--max-sources N]" },
-	{ "detach",   cmd_detach,   "detach IFACE" },
+	{ "detach",   cmd_detach,   "detach IFACE [--force]" },
 	{ "status",   cmd_status,   "status [-j]" },
 	{ "limit",    cmd_limit,    "limit default|set|del|list ...   (sluice limit --help)" },
 	{ "allow",    cmd_allow,    "allow CIDR" },
