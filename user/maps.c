@@ -18,6 +18,7 @@
 #include "sluice.skel.h"
 
 #define WALK_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
+#define POLICY_READ_TRIES 8
 
 void pin_dir(const char *iface, char *buf, size_t len)
 {
@@ -270,7 +271,8 @@ static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u3
 	r->index = idx;
 }
 
-int policy_read(const struct sluice_maps *m, struct policy *p)
+/* One read of the active slot; *gen_slot is the config it was read under. */
+static int policy_read_once(const struct sluice_maps *m, struct policy *p, __u64 *gen_slot)
 {
 	struct sluice_config cfg;
 	struct sluice_policy sp;
@@ -278,6 +280,7 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 
 	if (read_config(m, &cfg))
 		return EXIT_RUNTIME;
+	*gen_slot = cfg.gen_slot;
 	policy_init(p);
 	base = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES;
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
@@ -293,6 +296,26 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 			rule_from_table(&p->rules[p->n++], &sp, idx);
 	}
 	return 0;
+}
+
+/* Readers take no lock: a read that a commit overtook (the generation moved
+ * meanwhile, so the slot read may have been rewritten) is done again. */
+int policy_read(const struct sluice_maps *m, struct policy *p)
+{
+	struct sluice_config after;
+	__u64 before;
+	int err;
+
+	for (int i = 0; i < POLICY_READ_TRIES; i++) {
+		err = policy_read_once(m, p, &before);
+		if (err)
+			return err;
+		if (read_config(m, &after))
+			return EXIT_RUNTIME;
+		if (after.gen_slot == before)
+			return 0;
+	}
+	return runtime_err("the policy kept changing while being read: try again");
 }
 
 /* Lowest index >= 1 free in both sets, 0 if none. */
