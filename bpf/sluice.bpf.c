@@ -150,14 +150,17 @@ find_bucket(const struct sluice_addr *src)
 	return bpf_map_lookup_elem(&src_buckets, src);
 }
 
-SEC("xdp")
+/* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
+ * with jumbo MTUs; headers are read from the first buffer only, and bytes
+ * count the whole frame. */
+SEC("xdp.frags")
 int sluice_xdp(struct xdp_md *ctx)
 {
 	struct cursor c = {
 		.pos = (void *)(long)ctx->data,
 		.end = (void *)(long)ctx->data_end,
 	};
-	__u64 bytes = c.end - c.pos;
+	__u64 bytes = bpf_xdp_get_buff_len(ctx);
 	struct sluice_addr src;
 	struct sluice_config *cfg;
 	struct sluice_bucket *b;

@@ -406,6 +406,9 @@ int cmd_attach(int argc, char **argv)
 		else if (err == -EOPNOTSUPP && nmodes == 1)
 			err = runtime_err("cannot attach to %s in %s mode: %s; try --mode skb%s",
 					  iface, mode_name(modes[0]), msg, kept);
+		else if (err == -ERANGE)
+			err = runtime_err("cannot attach to %s: its MTU is too large for this "
+					  "driver's XDP; lower it or try --mode skb%s", iface, kept);
 		else
 			err = runtime_err("cannot attach to %s: %s (SLUICE_DEBUG=1 shows libbpf's log)%s",
 					  iface, msg, kept);

@@ -13,7 +13,7 @@
 
 #define RACE_REPEAT	200000	/* test runs per call */
 #define RACE_CALLS	10	/* calls per thread */
-#define RACE_DETECT_TRIES 12
+#define RACE_DETECT_TRIES 30
 
 static struct fixture fx;
 static struct frame race_frame;
