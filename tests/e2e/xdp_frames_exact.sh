@@ -24,8 +24,10 @@ nft_rx_counter flood ip saddr 198.18.7.0/24 udp dport "$DPORT"
 
 # Every frame the tx end delivers reaches sluice on the rx end.
 tx_packets() { ip -n "$NS_TX" -j -s link show dev "$IF_TX" | jq -er '.[0].stats64.tx.packets'; }
+tx_dropped() { ip -n "$NS_TX" -j -s link show dev "$IF_TX" | jq -er '.[0].stats64.tx.dropped'; }
 seen() { sluice_rx -j stats | jq -er '[.packets.pass[], .packets.drop[]] | add'; }
 tx0=$(tx_packets)
+txd0=$(tx_dropped)
 seen0=$(seen)
 out=$(flood --xdp --src 198.18.7.0 --sources "$NSRC" --dport "$DPORT" --count 4000000 --seconds 3)
 echo "flood: $out"
@@ -38,9 +40,22 @@ assert_eq "$(jq length <<<"$rows")" "$NSRC" "sources tracked"
 passed=$(jq 'map(.passed) | add' <<<"$rows")
 dropped=$(jq 'map(.dropped) | add' <<<"$rows")
 assert_eq "$(nft_rx_packets flood)" "$passed" "nftables counter equals sluice's pass count"
-assert_eq $(($(seen) - seen0)) $(($(tx_packets) - tx0)) \
-	"frames sluice counted equal frames the veth delivered"
-assert_le $((passed + dropped)) "$sent" "the flood's passed + dropped, against frames sent"
+# A frame the tx end has counted may still be in the rx end's queue: let
+# the two settle, briefly. The tx counter also holds the kernel's own few
+# frames (IPv6 ND and MLD), one of which now and then never reaches XDP;
+# two is the slack for those, against millions of flood frames.
+for ((i = 0; i < 20; i++)); do
+	delivered=$(($(tx_packets) - tx0))
+	counted=$(($(seen) - seen0))
+	((counted == delivered)) && break
+	sleep 0.1
+done
+assert_le "$counted" "$delivered" "frames sluice counted, against frames the veth delivered"
+assert_ge "$counted" $((delivered - 2)) "frames sluice counted, all but the kernel's own"
+# Exact for the flood's own frames: each was counted by sluice, or by the
+# veth as one it could not deliver (its ring full).
+assert_eq $((passed + dropped + $(tx_dropped) - txd0)) "$sent" \
+	"the flood's frames sluice counted plus those the veth dropped"
 assert_ge $((passed + dropped)) $((sent / 2)) "the flood's frames that arrived (most)"
 expected=$(calc "$BURST + $RATE * $secs")
 assert_near "$(jq 'map(.passed) | min' <<<"$rows")" "$expected" 3 "fewest passed by one source"
