@@ -119,7 +119,7 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct ifa
 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->iface, sizeof(s->iface), "%s", iface);
-	if (maps_open_ro(iface, &m))
+	if (maps_try_open_ro(iface, &m))
 		return -1;
 	if (read_meta(&m, &s->meta) || read_counters(&m, s->c) || sample_policies(&m, s))
 		goto out;

@@ -85,10 +85,10 @@ static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags
 	return bpf_obj_get_opts(path, &o);
 }
 
-static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff)
+/* quiet: fail with -1 and print nothing (the exporter skips and counts). */
+static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, bool quiet)
 {
 	struct sluice_bpf *skel;
-	char path[256];
 	int err = 0;
 
 	memset(m, 0, sizeof(*m));
@@ -97,12 +97,13 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff)
 	m->lock = -1;
 	m->ncpus = libbpf_num_possible_cpus();
 	if (m->ncpus <= 0)
-		return runtime_err("cannot count possible CPUs: is /sys mounted?");
+		return quiet ? -1 : runtime_err("cannot count possible CPUs: is /sys mounted?");
 
 	/* The skeleton names the maps; nothing is loaded. */
 	skel = sluice_bpf__open();
 	if (!skel)
-		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
+		return quiet ? -1 : runtime_err("cannot open the embedded BPF object: %s",
+						strerror(errno));
 	m->src_buckets = open_pin(m->dir, skel->maps.src_buckets, ff);
 	m->policy_lpm = open_pin(m->dir, skel->maps.policy_lpm, ff);
 	m->policy_table = open_pin(m->dir, skel->maps.policy_table, ff);
@@ -111,14 +112,14 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff)
 	m->policy_counters = open_pin(m->dir, skel->maps.policy_counters, ff);
 	m->meta = open_pin(m->dir, skel->maps.meta, ff);
 	sluice_bpf__destroy(skel);
-	snprintf(path, sizeof(path), "%s/%s", m->dir, SLUICE_PROG_PIN);
-	m->prog = bpf_obj_get(path);
 
 	if (m->src_buckets < 0 || m->policy_lpm < 0 || m->policy_table < 0 ||
 	    m->config < 0 || m->counters < 0 || m->policy_counters < 0 ||
 	    m->meta < 0) {
 		err = errno;
 		maps_close(m);
+		if (quiet)
+			return -1;
 		if (err == ENOENT)
 			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
 					 m->dir, iface);
@@ -130,19 +131,24 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff)
 
 int maps_open(const char *iface, struct sluice_maps *m)
 {
-	return maps_open_flags(iface, m, 0);
+	return maps_open_flags(iface, m, 0, false);
 }
 
 int maps_open_ro(const char *iface, struct sluice_maps *m)
 {
-	return maps_open_flags(iface, m, BPF_F_RDONLY);
+	return maps_open_flags(iface, m, BPF_F_RDONLY, false);
+}
+
+int maps_try_open_ro(const char *iface, struct sluice_maps *m)
+{
+	return maps_open_flags(iface, m, BPF_F_RDONLY, true);
 }
 
 void maps_close(struct sluice_maps *m)
 {
 	int *fds[] = { &m->src_buckets, &m->policy_lpm, &m->policy_table,
 		       &m->config, &m->counters, &m->policy_counters, &m->meta,
-		       &m->prog, &m->lock };
+		       &m->lock };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] > 0)

@@ -94,7 +94,6 @@ struct sluice_maps {
 	int counters;
 	int policy_counters;
 	int meta;
-	int prog;
 	int lock;		/* fd of the pin dir, flock()ed while editing policy */
 	int ncpus;
 };
@@ -107,6 +106,8 @@ int list_attached(char out[][IF_NAMESIZE], int max);
 int maps_open(const char *iface, struct sluice_maps *m);
 /* The same with read-only descriptors, for commands that only look. */
 int maps_open_ro(const char *iface, struct sluice_maps *m);
+/* maps_open_ro that prints nothing and returns -1 on failure. */
+int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
 /* The picked interface's maps and live policy; with edit, writable and

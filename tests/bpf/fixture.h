@@ -53,7 +53,6 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 	fx->m.counters = bpf_map__fd(fx->skel->maps.counters);
 	fx->m.policy_counters = bpf_map__fd(fx->skel->maps.policy_counters);
 	fx->m.meta = bpf_map__fd(fx->skel->maps.meta);
-	fx->m.prog = -1;
 	fx->m.lock = -1;
 	fx->m.ncpus = libbpf_num_possible_cpus();
 	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");
