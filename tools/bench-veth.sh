@@ -91,22 +91,20 @@ TIMES0=$(netns_tmp times0)
 TIMES1=$(netns_tmp times1)
 : >"$RESULTS"
 
-# The floor: an XDP program that is nothing but XDP_DROP.
+# An XDP program that is nothing but `return ACTION`, compiled to FILE.
+bare_prog() { # FILE ACTION
+	printf '%s\n' '#include <linux/bpf.h>' \
+		"__attribute__((section(\"xdp\"), used)) int bare(struct xdp_md *ctx) { return $2; }" \
+		'char _license[] __attribute__((section("license"), used)) = "GPL";' |
+		clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$1" - ||
+		fail "cannot compile the bare $2 program"
+}
+# The floor: XDP_DROP. And what a NIC driver without an XDP program does,
+# hand the frame to the stack: XDP_PASS.
 BARE_OBJ=$(netns_tmp bare_drop.o)
-clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$BARE_OBJ" - <<-'EOF' ||
-	#include <linux/bpf.h>
-	__attribute__((section("xdp"), used)) int bare_drop(struct xdp_md *ctx) { return XDP_DROP; }
-	char _license[] __attribute__((section("license"), used)) = "GPL";
-EOF
-	fail "cannot compile the bare XDP_DROP program"
-# What a NIC driver without an XDP program does: hand the frame to the stack.
 PASS_OBJ=$(netns_tmp bare_pass.o)
-clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$PASS_OBJ" - <<-'EOF' ||
-	#include <linux/bpf.h>
-	__attribute__((section("xdp"), used)) int bare_pass(struct xdp_md *ctx) { return XDP_PASS; }
-	char _license[] __attribute__((section("license"), used)) = "GPL";
-EOF
-	fail "cannot compile the bare XDP_PASS program"
+bare_prog "$BARE_OBJ" XDP_DROP
+bare_prog "$PASS_OBJ" XDP_PASS
 # With XDP frames, the configurations that do not run XDP themselves.
 needs_pass() { [[ $GEN == xdp && $1 != bare && $1 != native ]]; }
 
