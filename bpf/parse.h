@@ -64,7 +64,7 @@ static __always_inline int parse_eth(struct cursor *c, __be16 *proto)
 	return 0;
 }
 
-static __always_inline int parse_ipv4(struct cursor *c, struct sluice_addr *src)
+static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *src)
 {
 	struct iphdr *ip = c->pos;
 	__u32 hdr_len;
@@ -77,6 +77,7 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_addr *src)
 	src->a[10] = 0xff;
 	src->a[11] = 0xff;
 	__builtin_memcpy(&src->a[12], &ip->saddr, sizeof(ip->saddr));
+	src->family = SLUICE_FAMILY_V4;
 
 	if (ip->version != 4 || ip->ihl < 5)
 		return PARSE_MALFORMED_SRC;
@@ -110,8 +111,7 @@ static __always_inline __u32 ipv6_ext_len(const struct ipv6_ext *ext, __u8 nh)
 	return ((__u32)ext->hdrlen + 1) * 8;
 }
 
-static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src,
-				      __u8 *family)
+static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *src)
 {
 	struct ipv6hdr *ip6 = c->pos;
 	struct ipv6_ext *ext;
@@ -123,15 +123,13 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_addr *src,
 	c->pos = ip6 + 1;
 	nh = ip6->nexthdr;
 
-	/* Charged to the source it claims, however broken the rest is. */
+	/* Charged to the source it claims, however broken the rest is. An
+	 * IPv6 source is an IPv6 source whatever it looks like: ::ffff:a.b.c.d
+	 * is judged by IPv6 rules in a bucket of its own (the family is part of
+	 * the key), never as IPv4 a.b.c.d. */
+	__builtin_memset(src, 0, sizeof(*src));
 	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
-	/* ::ffff:a.b.c.d never appears on the wire (RFC 4291 2.5.5.2); it is
-	 * the key of IPv4 source a.b.c.d, so it is charged there. */
-	if (ip6->saddr.in6_u.u6_addr32[0] == 0 && ip6->saddr.in6_u.u6_addr32[1] == 0 &&
-	    ip6->saddr.in6_u.u6_addr32[2] == bpf_htonl(0xffff)) {
-		*family = SLUICE_FAMILY_V4;
-		return PARSE_MALFORMED_SRC;
-	}
+	src->family = SLUICE_FAMILY_V6;
 	if (ip6->version != 6)
 		return PARSE_MALFORMED_SRC;
 

@@ -5,6 +5,7 @@
 #include "sluice/gcra.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
 /* The atomic step of admission; tests/bpf swaps in a racy one to prove the
  * race test catches lost updates. */
@@ -15,7 +16,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SLUICE_MAX_SOURCES_DEFAULT);	/* set by attach */
-	__type(key, struct sluice_addr);
+	__type(key, struct sluice_src_key);
 	__type(value, struct sluice_bucket);
 } src_buckets SEC(".maps");
 
@@ -89,65 +90,180 @@ static __always_inline void count_policy(__u32 policy, int drop, __u64 bytes)
 	}
 }
 
-/* Resolve the policy for src in the active slot and cache it in b. */
-static __always_inline int resolve(struct sluice_bucket *b, const struct sluice_addr *src,
-				   __u8 family, __u64 gen_slot)
+#define barrier() asm volatile("" ::: "memory")
+
+/* What a policy says, copied out of the table. */
+struct verdict {
+	__u64 interval;
+	__u64 tolerance;
+	__u64 since;
+	__u32 action;
+};
+
+/* The index of the rule that covers src in slot, or the default. */
+static __always_inline __u32 lookup_rule(const struct sluice_src_key *src, __u32 slot)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
-		.slot = SLUICE_GEN_SLOT(gen_slot),
-		.family = family,
+		.slot = (__u8)slot,
+		.family = src->family,
 	};
 	struct sluice_lpm_val *hit;
-	struct sluice_policy *p;
-	__u32 idx = SLUICE_POLICY_DEFAULT;
 
 	__builtin_memcpy(key.addr, src->a, sizeof(key.addr));
 	hit = bpf_map_lookup_elem(&policy_lpm, &key);
 	if (hit && hit->policy < SLUICE_MAX_POLICIES)
-		idx = hit->policy;
+		return hit->policy;
+	return SLUICE_POLICY_DEFAULT;
+}
 
-	idx += SLUICE_GEN_SLOT(gen_slot) * SLUICE_MAX_POLICIES;
-	p = bpf_map_lookup_elem(&policy_table, &idx);
+/*
+ * Copy policy idx of the slot that gen_slot names, then check that the slot
+ * was not rewritten meanwhile: a commit writes only the inactive slot, so it
+ * is enough that no second flip has begun. With want_idle, the config must
+ * also show no commit writing (for reads of the inactive slot). Returns 0 on
+ * a consistent copy.
+ */
+static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				       __u32 idx, struct verdict *v, int want_idle)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES || (want_idle && (gen_slot & SLUICE_GEN_WRITING)))
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
 	if (!p)
 		return -1;
-	b->interval_ns = p->interval_ns;
-	b->tolerance_ns = p->tolerance_ns;
-	b->action = p->action;
-	b->policy = idx - SLUICE_GEN_SLOT(gen_slot) * SLUICE_MAX_POLICIES;
-	b->gen = SLUICE_GEN(gen_slot);
+	v->interval = READ_ONCE(p->interval);
+	v->tolerance = READ_ONCE(p->tolerance);
+	v->since = READ_ONCE(p->since);
+	v->action = READ_ONCE(p->action);
+	barrier();
+	if (want_idle)
+		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/* State of the TAT conversion loop (bpf_loop, so it is verified once). */
+struct convert {
+	struct sluice_bucket *b;
+	struct verdict ov, nv;
+	__u64 now;
+	int old_known;
+};
+
+static long convert_step(__u64 i, struct convert *cv)
+{
+	struct sluice_bucket *b = cv->b;
+	__u64 tat, next;
+
+	if (!b)
+		return 1;
+	tat = READ_ONCE(b->tat);
+	next = gcra_rebind(tat, cv->now, cv->old_known, cv->ov.action, cv->ov.interval,
+			   cv->ov.tolerance, cv->nv.action, cv->nv.interval, cv->nv.tolerance);
+	/* Every conversion moves TAT, so a CAS based on the old TAT fails;
+	 * one unit (1/64 ns) more debt is the safe side. */
+	if (next == tat)
+		next = tat == SLUICE_U64_MAX ? tat - 1 : tat + 1;
+	return SLUICE_CAS(&b->tat, tat, next) == tat;
+}
+
+/*
+ * Bind bucket b, last bound by word `bound`, to the generation of gen_slot:
+ * one CAS of the bound word decides which CPU does it. When the rule's limit
+ * changed, the winner marks the word pending, converts TAT with CAS (the
+ * source keeps its tokens, clamped to the new burst) and then publishes the
+ * new word; packets that see the pending bit wait for it. A packet that read
+ * the old word re-checks it after reading TAT, and every conversion changes
+ * TAT, so no packet is judged by one policy against the other's TAT. Only
+ * packets that passed that re-check before the pending bit was set can make
+ * the conversion's CAS fail, once each, so SLUICE_CAS_TRIES is enough.
+ * Global, so the verifier checks it once. Returns 0 when the bucket is bound
+ * (by this CPU or another), -1 if not.
+ */
+__noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
+		      const struct sluice_src_key *src, __u64 gen_slot, __u64 bound)
+{
+	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN(bound);
+	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
+	struct convert cv = { .b = b };
+	__u64 word;
+
+	if (!cfg || !b || !src)
+		return -1;
+	idx = lookup_rule(src, slot);
+	if (read_policy(cfg, gen_slot, slot, idx, &cv.nv, 0))
+		return -1;
+	word = SLUICE_BOUND(gen, idx);
+
+	/* The same rule with the same limit: TAT means the same; just rebind. */
+	if ((idx == old_idx && cv.nv.since <= old_gen) || cv.nv.action != SLUICE_ACT_LIMIT) {
+		__sync_val_compare_and_swap(&b->bound, bound, word);
+		return 0;
+	}
+	/* The previous generation's policy is still in the inactive slot. */
+	cv.old_known = old_gen + 1 == gen &&
+		       !read_policy(cfg, gen_slot, !slot, old_idx, &cv.ov, 1);
+
+	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
+		return 0;	/* another CPU rebinds it */
+	cv.now = gcra_now(bpf_ktime_get_ns());
+	bpf_loop(SLUICE_CAS_TRIES, convert_step, &cv, 0);
+	WRITE_ONCE(b->bound, word);
 	return 0;
 }
 
-/* One GCRA step with CAS; a lost race re-reads TAT and decides again. A
- * bucket contended past SLUICE_CAS_TRIES rejects, so it never over-admits. */
-static __always_inline int admit(struct sluice_bucket *b, __u64 now)
+/* One GCRA step with CAS, against the policy the bucket is bound to in the
+ * active generation. A lost race, a rebind or a policy flip meanwhile starts
+ * the step again; past SLUICE_CAS_TRIES the packet is rejected, so it never
+ * over-admits. Sets *idx to the deciding policy; returns the reason. */
+static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct sluice_bucket *b,
+					  const struct sluice_src_key *src, __u32 *idx)
 {
-	__u64 tat = b->tat, seen, next;
-	int i;
+	__u64 gen_slot, bound, tat, next, now = 0;
+	struct verdict v;
+	int i, spins;
 
 	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
-		if (!gcra_admit(tat, now, b->interval_ns, b->tolerance_ns, &next))
-			return 0;
-		seen = SLUICE_CAS(&b->tat, tat, next);
-		if (seen == tat)
-			return 1;
-		tat = seen;
+		gen_slot = READ_ONCE(cfg->gen_slot);
+		bound = READ_ONCE(b->bound);
+		if (bound & SLUICE_BOUND_PENDING) {
+			/* Another CPU converts TAT: wait for it, boundedly. */
+			for (spins = 0; spins < SLUICE_PENDING_SPINS; spins++)
+				if (!(READ_ONCE(b->bound) & SLUICE_BOUND_PENDING))
+					break;
+			if (spins == SLUICE_PENDING_SPINS)
+				break;
+			continue;
+		}
+		if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot)) {
+			if (rebind(cfg, b, src, gen_slot, bound))
+				break;
+			continue;
+		}
+		*idx = SLUICE_BOUND_IDX(bound);
+		if (read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), *idx, &v, 0))
+			continue;
+		if (v.action == SLUICE_ACT_ALLOW)
+			return SLUICE_R_ALLOWED;
+		if (v.action != SLUICE_ACT_LIMIT)
+			return SLUICE_R_DENIED;
+		if (!now)
+			now = gcra_now(bpf_ktime_get_ns());
+		tat = READ_ONCE(b->tat);
+		barrier();
+		if (READ_ONCE(b->bound) != bound)
+			continue;	/* rebound since: judge again */
+		if (!gcra_admit(tat, now, v.interval, v.tolerance, &next))
+			return SLUICE_R_RATE_LIMITED;
+		if (SLUICE_CAS(&b->tat, tat, next) == tat)
+			return SLUICE_R_WITHIN_LIMIT;
 	}
-	return 0;
-}
-
-static __always_inline struct sluice_bucket *
-find_bucket(const struct sluice_addr *src)
-{
-	struct sluice_bucket *b, fresh = {};
-
-	b = bpf_map_lookup_elem(&src_buckets, src);
-	if (b)
-		return b;
-	/* gen 0 precedes every committed policy, so the first packet resolves. */
-	bpf_map_update_elem(&src_buckets, src, &fresh, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&src_buckets, src);
+	/* Contended past every bound: fail closed. */
+	return SLUICE_R_RATE_LIMITED;
 }
 
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
@@ -161,60 +277,72 @@ int sluice_xdp(struct xdp_md *ctx)
 		.end = (void *)(long)ctx->data_end,
 	};
 	__u64 bytes = bpf_xdp_get_buff_len(ctx);
-	struct sluice_addr src;
+	struct sluice_bucket *b, fresh = {};
+	struct sluice_src_key src;
 	struct sluice_config *cfg;
-	struct sluice_bucket *b;
-	__u32 zero = 0, reason;
+	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT;
+	struct verdict v;
 	__u64 gen_slot;
-	__u8 family = 0;
 	__be16 proto;
 	int r, pass;
 
 	if (parse_eth(&c, &proto) < 0)
 		return count(SLUICE_R_MALFORMED, bytes);
-	if (proto == bpf_htons(ETH_P_IP)) {
+	if (proto == bpf_htons(ETH_P_IP))
 		r = parse_ipv4(&c, &src);
-		family = SLUICE_FAMILY_V4;
-	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		family = SLUICE_FAMILY_V6;
-		r = parse_ipv6(&c, &src, &family);
-	} else {
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		r = parse_ipv6(&c, &src);
+	else
 		r = PARSE_NON_IP;
-	}
 	if (r == PARSE_NON_IP)
 		return count(SLUICE_R_NON_IP, bytes);
 	if (r == PARSE_MALFORMED)
 		return count(SLUICE_R_MALFORMED, bytes);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
-	b = find_bucket(&src);
-	/* Only when the source table cannot hold an entry at all. */
-	if (!cfg || !b)
-		return count(SLUICE_R_WITHIN_LIMIT, bytes);
+	if (!cfg)	/* an array's only entry: cannot happen */
+		return count(SLUICE_R_NO_BUCKET, bytes);
 
-	gen_slot = READ_ONCE(cfg->gen_slot);
-	if (b->gen != SLUICE_GEN(gen_slot) && resolve(b, &src, family, gen_slot) < 0)
-		return count(SLUICE_R_WITHIN_LIMIT, bytes);
-
-	if (b->action == SLUICE_ACT_ALLOW) {
-		reason = SLUICE_R_ALLOWED;
-		pass = 1;
-	} else if (b->action == SLUICE_ACT_DENY) {
-		reason = SLUICE_R_DENIED;
-		pass = 0;
-	} else {
-		pass = admit(b, bpf_ktime_get_ns());
-		reason = pass ? SLUICE_R_WITHIN_LIMIT : SLUICE_R_RATE_LIMITED;
+	b = bpf_map_lookup_elem(&src_buckets, &src);
+	if (!b) {
+		/* A new source. Allow and deny need no bucket; a limited
+		 * source gets one bound to its rule, with a full burst. */
+		gen_slot = READ_ONCE(cfg->gen_slot);
+		idx = lookup_rule(&src, SLUICE_GEN_SLOT(gen_slot));
+		if (read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), idx, &v, 0)) {
+			reason = SLUICE_R_NO_BUCKET;	/* two commits in one packet */
+			goto counted;
+		}
+		if (v.action == SLUICE_ACT_ALLOW) {
+			reason = SLUICE_R_ALLOWED;
+			goto counted;
+		}
+		if (v.action != SLUICE_ACT_LIMIT) {
+			reason = SLUICE_R_DENIED;
+			goto counted;
+		}
+		fresh.bound = SLUICE_BOUND(SLUICE_GEN(gen_slot), idx);
+		bpf_map_update_elem(&src_buckets, &src, &fresh, BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&src_buckets, &src);
+		if (!b) {
+			/* No memory, or evicted at once by another CPU:
+			 * fail closed, and visibly. */
+			reason = SLUICE_R_NO_BUCKET;
+			goto counted;
+		}
 	}
+	reason = judge_bucket(cfg, b, &src, &idx);
+	if (sluice_reason_is_drop(reason))
+		__sync_fetch_and_add(&b->dropped, 1);
+	else
+		__sync_fetch_and_add(&b->passed, 1);
+
+counted:
+	pass = !sluice_reason_is_drop(reason);
 	/* Passed but malformed: the stack decides; the source paid for it. */
 	if (pass && r == PARSE_MALFORMED_SRC)
 		reason = SLUICE_R_MALFORMED;
-
-	if (pass)
-		__sync_fetch_and_add(&b->passed, 1);
-	else
-		__sync_fetch_and_add(&b->dropped, 1);
-	count_policy(b->policy, !pass, bytes);
+	count_policy(idx, !pass, bytes);
 	return count(reason, bytes);
 }
 

@@ -225,9 +225,9 @@ __u32 map_id(int fd)
 
 long walk_buckets(int fd, bucket_fn fn, void *ctx)
 {
-	struct sluice_addr *keys = calloc(WALK_BATCH, sizeof(*keys));
+	struct sluice_src_key *keys = calloc(WALK_BATCH, sizeof(*keys));
 	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));
-	struct sluice_addr in, next;
+	struct sluice_src_key in, next;
 	void *inp = NULL;
 	long total = 0;
 
@@ -371,7 +371,11 @@ static void assign_indices(struct policy *next, const struct policy *cur,
 	next->def.index = SLUICE_POLICY_DEFAULT;
 }
 
-static void policy_to_table(const struct rule *r, struct sluice_policy *sp)
+/* The table entry of rule r in generation gen. `live` is the entry at the
+ * same index in the active slot: when it says the same, the entry keeps its
+ * `since`, so buckets bound to it keep their TAT as it is. */
+static void policy_to_table(const struct rule *r, const struct sluice_policy *live, __u64 gen,
+			    struct sluice_policy *sp)
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->action = r->action;
@@ -381,9 +385,21 @@ static void policy_to_table(const struct rule *r, struct sluice_policy *sp)
 	if (r->action == SLUICE_ACT_LIMIT) {
 		sp->rate = r->rate;
 		sp->burst = r->burst;
-		sp->interval_ns = gcra_interval_ns(r->rate);
-		sp->tolerance_ns = gcra_tolerance_ns(r->rate, r->burst);
+		sp->interval = gcra_interval(r->rate);
+		sp->tolerance = gcra_tolerance(r->rate, r->burst);
 	}
+	sp->since = gen;
+	if (live && live->in_use && live->action == sp->action &&
+	    live->interval == sp->interval && live->tolerance == sp->tolerance)
+		sp->since = live->since;
+}
+
+static int write_config(const struct sluice_maps *m, __u64 gen_slot)
+{
+	struct sluice_config cfg = { .gen_slot = gen_slot };
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY);
 }
 
 static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
@@ -420,12 +436,31 @@ static int clear_lpm_slot(const struct sluice_maps *m, __u8 slot)
 	return err;
 }
 
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live);
+
 int policy_commit(struct sluice_maps *m, struct policy *next)
 {
+	struct sluice_policy *table, *live;
+	int err;
+
+	table = calloc(2 * SLUICE_MAX_POLICIES, sizeof(*table));
+	if (!table)
+		return runtime_err("out of memory");
+	live = table + SLUICE_MAX_POLICIES;
+	err = commit_with(m, next, table, live);
+	free(table);
+	return err;
+}
+
+/* policy_commit with scratch space for the new and the live table. */
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live)
+{
 	bool fresh[SLUICE_MAX_POLICIES];
-	struct sluice_policy table[SLUICE_MAX_POLICIES];
 	struct sluice_config cfg;
 	struct policy *cur;
+	__u64 gen;
 	__u8 slot;
 	int err;
 
@@ -442,11 +477,26 @@ int policy_commit(struct sluice_maps *m, struct policy *next)
 	if (read_config(m, &cfg))
 		return EXIT_RUNTIME;
 	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
+	gen = SLUICE_GEN(cfg.gen_slot) + 1;
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES + idx;
 
-	memset(table, 0, sizeof(table));
-	policy_to_table(&next->def, &table[SLUICE_POLICY_DEFAULT]);
-	for (unsigned int i = 0; i < next->n; i++)
-		policy_to_table(&next->rules[i], &table[next->rules[i].index]);
+		if (bpf_map_lookup_elem(m->policy_table, &key, &live[idx]))
+			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
+	}
+
+	policy_to_table(&next->def, &live[SLUICE_POLICY_DEFAULT], gen,
+			&table[SLUICE_POLICY_DEFAULT]);
+	for (unsigned int i = 0; i < next->n; i++) {
+		__u32 idx = next->rules[i].index;
+
+		policy_to_table(&next->rules[i], fresh[idx] ? NULL : &live[idx], gen, &table[idx]);
+	}
+
+	/* Readers of the inactive slot (buckets carrying tokens over from the
+	 * previous generation) see this bit and know it is being rewritten. */
+	if (write_config(m, cfg.gen_slot | SLUICE_GEN_WRITING))
+		return runtime_err("cannot mark the policy as being written: %s", strerror(errno));
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
 
@@ -474,15 +524,10 @@ int policy_commit(struct sluice_maps *m, struct policy *next)
 			return runtime_err("cannot write the policy trie: %s", strerror(errno));
 	}
 
-	/* The flip: one 8-byte value, new generation and slot together. Every
-	 * bucket re-resolves on its next packet. */
-	cfg.gen_slot = ((SLUICE_GEN(cfg.gen_slot) + 1) << 1) | slot;
-	{
-		__u32 zero = 0;
-
-		if (bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY))
-			return runtime_err("cannot switch to the new policy: %s", strerror(errno));
-	}
+	/* The flip: one 8-byte value, new generation and slot together, the
+	 * writing bit clear. Every bucket re-binds on its next packet. */
+	if (write_config(m, SLUICE_GEN_MAKE(gen, slot)))
+		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
 	return 0;
 }
 
@@ -547,6 +592,7 @@ const char *reason_name(__u32 reason)
 		[SLUICE_R_MALFORMED] = "malformed",
 		[SLUICE_R_RATE_LIMITED] = "rate_limited",
 		[SLUICE_R_DENIED] = "denied",
+		[SLUICE_R_NO_BUCKET] = "no_bucket",
 	};
 
 	return reason < SLUICE_R_MAX ? names[reason] : "unknown";

@@ -68,6 +68,33 @@ const char *parse_addr(const char *s, struct sluice_addr *out)
 	return NULL;
 }
 
+const char *parse_source(const char *s, struct sluice_src_key *out)
+{
+	struct sluice_addr a;
+	const char *e;
+
+	memset(out, 0, sizeof(*out));
+	if (strchr(s, ':')) {
+		/* Any IPv6 address is an IPv6 source, ::ffff:a.b.c.d included. */
+		if (inet_pton(AF_INET6, s, out->a) != 1)
+			return "not an IPv6 address";
+		out->family = SLUICE_FAMILY_V6;
+		return NULL;
+	}
+	e = parse_addr(s, &a);
+	memcpy(out->a, a.a, sizeof(out->a));
+	out->family = SLUICE_FAMILY_V4;
+	return e;
+}
+
+void format_source(const struct sluice_src_key *k, char *buf, size_t len)
+{
+	if (k->family == SLUICE_FAMILY_V4)
+		inet_ntop(AF_INET, &k->a[12], buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, k->a, buf, (socklen_t)len);
+}
+
 static bool host_bits_clear(const struct sluice_addr *a, __u32 plen)
 {
 	for (__u32 bit = plen; bit < 8 * SLUICE_ADDR_LEN; bit++)

@@ -113,6 +113,12 @@ static int parse_limit_opts(int argc, char **argv, struct rule *r,
 		snprintf(why, len, "missing --rate PPS");
 		return -1;
 	}
+	if (have_burst && burst / rate >= SLUICE_BURST_SECONDS_MAX) {
+		snprintf(why, len, "bad burst %llu: at most %llu seconds' worth of the rate "
+			 "(%llu x %llu)", (unsigned long long)burst, SLUICE_BURST_SECONDS_MAX,
+			 (unsigned long long)rate, SLUICE_BURST_SECONDS_MAX);
+		return -1;
+	}
 	/* Default burst: one second's worth, so a client may send R at once. */
 	rule_set_limit(r, rate, have_burst ? burst : rate);
 	return 0;

@@ -48,6 +48,10 @@ const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len);
 void format_cidr(const struct cidr *c, char *buf, size_t len);
 void format_addr(const struct sluice_addr *a, char *buf, size_t len);
 const char *parse_addr(const char *s, struct sluice_addr *out);
+/* A source as the datapath keys it: any IPv6 text (::ffff:a.b.c.d too) is
+ * an IPv6 source. */
+const char *parse_source(const char *s, struct sluice_src_key *out);
+void format_source(const struct sluice_src_key *k, char *buf, size_t len);
 bool addr_is_v4(const struct sluice_addr *a);
 __u8 cidr_family(const struct cidr *c);
 /* Whole-string unsigned decimal in [min, max]; false on anything else. */
@@ -125,7 +129,7 @@ __u32 map_capacity(int fd);
 __u32 map_id(int fd);
 /* Calls fn (if any) for each bucket of the source table, read in batches,
  * until fn returns non-zero. Returns the buckets visited, or -errno. */
-typedef int (*bucket_fn)(const struct sluice_addr *addr, const struct sluice_bucket *b,
+typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_bucket *b,
 			 void *ctx);
 long walk_buckets(int fd, bucket_fn fn, void *ctx);
 __u64 mono_now_ns(void);

@@ -139,7 +139,7 @@ int cmd_stats(int argc, char **argv)
 }
 
 struct top_row {
-	struct sluice_addr addr;
+	struct sluice_src_key addr;
 	struct sluice_bucket b;
 };
 
@@ -159,7 +159,7 @@ struct top_rows {
 	size_t n, cap;
 };
 
-static int add_row(const struct sluice_addr *addr, const struct sluice_bucket *b, void *ctx)
+static int add_row(const struct sluice_src_key *addr, const struct sluice_bucket *b, void *ctx)
 {
 	struct top_rows *t = ctx;
 
@@ -190,18 +190,88 @@ static int read_buckets(const struct sluice_maps *m, struct top_row **out, size_
 	return 0;
 }
 
-static void policy_label(const struct policy *p, __u32 index, char *buf, size_t len)
+static void rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
 {
-	if (index == SLUICE_POLICY_DEFAULT) {
+	if (r == &p->def)
 		snprintf(buf, len, "default");
-		return;
-	}
+	else
+		rule_cidr_str(r, buf, len);
+}
+
+/* The rule the datapath resolves src to in the live policy (longest prefix
+ * of src's own family). */
+static const struct rule *resolve_rule(const struct sluice_maps *m, const struct policy *p,
+				       __u64 gen_slot, const struct sluice_src_key *src)
+{
+	struct sluice_lpm_key k = {
+		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)SLUICE_GEN_SLOT(gen_slot),
+		.family = src->family,
+	};
+	struct sluice_lpm_val v;
+
+	memcpy(k.addr, src->a, sizeof(k.addr));
+	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
+		return &p->def;
 	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == index) {
-			rule_cidr_str(&p->rules[i], buf, len);
-			return;
-		}
-	snprintf(buf, len, "(replaced)");
+		if (p->rules[i].index == v.policy)
+			return &p->rules[i];
+	return &p->def;
+}
+
+static int table_entry(const struct sluice_maps *m, __u32 slot, __u32 idx,
+		       struct sluice_policy *out)
+{
+	__u32 key = slot * SLUICE_MAX_POLICIES + idx;
+
+	return idx < SLUICE_MAX_POLICIES ? bpf_map_lookup_elem(m->policy_table, &key, out) : -1;
+}
+
+/* One source as the datapath sees it now: the live rule that judges it and
+ * its TAT under that rule, re-bound the way the datapath re-binds a bucket
+ * whose policy generation is old (tokens carried over, see gcra_rebind). */
+struct src_view {
+	const struct rule *rule;
+	bool tracked;
+	struct sluice_bucket b;
+	__u64 tat;
+};
+
+static void view_source(const struct sluice_maps *m, const struct policy *p, __u64 gen_slot,
+			const struct sluice_src_key *src, const struct sluice_bucket *b,
+			__u64 now, struct src_view *v)
+{
+	__u64 gen = SLUICE_GEN(gen_slot), old_gen;
+	__u32 slot = SLUICE_GEN_SLOT(gen_slot), old_idx;
+	struct sluice_policy nv, ov;
+	bool old_known;
+
+	memset(v, 0, sizeof(*v));
+	v->rule = resolve_rule(m, p, gen_slot, src);
+	if (!b)
+		return;
+	v->tracked = true;
+	v->b = *b;
+	v->tat = b->tat;
+	old_gen = SLUICE_BOUND_GEN(b->bound);
+	old_idx = SLUICE_BOUND_IDX(b->bound);
+	if (old_gen == gen || table_entry(m, slot, v->rule->index, &nv))
+		return;
+	if ((v->rule->index == old_idx && nv.since <= old_gen) || nv.action != SLUICE_ACT_LIMIT)
+		return;
+	old_known = old_gen + 1 == gen && !table_entry(m, !slot, old_idx, &ov);
+	v->tat = gcra_rebind(b->tat, now, old_known, old_known ? ov.action : 0,
+			     old_known ? ov.interval : 0, old_known ? ov.tolerance : 0,
+			     nv.action, nv.interval, nv.tolerance);
+}
+
+static __u64 live_gen_slot(const struct sluice_maps *m)
+{
+	struct sluice_config cfg = { 0 };
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(m->config, &zero, &cfg);
+	return cfg.gen_slot;
 }
 
 static const char top_usage[] = "top [-n N] [-j]";
@@ -214,6 +284,8 @@ int cmd_top(int argc, char **argv)
 	};
 	char addr[INET6_ADDRSTRLEN], label[64];
 	struct top_row *rows = NULL;
+	struct src_view v;
+	__u64 gen_slot, now;
 	struct sluice_maps m;
 	struct policy *p = NULL;
 	__u64 limit = TOP_DEFAULT;
@@ -250,6 +322,8 @@ int cmd_top(int argc, char **argv)
 		qsort(rows, n, sizeof(*rows), top_cmp);
 	if (n > limit)
 		n = limit;
+	gen_slot = live_gen_slot(&m);
+	now = gcra_now(mono_now_ns());
 	if (opts.json) {
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
@@ -257,13 +331,16 @@ int cmd_top(int argc, char **argv)
 		printf("%-39s %-24s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED");
 	}
 	for (size_t i = 0; i < n; i++) {
-		format_addr(&rows[i].addr, addr, sizeof(addr));
-		policy_label(p, rows[i].b.policy, label, sizeof(label));
+		format_source(&rows[i].addr, addr, sizeof(addr));
+		/* Labelled by the live policy, whatever generation the bucket
+		 * was last judged in. */
+		view_source(&m, p, gen_slot, &rows[i].addr, &rows[i].b, now, &v);
+		rule_label(p, v.rule, label, sizeof(label));
 		if (opts.json) {
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", addr);
 			json_str(&j, "policy", label);
-			json_str(&j, "action", action_name(rows[i].b.action));
+			json_str(&j, "action", action_name(v.rule->action));
 			json_u64(&j, "passed", rows[i].b.passed);
 			json_u64(&j, "dropped", rows[i].b.dropped);
 			json_obj_close(&j);
@@ -284,37 +361,16 @@ out:
 	return err;
 }
 
-/* The rule the datapath would resolve addr to now (longest prefix). */
-static const struct rule *resolve_rule(const struct sluice_maps *m, const struct policy *p,
-				       const struct sluice_addr *addr)
-{
-	struct sluice_config cfg;
-	struct sluice_lpm_key k = { .prefixlen = SLUICE_LPM_FULL_PREFIX };
-	struct sluice_lpm_val v;
-	__u32 zero = 0;
-
-	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
-		return &p->def;
-	k.slot = SLUICE_GEN_SLOT(cfg.gen_slot);
-	k.family = addr_is_v4(addr) ? SLUICE_FAMILY_V4 : SLUICE_FAMILY_V6;
-	memcpy(k.addr, addr->a, sizeof(k.addr));
-	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
-		return &p->def;
-	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == v.policy)
-			return &p->rules[i];
-	return &p->def;
-}
-
 static const char query_usage[] = "query ADDR [-j]";
 
 int cmd_query(int argc, char **argv)
 {
-	struct sluice_addr addr;
+	struct sluice_src_key addr;
 	struct sluice_bucket b;
 	struct sluice_maps m;
 	const struct rule *r;
 	struct policy *p;
+	struct src_view v;
 	char label[64], text[INET6_ADDRSTRLEN];
 	__u64 now, interval = 0, tolerance = 0, tokens = 0, wait = 0;
 	bool tracked;
@@ -330,28 +386,25 @@ int cmd_query(int argc, char **argv)
 		return usage_err("query needs an address: usage: sluice %s", query_usage);
 	if (argc > 2)
 		return usage_err("unexpected argument '%s': usage: sluice %s", argv[2], query_usage);
-	e = parse_addr(argv[1], &addr);
+	e = parse_source(argv[1], &addr);
 	if (e)
 		return usage_err("bad address '%s': %s", argv[1], e);
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	r = resolve_rule(&m, p, &addr);
 	tracked = !bpf_map_lookup_elem(m.src_buckets, &addr, &b);
-	if (!tracked)
-		memset(&b, 0, sizeof(b));
-	now = mono_now_ns();
+	now = gcra_now(mono_now_ns());
+	view_source(&m, p, live_gen_slot(&m), &addr, tracked ? &b : NULL, now, &v);
+	r = v.rule;
+	b = v.b;
 	if (r->action == SLUICE_ACT_LIMIT) {
-		interval = gcra_interval_ns(r->rate);
-		tolerance = gcra_tolerance_ns(r->rate, r->burst);
-		tokens = gcra_tokens(b.tat, now, interval, tolerance);
-		wait = gcra_wait_ns(b.tat, now, interval, tolerance);
+		interval = gcra_interval(r->rate);
+		tolerance = gcra_tolerance(r->rate, r->burst);
+		tokens = gcra_tokens(v.tat, now, interval, tolerance);
+		wait = gcra_units_to_ns(gcra_wait(v.tat, now, interval, tolerance));
 	}
-	if (r == &p->def)
-		snprintf(label, sizeof(label), "default");
-	else
-		rule_cidr_str(r, label, sizeof(label));
-	format_addr(&addr, text, sizeof(text));
+	rule_label(p, r, label, sizeof(label));
+	format_source(&addr, text, sizeof(text));
 
 	if (opts.json) {
 		struct json j;

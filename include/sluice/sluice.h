@@ -12,7 +12,10 @@
 #define SLUICE_RATE_MIN			1ULL
 #define SLUICE_RATE_MAX			1000000000ULL	/* 1e9 per second */
 #define SLUICE_BURST_MIN		1ULL
-#define SLUICE_BURST_MAX		1000000000ULL	/* burst*interval <= 1e18 ns */
+#define SLUICE_BURST_MAX		1000000000ULL
+/* A burst may be worth at most this many seconds of its rate, so B*T stays
+ * far below the clock's range in GCRA units (see gcra.h). */
+#define SLUICE_BURST_SECONDS_MAX	1000000ULL
 
 /* Default and bounds of the source table (one bucket per address). */
 #define SLUICE_MAX_SOURCES_DEFAULT	262144U
@@ -28,6 +31,9 @@
 #define SLUICE_MAX_VLAN_TAGS		2
 #define SLUICE_MAX_IPV6_EXT_HDRS	8
 #define SLUICE_CAS_TRIES		16
+/* How often a packet re-reads a bucket that another CPU is re-binding to a
+ * new policy generation before it gives up (fail closed). */
+#define SLUICE_PENDING_SPINS		64
 
 /* Address family of a source key, IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
 #define SLUICE_ADDR_LEN			16
@@ -49,17 +55,28 @@ enum sluice_reason {
 	SLUICE_R_MALFORMED,		/* pass */
 	SLUICE_R_RATE_LIMITED,		/* drop */
 	SLUICE_R_DENIED,		/* drop */
+	SLUICE_R_NO_BUCKET,		/* drop: limited, but no bucket could be had */
 	SLUICE_R_MAX,
 };
 
 static inline int sluice_reason_is_drop(__u32 reason)
 {
-	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED;
+	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED ||
+	       reason == SLUICE_R_NO_BUCKET;
 }
 
-/* Key of the source table and of the policy trie's address part. */
+/* An address: IPv4 stored IPv4-mapped (::ffff:a.b.c.d). */
 struct sluice_addr {
 	__u8 a[SLUICE_ADDR_LEN];
+};
+
+/* Key of the source table. The family is part of the key: an IPv6 packet
+ * from ::ffff:a.b.c.d is an IPv6 source, judged by IPv6 rules, and never
+ * shares the bucket of IPv4 source a.b.c.d. */
+struct sluice_src_key {
+	__u8 a[SLUICE_ADDR_LEN];
+	__u8 family;		/* SLUICE_FAMILY_V4 or SLUICE_FAMILY_V6 */
+	__u8 pad[3];		/* zero */
 };
 
 /* LPM trie key: the policy slot first, so one trie holds both generations
@@ -80,38 +97,50 @@ struct sluice_lpm_val {
 	__u32 policy;		/* index into the slot's policy table */
 };
 
-/* One policy: what to do with a source and, for limit, its GCRA parameters. */
+/* One policy: what to do with a source and, for limit, its GCRA parameters.
+ * The datapath reads the first cache line only. */
 struct sluice_policy {
-	__u64 rate;		/* packets per second */
-	__u64 burst;		/* packets */
-	__u64 interval_ns;	/* emission interval T = 1e9 / rate */
-	__u64 tolerance_ns;	/* burst * T */
+	__u64 interval;		/* emission interval T, GCRA units (gcra.h) */
+	__u64 tolerance;	/* burst * T, GCRA units */
 	__u32 action;		/* enum sluice_action */
 	__u32 in_use;		/* 1 if this index holds a policy in its slot */
+	__u64 since;		/* generation since which action, interval and
+				 * tolerance at this index are unchanged */
+	__u64 rate;		/* packets per second */
+	__u64 burst;		/* packets */
 	__u32 prefixlen;	/* address prefix length (0..128, v4 as 96+) */
 	__u8 addr[SLUICE_ADDR_LEN];
 };
 
-/* Single entry of the config map. gen_slot changes in one 8-byte store:
- * generation in the high bits, active slot in bit 0. */
+/* Single entry of the config map, changed in single 8-byte stores:
+ * generation in the high bits, bit 1 set while a commit writes the inactive
+ * slot, active slot in bit 0. A commit sets the writing bit, fills the
+ * inactive slot, then stores the next generation with the slots swapped. */
 struct sluice_config {
 	__u64 gen_slot;
 };
 #define SLUICE_GEN_SLOT(gs)		((__u32)((gs) & 1))
-#define SLUICE_GEN(gs)			((gs) >> 1)
+#define SLUICE_GEN_WRITING		2ULL
+#define SLUICE_GEN_SHIFT		2
+#define SLUICE_GEN(gs)			((gs) >> SLUICE_GEN_SHIFT)
+#define SLUICE_GEN_MAKE(gen, slot)	(((__u64)(gen) << SLUICE_GEN_SHIFT) | (slot))
 
-/* Per-source state: the GCRA word, the policy resolved for this source at
- * generation gen, and the source's own counters (for `sluice top`). */
+/* Per-source state. tat is the GCRA word, changed only by CAS. bound names
+ * the policy the bucket is judged by, in one word written at once:
+ * generation and policy index, plus a pending bit while the CPU that
+ * re-binds it converts tat to the new policy (tokens carried over). */
 struct sluice_bucket {
-	__u64 tat;		/* theoretical arrival time, ns, CAS-updated */
-	__u64 interval_ns;
-	__u64 tolerance_ns;
-	__u64 gen;		/* config generation the cached policy is from */
-	__u32 policy;
-	__u32 action;
+	__u64 tat;		/* theoretical arrival time, GCRA units */
+	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| SLUICE_BOUND_PENDING] */
 	__u64 passed;		/* packets, atomically added */
 	__u64 dropped;
 };
+#define SLUICE_BOUND_IDX_MASK		0xffffULL
+#define SLUICE_BOUND_PENDING		0x10000ULL
+#define SLUICE_BOUND_GEN_SHIFT		17
+#define SLUICE_BOUND(gen, idx)		(((__u64)(gen) << SLUICE_BOUND_GEN_SHIFT) | (idx))
+#define SLUICE_BOUND_GEN(w)		((w) >> SLUICE_BOUND_GEN_SHIFT)
+#define SLUICE_BOUND_IDX(w)		((__u32)((w) & SLUICE_BOUND_IDX_MASK))
 
 /* Per-CPU counters, indexed by enum sluice_reason. */
 struct sluice_counter {

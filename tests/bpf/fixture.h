@@ -227,11 +227,11 @@ static inline void counters_now(struct fixture *fx, struct sluice_counter c[SLUI
 
 static inline int bucket_of(struct fixture *fx, const char *src, struct sluice_bucket *b)
 {
-	struct sluice_addr a;
+	struct sluice_src_key k;
 
-	if (parse_addr(src, &a))
+	if (parse_source(src, &k))
 		return -EINVAL;
-	return bpf_map_lookup_elem(fx->m.src_buckets, &a, b) ? -errno : 0;
+	return bpf_map_lookup_elem(fx->m.src_buckets, &k, b) ? -errno : 0;
 }
 
 #endif /* SLUICE_TEST_FIXTURE_H */
