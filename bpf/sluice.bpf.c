@@ -38,6 +38,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);	/* words stored whole, see maps.c */
 	__type(key, __u32);
 	__type(value, struct sluice_config);
 } config SEC(".maps");
@@ -97,6 +98,7 @@ struct verdict {
 	__u64 interval;
 	__u64 tolerance;
 	__u64 since;
+	__u64 active_since;	/* ns, when the slot read became active */
 	__u32 action;
 };
 
@@ -140,6 +142,7 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	v->tolerance = READ_ONCE(p->tolerance);
 	v->since = READ_ONCE(p->since);
 	v->action = READ_ONCE(p->action);
+	v->active_since = READ_ONCE(cfg->active_since_ns[slot & 1]);
 	barrier();
 	if (want_idle)
 		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
@@ -150,7 +153,7 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 struct convert {
 	struct sluice_bucket *b;
 	struct verdict ov, nv;
-	__u64 now;
+	__u64 at;		/* when the new policy took effect, GCRA units */
 	int old_known;
 };
 
@@ -162,7 +165,7 @@ static long convert_step(__u64 i, struct convert *cv)
 	if (!b)
 		return 1;
 	tat = READ_ONCE(b->tat);
-	next = gcra_rebind(tat, cv->now, cv->old_known, cv->ov.action, cv->ov.interval,
+	next = gcra_rebind(tat, cv->at, cv->old_known, cv->ov.action, cv->ov.interval,
 			   cv->ov.tolerance, cv->nv.action, cv->nv.interval, cv->nv.tolerance);
 	/* Every conversion moves TAT, so a CAS based on the old TAT fails;
 	 * one unit (1/64 ns) more debt is the safe side. */
@@ -210,7 +213,9 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */
-	cv.now = gcra_now(bpf_ktime_get_ns());
+	cv.at = gcra_now(bpf_ktime_get_ns());
+	if (cv.old_known && cv.at > gcra_now(cv.nv.active_since))
+		cv.at = gcra_now(cv.nv.active_since);
 	bpf_loop(SLUICE_CAS_TRIES, convert_step, &cv, 0);
 	WRITE_ONCE(b->bound, word);
 	return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -394,12 +395,23 @@ static void policy_to_table(const struct rule *r, const struct sluice_policy *li
 		sp->since = live->since;
 }
 
-static int write_config(const struct sluice_maps *m, __u64 gen_slot)
+/* Store the config through a shared mapping of the map, so that each word
+ * changes in one 8-byte store (a map update is a memcpy that the datapath
+ * could see half done), the slots' start times before the generation. */
+static int write_config(const struct sluice_maps *m, const struct sluice_config *cfg)
 {
-	struct sluice_config cfg = { .gen_slot = gen_slot };
-	__u32 zero = 0;
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
+	struct sluice_config *live;
 
-	return bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY);
+	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	if (live == MAP_FAILED)
+		return -1;
+	for (int i = 0; i < (int)SLUICE_POLICY_SLOTS; i++)
+		__atomic_store_n(&live->active_since_ns[i], cfg->active_since_ns[i],
+				 __ATOMIC_RELEASE);
+	__atomic_store_n(&live->gen_slot, cfg->gen_slot, __ATOMIC_RELEASE);
+	munmap(live, len);
+	return 0;
 }
 
 static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
@@ -495,7 +507,8 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 
 	/* Readers of the inactive slot (buckets carrying tokens over from the
 	 * previous generation) see this bit and know it is being rewritten. */
-	if (write_config(m, cfg.gen_slot | SLUICE_GEN_WRITING))
+	cfg.gen_slot |= SLUICE_GEN_WRITING;
+	if (write_config(m, &cfg))
 		return runtime_err("cannot mark the policy as being written: %s", strerror(errno));
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
@@ -525,8 +538,17 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	}
 
 	/* The flip: one 8-byte value, new generation and slot together, the
-	 * writing bit clear. Every bucket re-binds on its next packet. */
-	if (write_config(m, SLUICE_GEN_MAKE(gen, slot)))
+	 * writing bit clear (the map update copies the value in order, the
+	 * slot's start time before it). Every bucket re-binds on its next
+	 * packet, as of now. */
+	cfg.active_since_ns[slot] = mono_now_ns();
+	if (write_config(m, &cfg)) {
+		cfg.gen_slot &= ~SLUICE_GEN_WRITING;
+		write_config(m, &cfg);
+		return runtime_err("cannot record the new policy's start: %s", strerror(errno));
+	}
+	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
+	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
 	return 0;
 }

@@ -237,11 +237,11 @@ struct src_view {
 	__u64 tat;
 };
 
-static void view_source(const struct sluice_maps *m, const struct policy *p, __u64 gen_slot,
-			const struct sluice_src_key *src, const struct sluice_bucket *b,
-			__u64 now, struct src_view *v)
+static void view_source(const struct sluice_maps *m, const struct policy *p,
+			const struct sluice_config *cfg, const struct sluice_src_key *src,
+			const struct sluice_bucket *b, __u64 now, struct src_view *v)
 {
-	__u64 gen = SLUICE_GEN(gen_slot), old_gen;
+	__u64 gen_slot = cfg->gen_slot, gen = SLUICE_GEN(gen_slot), old_gen, at = now;
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), old_idx;
 	struct sluice_policy nv, ov;
 	bool old_known;
@@ -260,18 +260,19 @@ static void view_source(const struct sluice_maps *m, const struct policy *p, __u
 	if ((v->rule->index == old_idx && nv.since <= old_gen) || nv.action != SLUICE_ACT_LIMIT)
 		return;
 	old_known = old_gen + 1 == gen && !table_entry(m, !slot, old_idx, &ov);
-	v->tat = gcra_rebind(b->tat, now, old_known, old_known ? ov.action : 0,
+	if (old_known && gcra_now(cfg->active_since_ns[slot]) < at)
+		at = gcra_now(cfg->active_since_ns[slot]);
+	v->tat = gcra_rebind(b->tat, at, old_known, old_known ? ov.action : 0,
 			     old_known ? ov.interval : 0, old_known ? ov.tolerance : 0,
 			     nv.action, nv.interval, nv.tolerance);
 }
 
-static __u64 live_gen_slot(const struct sluice_maps *m)
+static void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
 {
-	struct sluice_config cfg = { 0 };
 	__u32 zero = 0;
 
-	bpf_map_lookup_elem(m->config, &zero, &cfg);
-	return cfg.gen_slot;
+	if (bpf_map_lookup_elem(m->config, &zero, cfg))
+		memset(cfg, 0, sizeof(*cfg));
 }
 
 static const char top_usage[] = "top [-n N] [-j]";
@@ -284,8 +285,9 @@ int cmd_top(int argc, char **argv)
 	};
 	char addr[INET6_ADDRSTRLEN], label[64];
 	struct top_row *rows = NULL;
+	struct sluice_config cfg;
 	struct src_view v;
-	__u64 gen_slot, now;
+	__u64 now;
 	struct sluice_maps m;
 	struct policy *p = NULL;
 	__u64 limit = TOP_DEFAULT;
@@ -322,7 +324,7 @@ int cmd_top(int argc, char **argv)
 		qsort(rows, n, sizeof(*rows), top_cmp);
 	if (n > limit)
 		n = limit;
-	gen_slot = live_gen_slot(&m);
+	live_config(&m, &cfg);
 	now = gcra_now(mono_now_ns());
 	if (opts.json) {
 		json_begin(&j, stdout);
@@ -334,7 +336,7 @@ int cmd_top(int argc, char **argv)
 		format_source(&rows[i].addr, addr, sizeof(addr));
 		/* Labelled by the live policy, whatever generation the bucket
 		 * was last judged in. */
-		view_source(&m, p, gen_slot, &rows[i].addr, &rows[i].b, now, &v);
+		view_source(&m, p, &cfg, &rows[i].addr, &rows[i].b, now, &v);
 		rule_label(p, v.rule, label, sizeof(label));
 		if (opts.json) {
 			json_obj_open(&j, NULL);
@@ -366,6 +368,7 @@ static const char query_usage[] = "query ADDR [-j]";
 int cmd_query(int argc, char **argv)
 {
 	struct sluice_src_key addr;
+	struct sluice_config cfg;
 	struct sluice_bucket b;
 	struct sluice_maps m;
 	const struct rule *r;
@@ -393,8 +396,9 @@ int cmd_query(int argc, char **argv)
 	if (err)
 		return err;
 	tracked = !bpf_map_lookup_elem(m.src_buckets, &addr, &b);
+	live_config(&m, &cfg);
 	now = gcra_now(mono_now_ns());
-	view_source(&m, p, live_gen_slot(&m), &addr, tracked ? &b : NULL, now, &v);
+	view_source(&m, p, &cfg, &addr, tracked ? &b : NULL, now, &v);
 	r = v.rule;
 	b = v.b;
 	if (r->action == SLUICE_ACT_LIMIT) {

@@ -150,12 +150,13 @@ SLUICE_INLINE __u64 gcra_carry_unknown(__u64 tat, __u64 now, __u64 tolerance)
 }
 
 /*
- * The TAT of a bucket that moves to a new policy: unchanged unless the new
- * one limits; full (0) when the old one did not limit (a source enters a
- * limit as a new source does); else the carried tokens, exactly when the
- * old limit is known.
+ * The TAT of a bucket that moves to a new policy, which took effect at `at`
+ * (GCRA units): unchanged unless the new one limits; full (0) when the old
+ * one did not limit (a source enters a limit as a new source does); else
+ * the tokens it had at `at`, exactly when the old limit is known, refilled
+ * at the new rate since.
  */
-SLUICE_INLINE __u64 gcra_rebind(__u64 tat, __u64 now, int old_known, __u32 old_action,
+SLUICE_INLINE __u64 gcra_rebind(__u64 tat, __u64 at, int old_known, __u32 old_action,
 				__u64 old_interval, __u64 old_tolerance, __u32 action,
 				__u64 interval, __u64 tolerance)
 {
@@ -164,8 +165,8 @@ SLUICE_INLINE __u64 gcra_rebind(__u64 tat, __u64 now, int old_known, __u32 old_a
 	if (old_known && old_action != SLUICE_ACT_LIMIT)
 		return 0;
 	if (old_known)
-		return gcra_carry(tat, now, old_interval, old_tolerance, interval, tolerance);
-	return gcra_carry_unknown(tat, now, tolerance);
+		return gcra_carry(tat, at, old_interval, old_tolerance, interval, tolerance);
+	return gcra_carry_unknown(tat, at, tolerance);
 }
 
 #endif /* SLUICE_GCRA_H */

@@ -118,6 +118,10 @@ struct sluice_policy {
  * inactive slot, then stores the next generation with the slots swapped. */
 struct sluice_config {
 	__u64 gen_slot;
+	/* When each slot last became active (CLOCK_MONOTONIC ns), written
+	 * before the flip: a bucket re-bound later carries the tokens it had
+	 * at that moment and has refilled at the new rate since. */
+	__u64 active_since_ns[SLUICE_POLICY_SLOTS];
 };
 #define SLUICE_GEN_SLOT(gs)		((__u32)((gs) & 1))
 #define SLUICE_GEN_WRITING		2ULL

@@ -348,23 +348,115 @@ static void policy_change_reaches_known_sources(void)
 	      (unsigned long long)pc.drop_packets);
 }
 
-/* IPv6 prefixes never cover IPv4 sources, even ::/0, and an IPv6 packet
- * cannot pose as an IPv4 source with a v4-mapped address. */
+/* IPv6 prefixes never cover IPv4 sources, even ::/0; and an IPv6 packet is
+ * judged by IPv6 rules whatever its source looks like: ::ffff:198.18.0.60
+ * is not IPv4 198.18.0.60, neither for the rules nor for the bucket. */
 static void families_are_separate(void)
 {
-	struct frame f;
-	struct ipv6hdr *ip6;
+	struct sluice_bucket b4, b6;
+	struct frame f4, f6;
 
 	CHECK(setup("limit default --rate 1 --burst 1;deny ::/0;allow 0.0.0.0/0") == 0, "setup");
-	frame_udp_from(&f, "198.18.0.60");
-	EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
-	frame_udp_from(&f, "2001:2::60");
-	EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
-	frame_eth(&f, ETH_P_IPV6);
-	ip6 = frame_ipv6(&f, "2001:2::61", IPPROTO_UDP);
-	inet_pton(AF_INET6, "::ffff:198.18.0.60", &ip6->saddr);
-	frame_udp(&f);
-	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
+	frame_udp_from(&f4, "198.18.0.60");
+	EXPECT_REASON(&f4, SLUICE_R_ALLOWED, XDP_PASS);
+	frame_udp_from(&f6, "2001:2::60");
+	EXPECT_REASON(&f6, SLUICE_R_DENIED, XDP_DROP);
+	frame_udp_from(&f6, "::ffff:198.18.0.60");
+	EXPECT_REASON(&f6, SLUICE_R_DENIED, XDP_DROP);
+	EXPECT_REASON(&f6, SLUICE_R_DENIED, XDP_DROP);
+
+	/* each family's own rule and own bucket */
+	CHECK(setup("limit default --rate 1 --burst 1;limit set ::/0 --rate 1 --burst 3") == 0,
+	      "setup");
+	EXPECT_REASON(&f4, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f4, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	EXPECT_REASON(&f6, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f6, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f6, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f6, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(bucket_of(&fx, "198.18.0.60", &b4) == 0 && bucket_of(&fx, "::ffff:198.18.0.60", &b6) == 0,
+	      "want a bucket for each family");
+	CHECK(b4.passed == 1 && b4.dropped == 1 && b6.passed == 3 && b6.dropped == 1,
+	      "buckets counted v4 %llu/%llu, v6 %llu/%llu", (unsigned long long)b4.passed,
+	      (unsigned long long)b4.dropped, (unsigned long long)b6.passed,
+	      (unsigned long long)b6.dropped);
+	CHECK(count_sources(&fx.m) == 2, "%ld sources tracked, want 2", count_sources(&fx.m));
+}
+
+/* Passed packets out of `n` sent back to back. */
+static __u64 passed_of(const struct frame *f, __u32 n)
+{
+	struct sluice_counter a[SLUICE_R_MAX], b[SLUICE_R_MAX];
+
+	counters_now(&fx, a);
+	run_frame(&fx, f, n, NULL);
+	counters_now(&fx, b);
+	return b[SLUICE_R_WITHIN_LIMIT].packets - a[SLUICE_R_WITHIN_LIMIT].packets;
+}
+
+/* Raising a limit takes effect now: the source keeps its tokens (none),
+ * not the old limit's debt (1000 s at 1/s). */
+static void raised_limit_takes_effect_now(void)
+{
+	__u64 t0, t1, got;
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 1000") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.80");
+	CHECK((got = passed_of(&f, 1001)) == 1000, "burst: %llu passed", (unsigned long long)got);
+	t0 = mono_now_ns();
+	CHECK(fixture_policy(&fx, "limit default --rate 100000 --burst 100000") == 0, "raise");
+	usleep(1000);
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	/* ... carrying no tokens: what the new rate refilled, not a new burst */
+	got = passed_of(&f, 100000);
+	t1 = mono_now_ns();
+	CHECK(got + 1 <= 100000 * (t1 - t0) / SLUICE_NS_PER_SEC + 1,
+	      "%llu passed in %.3f ms after the raise: more than the new rate refilled",
+	      (unsigned long long)got + 1, (double)(t1 - t0) / 1e6);
+}
+
+/* Lowering the burst clamps the tokens to it: a full bucket moving from
+ * burst 500 to 5 gets exactly 5, and an empty one owes no more than 5. */
+static void lowered_burst_clamps_tokens(void)
+{
+	__u64 got;
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1000000 --burst 500") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.81");
+	CHECK(passed_of(&f, 1) == 1, "first packet");
+	usleep(2000);	/* refilled: 500 tokens */
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 5") == 0, "lower");
+	CHECK((got = passed_of(&f, 100)) == 5, "%llu passed, want exactly 5",
+	      (unsigned long long)got);
+
+	CHECK(setup("limit default --rate 1000 --burst 500") == 0, "setup");
+	CHECK((got = passed_of(&f, 600)) == 500, "burst: %llu passed", (unsigned long long)got);
+	CHECK(fixture_policy(&fx, "limit default --rate 1000 --burst 5") == 0, "lower");
+	usleep(20 * 1000);	/* 20 tokens' worth at 1000/s, clamped to 5 */
+	CHECK((got = passed_of(&f, 100)) == 5, "%llu passed 20 ms after lowering, want 5",
+	      (unsigned long long)got);
+}
+
+/* Allow and deny need no bucket: they hold for sources never seen, take no
+ * table entry, and so cannot fail open when the table cannot give one. */
+static void allow_deny_need_no_bucket(void)
+{
+	char src[64];
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1 --burst 1;deny 198.18.0.0/16;allow 2001:2::/48") == 0,
+	      "setup");
+	for (int i = 0; i < 200; i++) {
+		snprintf(src, sizeof(src), "198.18.%d.%d", i / 250, i % 250 + 1);
+		frame_udp_from(&f, src);
+		EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
+		snprintf(src, sizeof(src), "2001:2::%x", i + 1);
+		frame_udp_from(&f, src);
+		EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
+	}
+	CHECK(count_sources(&fx.m) == 0, "%ld sources tracked, want none", count_sources(&fx.m));
 }
 
 /* Editing one rule keeps the counters of every other rule. */
@@ -434,6 +526,9 @@ int main(void)
 	RUN(policy_change_reaches_known_sources);
 	RUN(initial_policy_limits_nothing);
 	RUN(families_are_separate);
+	RUN(raised_limit_takes_effect_now);
+	RUN(lowered_burst_clamps_tokens);
+	RUN(allow_deny_need_no_bucket);
 	RUN(edits_keep_other_rules_counters);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
