@@ -14,6 +14,9 @@
 #define RACE_REPEAT	200000	/* test runs per call */
 #define RACE_CALLS	10	/* calls per thread */
 #define RACE_PROVE_SECONDS 90	/* how long to wait for truly parallel CPUs */
+#define RACE_HIGH_RATE	5000000	/* below what the CPUs send: TAT runs ahead */
+#define RACE_FLIPS	400	/* policy commits while the CPUs judge */
+#define RACE_FLIP_REPEAT 2000	/* packets per test run while flipping */
 
 static struct fixture fx;
 static struct frame race_frame;
@@ -57,7 +60,7 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 	struct race_result res = { .err = -1 };
 	struct sluice_bucket b;
-	__u64 t0, t1, interval = gcra_interval_ns(rate);
+	__u64 t0, t1, interval = gcra_interval(rate);
 
 	fixture_close(&fx);
 	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
@@ -85,13 +88,13 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 	counters_now(&fx, c);
 	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
-	res.most = burst + (t1 - t0) / interval;
+	res.most = burst + (gcra_now(t1) - gcra_now(t0)) / interval + 1;
 	if (bucket_of(&fx, "198.18.0.77", &b)) {
 		res.err = ENOENT;
 		return res;
 	}
-	if (b.tat < t0 + res.passed * interval)
-		res.lost = (t0 + res.passed * interval - b.tat + interval - 1) / interval;
+	if (b.tat < gcra_now(t0) + res.passed * interval)
+		res.lost = (gcra_now(t0) + res.passed * interval - b.tat + interval - 1) / interval;
 	res.src_passed = b.passed;
 	res.src_dropped = b.dropped;
 	printf("  %s: %d CPUs, %llu packets in %.3f s, %llu passed (bound %llu), "
@@ -164,10 +167,7 @@ static void race_proven(const char *policy, __u64 rate, __u64 burst)
 /* Mostly rejections: the burst is the whole allowance. */
 static void race_burst_only(void)
 {
-	struct race_result r = race(sluice_bpf__open, "limit default --rate 1 --burst 1000",
-				    1, 1000);
-
-	check_result(&r, 1000);
+	race_proven("limit default --rate 1 --burst 1000", 1, 1000);
 }
 
 /* Admissions all the time (every 2 us), so CPUs contend on every CAS. */
@@ -176,14 +176,155 @@ static void race_contended_admissions(void)
 	race_proven("limit default --rate 500000 --burst 50", 500000, 50);
 }
 
-/* Both CPUs admit as fast as they can: nothing may be counted twice. */
+/* Both CPUs admit as fast as they can, and every packet is admitted: a
+ * burst as large as the whole run, a rate below what the CPUs send, so
+ * TAT runs ahead of the clock and must account for every admission (a lost
+ * update shows; with T = 1 ns it could not, the clock caught up). */
 static void race_high_rate(void)
 {
-	struct race_result r = race(sluice_bpf__open,
-				    "limit default --rate 1000000000 --burst 1000000000",
-				    1000000000, 1000000000);
+	__u64 total = (__u64)sysconf(_SC_NPROCESSORS_ONLN) * RACE_CALLS * RACE_REPEAT;
+	char policy[96];
 
-	check_result(&r, 1000000000);
+	snprintf(policy, sizeof(policy), "limit default --rate %llu --burst %llu",
+		 (unsigned long long)RACE_HIGH_RATE, (unsigned long long)total);
+	race_proven(policy, RACE_HIGH_RATE, total);
+}
+
+/*
+ * Policies flip while every CPU judges sources whose buckets must re-bind
+ * to each new generation: a packet must be judged by one policy, never by
+ * the index of one and the action of the other. Both allow 198.18.0.0/16;
+ * policy B also denies 198.18.0.0/17, which covers every source sent, so
+ * the sources move between two rules (two indices). The allow rule keeps
+ * its index and counters throughout and must never count a drop; the deny
+ * rule (a new index, counters reset, at each B) must not count a pass in
+ * the last B; and after that last flip every source is denied.
+ */
+struct flipper {
+	pthread_t tid;
+	int flips, err;
+	volatile int done;
+};
+
+static const char flip_a[] = "limit default --rate 1 --burst 1;allow 198.18.0.0/16";
+static const char flip_b[] = "limit default --rate 1 --burst 1;allow 198.18.0.0/16;"
+			     "deny 198.18.0.0/17";
+
+static void *flip_policies(void *arg)
+{
+	struct flipper *fl = arg;
+
+	for (int i = 0; i < fl->flips && !fl->err; i++)
+		fl->err = fixture_policy(&fx, i % 2 ? flip_b : flip_a);
+	fl->done = 1;
+	return NULL;
+}
+
+struct judge {
+	pthread_t tid;
+	int cpu, err;
+	struct flipper *fl;
+};
+
+static void *judge_sources(void *arg)
+{
+	struct judge *w = arg;
+	struct frame f;
+	char src[32];
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	for (unsigned int n = 0; !w->fl->done && !w->err; n++) {
+		snprintf(src, sizeof(src), "198.18.%u.%u", n % 4, n / 4 % 8 + 1);
+		frame_udp_from(&f, src);
+		if (run_frame(&fx, &f, RACE_FLIP_REPEAT, NULL) < 0)
+			w->err = errno ? errno : EIO;
+	}
+	return NULL;
+}
+
+static int rule_index(const char *cidr, __u32 *idx)
+{
+	struct policy *p = malloc(sizeof(*p));
+	struct cidr c;
+	char why[128];
+	struct rule *r;
+
+	if (!p || parse_cidr(cidr, &c, why, sizeof(why)) || policy_read(&fx.m, p)) {
+		free(p);
+		return -1;
+	}
+	r = policy_find(p, &c);
+	if (r)
+		*idx = r->index;
+	free(p);
+	return r ? 0 : -1;
+}
+
+static void race_policy_flips(void)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	struct judge *w = calloc((size_t)ncpu, sizeof(*w));
+	struct flipper fl = { .flips = RACE_FLIPS };
+	struct sluice_policy_counter allow_c, deny_c;
+	struct sluice_counter c[SLUICE_R_MAX];
+	__u32 allow_idx = 0, deny_idx = 0;
+	struct frame f;
+	char src[32];
+
+	fixture_close(&fx);
+	CHECK(w && fixture_open(&fx, 0) == 0, "setup");
+	/* a limit first, so every source has a bucket that must re-bind */
+	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1") == 0, "limit");
+	for (unsigned int n = 0; n < 32; n++) {
+		snprintf(src, sizeof(src), "198.18.%u.%u", n % 4, n / 4 % 8 + 1);
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	for (int i = 0; i < ncpu; i++) {
+		w[i].cpu = i;
+		w[i].fl = &fl;
+		pthread_create(&w[i].tid, NULL, judge_sources, &w[i]);
+	}
+	pthread_create(&fl.tid, NULL, flip_policies, &fl);
+	pthread_join(fl.tid, NULL);
+	for (int i = 0; i < ncpu; i++) {
+		pthread_join(w[i].tid, NULL);
+		CHECK(w[i].err == 0, "CPU %d: %s", i, strerror(w[i].err));
+	}
+	free(w);
+	CHECK(fl.err == 0, "a commit failed: %d", fl.err);
+	CHECK(rule_index("198.18.0.0/16", &allow_idx) == 0 &&
+	      rule_index("198.18.0.0/17", &deny_idx) == 0, "rule indices");
+	CHECK(allow_idx != deny_idx, "the rules share index %u", allow_idx);
+
+	CHECK(read_policy_counter(&fx.m, allow_idx, &allow_c) == 0 &&
+	      read_policy_counter(&fx.m, deny_idx, &deny_c) == 0, "policy counters");
+	counters_now(&fx, c);
+	printf("  %d flips: allow rule %llu passed, %llu dropped; deny rule %llu passed, "
+	       "%llu dropped\n", RACE_FLIPS, (unsigned long long)allow_c.pass_packets,
+	       (unsigned long long)allow_c.drop_packets, (unsigned long long)deny_c.pass_packets,
+	       (unsigned long long)deny_c.drop_packets);
+	CHECK(allow_c.pass_packets > 0 && deny_c.drop_packets > 0,
+	      "both policies must have judged packets for the run to prove anything");
+	CHECK(allow_c.drop_packets == 0, "the allow rule dropped %llu packets",
+	      (unsigned long long)allow_c.drop_packets);
+	CHECK(deny_c.pass_packets == 0, "the deny rule passed %llu packets",
+	      (unsigned long long)deny_c.pass_packets);
+	CHECK(c[SLUICE_R_ALLOWED].packets == allow_c.pass_packets &&
+	      c[SLUICE_R_DENIED].packets >= deny_c.drop_packets,
+	      "reasons (allowed %llu, denied %llu) disagree with the rules' counts",
+	      (unsigned long long)c[SLUICE_R_ALLOWED].packets,
+	      (unsigned long long)c[SLUICE_R_DENIED].packets);
+	/* the last flip was to B: every source is denied now */
+	for (unsigned int n = 0; n < 32; n++) {
+		snprintf(src, sizeof(src), "198.18.%u.%u", n % 4, n / 4 % 8 + 1);
+		frame_udp_from(&f, src);
+		CHECK(run_frame(&fx, &f, 1, NULL) == XDP_DROP, "%s not denied after the last flip",
+		      src);
+	}
 }
 
 int main(void)
@@ -199,6 +340,7 @@ int main(void)
 	RUN(race_burst_only);
 	RUN(race_contended_admissions);
 	RUN(race_high_rate);
+	RUN(race_policy_flips);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
 	if (!check_failures && race_unproven) {
