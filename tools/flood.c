@@ -63,7 +63,8 @@ static const char usage[] =
 	"  Sends N UDP frames on IF (raw, no ARP/ND) from ADDR, ADDR+1, ... ADDR+N-1\n"
 	"  in turn, at RATE packets/s (0 = as fast as possible), for at most T\n"
 	"  seconds (default 10, max 120). Addresses must lie in 198.18.0.0/15 or\n"
-	"  2001:2::/48 (defaults 198.18.0.1 -> 198.18.0.2, or 2001:2::1 -> 2001:2::2).\n"
+	"  2001:2::/48, or be ::ffff:198.18.x.y as an IPv6 source (defaults\n"
+	"  198.18.0.1 -> 198.18.0.2, or 2001:2::1 -> 2001:2::2).\n"
 	"  --dst-mac defaults to broadcast; --dport to 9. --size is the Ethernet\n"
 	"  frame length without FCS (default 60 for IPv4, 64 for IPv6).\n"
 	"  --xdp sends through BPF_PROG_TEST_RUN's live-frames mode (XDP_TX on IF):\n"
@@ -168,13 +169,18 @@ static void addr_add(const struct addr *a, uint64_t n, struct addr *out)
 	}
 }
 
-/* 198.18.0.0/15 or 2001:2::/48, the ranges reserved for benchmarking. */
+/* 198.18.0.0/15 or 2001:2::/48, the ranges reserved for benchmarking, and
+ * 198.18.0.0/15 written IPv4-mapped (::ffff:198.18.0.0/111), which tests
+ * send as an IPv6 source to show it is judged as one. */
 static bool addr_is_bench(const struct addr *a)
 {
 	static const uint8_t v6[6] = { 0x20, 0x01, 0x00, 0x02, 0x00, 0x00 };
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 	if (a->family == AF_INET)
 		return a->a[0] == 198 && (a->a[1] & 0xfe) == 18;
+	if (!memcmp(a->a, mapped, sizeof(mapped)))
+		return a->a[12] == 198 && (a->a[13] & 0xfe) == 18;
 	return !memcmp(a->a, v6, sizeof(v6));
 }
 
