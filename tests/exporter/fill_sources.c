@@ -14,7 +14,7 @@
 
 #define BATCH 8192
 
-static void key_of(__u32 i, struct sluice_addr *k)
+static void key_of(__u32 i, struct sluice_src_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->a[0] = 0x20;		/* 2001:2:: */
@@ -24,11 +24,12 @@ static void key_of(__u32 i, struct sluice_addr *k)
 	k->a[13] = (__u8)(i >> 16);
 	k->a[14] = (__u8)(i >> 8);
 	k->a[15] = (__u8)i;
+	k->family = SLUICE_FAMILY_V6;
 }
 
 static int fill(int fd, __u32 n)
 {
-	struct sluice_addr *keys = calloc(BATCH, sizeof(*keys));
+	struct sluice_src_key *keys = calloc(BATCH, sizeof(*keys));
 	struct sluice_bucket *vals = calloc(BATCH, sizeof(*vals));
 	__u32 i = 0;
 
@@ -52,7 +53,7 @@ static int fill(int fd, __u32 n)
 /* Key by key, the slow way: independent of sluice's own counting. */
 static int count(int fd)
 {
-	struct sluice_addr cur, next;
+	struct sluice_src_key cur, next;
 	void *prev = NULL;
 	unsigned long n = 0;
 
