@@ -47,7 +47,7 @@ SLUICE_INLINE __u64 gcra_interval(__u64 rate)
 {
 	if (rate == 0)
 		return SLUICE_GCRA_UNITS_PER_SEC;
-	return (SLUICE_GCRA_UNITS_PER_SEC + rate - 1) / rate;
+	return (SLUICE_GCRA_UNITS_PER_SEC - 1) / rate + 1;
 }
 
 /* Burst tolerance B*T; callers bound burst/rate (SLUICE_BURST_SECONDS_MAX)
