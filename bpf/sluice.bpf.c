@@ -12,6 +12,11 @@
 #ifndef SLUICE_CAS
 #define SLUICE_CAS(ptr, old, new) __sync_val_compare_and_swap(ptr, old, new)
 #endif
+/* Taking a new bucket; tests/bpf swaps in one that always fails, to show
+ * that a source without a bucket is never passed unjudged. */
+#ifndef SLUICE_NEW_BUCKET
+#define SLUICE_NEW_BUCKET(map, key, val) bpf_map_update_elem(map, key, val, BPF_NOEXIST)
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -327,7 +332,7 @@ int sluice_xdp(struct xdp_md *ctx)
 			goto counted;
 		}
 		fresh.bound = SLUICE_BOUND(SLUICE_GEN(gen_slot), idx);
-		bpf_map_update_elem(&src_buckets, &src, &fresh, BPF_NOEXIST);
+		SLUICE_NEW_BUCKET(&src_buckets, &src, &fresh);
 		b = bpf_map_lookup_elem(&src_buckets, &src);
 		if (!b) {
 			/* No memory, or evicted at once by another CPU:

@@ -39,9 +39,14 @@ $(BUILD)/tests/sluice_racy.bpf.o: tests/bpf/sluice_racy.bpf.c bpf/sluice.bpf.c b
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
 $(BUILD)/tests/sluice_racy.skel.h: $(BUILD)/tests/sluice_racy.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_racy_bpf > $@
+$(BUILD)/tests/sluice_nobucket.bpf.o: tests/bpf/sluice_nobucket.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
+$(BUILD)/tests/sluice_nobucket.skel.h: $(BUILD)/tests/sluice_nobucket.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_nobucket_bpf > $@
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
-		$(BUILD)/tests/sluice_racy.skel.h
+		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)

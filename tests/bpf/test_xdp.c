@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "fixture.h"
 #include "check.h"
+#include "sluice_nobucket.skel.h"
 
 static struct fixture fx;
 
@@ -439,6 +440,31 @@ static void lowered_burst_clamps_tokens(void)
 	      (unsigned long long)got);
 }
 
+static struct sluice_bpf *open_nobucket(void)
+{
+	return (struct sluice_bpf *)sluice_nobucket_bpf__open();
+}
+
+/* A source table that never gives a bucket: allow and deny still hold, and
+ * a limited source is dropped as no_bucket, never passed unjudged. */
+static void no_bucket_fails_closed(void)
+{
+	struct frame f;
+
+	fixture_close(&fx);
+	CHECK(fixture_open_with(&fx, 0, open_nobucket) == 0, "load the no-bucket variant");
+	CHECK(fixture_policy(&fx, "limit default --rate 1000 --burst 1000;"
+			     "deny 198.18.9.0/24;allow 198.18.10.0/24") == 0, "policy");
+	frame_udp_from(&f, "198.18.9.1");
+	EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
+	frame_udp_from(&f, "198.18.10.1");
+	EXPECT_REASON(&f, SLUICE_R_ALLOWED, XDP_PASS);
+	frame_udp_from(&f, "198.18.11.1");
+	EXPECT_REASON(&f, SLUICE_R_NO_BUCKET, XDP_DROP);
+	EXPECT_REASON(&f, SLUICE_R_NO_BUCKET, XDP_DROP);
+	CHECK(count_sources(&fx.m) == 0, "%ld sources tracked", count_sources(&fx.m));
+}
+
 /* Allow and deny need no bucket: they hold for sources never seen, take no
  * table entry, and so cannot fail open when the table cannot give one. */
 static void allow_deny_need_no_bucket(void)
@@ -529,6 +555,7 @@ int main(void)
 	RUN(raised_limit_takes_effect_now);
 	RUN(lowered_burst_clamps_tokens);
 	RUN(allow_deny_need_no_bucket);
+	RUN(no_bucket_fails_closed);
 	RUN(edits_keep_other_rules_counters);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
