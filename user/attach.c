@@ -29,6 +29,42 @@ static int check_bpffs(void)
 	return 0;
 }
 
+/* TEMP (exp branch only, dropped at merge): the pin-permission contract of
+ * issue 6 item 10, which the real attach change implements: dirs 0750
+ * root:sluice, map pins 0640 root:sluice, prog pin 0600 root:root. */
+#include <dirent.h>
+#include <grp.h>
+static void temp_share_pins(const char *dir)
+{
+	struct group *g = getgrnam("sluice");
+	struct dirent *de;
+	char path[512];
+	DIR *d;
+
+	if (!g) {
+		if (system("groupadd --system sluice") != 0 || !(g = getgrnam("sluice")))
+			return;
+	}
+	if (chown(SLUICE_PIN_ROOT, 0, g->gr_gid) || chmod(SLUICE_PIN_ROOT, 0750) ||
+	    chown(dir, 0, g->gr_gid) || chmod(dir, 0750))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!strcmp(de->d_name, SLUICE_PROG_PIN)) {
+			if (chown(path, 0, 0) || chmod(path, 0600))
+				break;
+		} else if (chown(path, 0, g->gr_gid) || chmod(path, 0640)) {
+			break;
+		}
+	}
+	closedir(d);
+}
+
 static int make_dir(const char *path)
 {
 	if (mkdir(path, 0700) && errno != EEXIST)
@@ -431,6 +467,7 @@ attached:
 	err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
 	if (err)
 		goto out;
+	temp_share_pins(dir);
 	printf("attached to %s in %s mode (%s), program id %u%s\n", iface,
 	       mode_name(used),
 	       multiprog ? "libxdp dispatcher" : "single program; libxdp's dispatcher was not used",
