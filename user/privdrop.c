@@ -110,6 +110,7 @@ int run_as_switch(const struct run_as *ra, char *kept, size_t len)
 	uid_t r, e, s;
 	bool need_bpf;
 
+	need_bpf = bpf_needs_cap();
 	if (getresuid(&r, &e, &s))
 		return runtime_err("cannot read this process's user ids: %s", strerror(errno));
 	if (r == ra->uid && e == ra->uid && s == ra->uid) {
@@ -122,7 +123,7 @@ int run_as_switch(const struct run_as *ra, char *kept, size_t len)
 	} else {
 		/* The bounding set goes first, while CAP_SETPCAP is effective. */
 		for (int c = 0; c <= CAP_LAST_CAP + 8; c++)
-			if (c != CAP_BPF)
+			if (!need_bpf || c != CAP_BPF)
 				prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
 		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(1, &ra->pin_gid) ||
 		    setresgid(ra->gid, ra->gid, ra->gid) || setresuid(ra->uid, ra->uid, ra->uid))
@@ -132,7 +133,6 @@ int run_as_switch(const struct run_as *ra, char *kept, size_t len)
 		prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
 	}
 
-	need_bpf = bpf_needs_cap();
 	if (capget_raw(have))
 		return runtime_err("cannot read capabilities: %s", strerror(errno));
 	if (need_bpf) {
