@@ -26,7 +26,7 @@
 #endif
 
 #define LISTEN_DEFAULT		"127.0.0.1:9464"
-#define LISTEN_BACKLOG		64
+#define LISTEN_BACKLOG		256	/* a burst of connects waits for no SYN retry */
 #define HTTP_THREADS		4	/* scrapes served at once */
 /* Slow or stalled clients (slowloris) must not lock out a scrape. Every
  * connection has HTTP_DEADLINE_S for its whole request, counted from the
