@@ -59,7 +59,7 @@ static const char index_page[] =
 struct conn {
 	struct conn *prev, *next;
 	int fd;
-	struct sockaddr_in6 peer;	/* IPv4 as v4-mapped; only the address is compared */
+	struct in6_addr peer;		/* the client's address, IPv4 as v4-mapped */
 	__u64 since_ns;			/* accepted, or its last request completed */
 	bool busy;			/* a request is being answered */
 	bool closing;			/* shut down by us; libmicrohttpd closes it */
@@ -372,7 +372,7 @@ static bool conn_waiting(const struct conn *c)
 
 static bool same_peer(const struct conn *a, const struct conn *b)
 {
-	return !memcmp(&a->peer.sin6_addr, &b->peer.sin6_addr, sizeof(a->peer.sin6_addr));
+	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
 }
 
 /* After nc joined: the oldest waiting connection goes when its address,
@@ -405,20 +405,18 @@ static void enforce_waiting_limits(struct conns *cs, const struct conn *nc)
 		conn_shut(oldest);
 }
 
-static void peer_of(struct MHD_Connection *mc, struct sockaddr_in6 *out)
+static void peer_of(struct MHD_Connection *mc, struct in6_addr *out)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
 	memset(out, 0, sizeof(*out));
-	out->sin6_family = AF_INET6;
 	if (sa && sa->sa_family == AF_INET6) {
-		memcpy(&out->sin6_addr, &((const struct sockaddr_in6 *)sa)->sin6_addr,
-		       sizeof(out->sin6_addr));
+		*out = ((const struct sockaddr_in6 *)sa)->sin6_addr;
 	} else if (sa && sa->sa_family == AF_INET) {
-		out->sin6_addr.s6_addr[10] = out->sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&out->sin6_addr.s6_addr[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		out->s6_addr[10] = out->s6_addr[11] = 0xff;
+		memcpy(&out->s6_addr[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
 	}
 }
 
@@ -449,8 +447,8 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	}
 	c->fd = ci->connect_fd;
 	peer_of(mc, &c->peer);
-	c->since_ns = mono_now_ns();
 	pthread_mutex_lock(&cs->lock);
+	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
 	conn_append(cs, c);
 	enforce_waiting_limits(cs, c);
 	pthread_cond_signal(&cs->wake);
