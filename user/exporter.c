@@ -285,7 +285,7 @@ static int name_cmp(const void *a, const void *b)
 
 /* The whole /metrics body, malloc()ed; NULL when out of memory. */
 static char *render_metrics(const struct exporter *ex, size_t *len,
-			    unsigned int *nifaces)
+			    unsigned int *nifaces, unsigned int *nskipped)
 {
 	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
 	struct iface_sample *s = NULL;
@@ -322,6 +322,8 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	}
 	if (nifaces)
 		*nifaces = (unsigned int)n;
+	if (nskipped)
+		*nskipped = skipped;
 out:
 	for (size_t i = 0; i < n; i++)
 		free(s[i].pol);
@@ -627,7 +629,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(url, "/metrics") != 0)
 		return reply_text(conn, MHD_HTTP_NOT_FOUND,
 				  "404 not found: metrics are at /metrics\n", NULL);
-	body = render_metrics(ex, &len, NULL);
+	body = render_metrics(ex, &len, NULL, NULL);
 	if (!body)
 		return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "500 out of memory\n", NULL);
@@ -763,7 +765,7 @@ int cmd_exporter(int argc, char **argv)
 	struct MHD_Daemon *d = NULL;
 	struct sockaddr_storage ss;
 	char bound[INET6_ADDRSTRLEN + 16], privs[160];
-	unsigned int nifaces = 0;
+	unsigned int nifaces = 0, nskipped = 0;
 	struct run_as ra;
 	sigset_t stop;
 	socklen_t sslen;
@@ -853,13 +855,21 @@ int cmd_exporter(int argc, char **argv)
 	__atomic_store_n(&ex.log_requests, getenv("SLUICE_DEBUG") != NULL, __ATOMIC_RELAXED);
 	/* One scrape up front: permission problems show now, not at the first
 	 * Prometheus scrape. */
-	body = render_metrics(&ex, &len, &nifaces);
+	body = render_metrics(&ex, &len, &nifaces, &nskipped);
 	free(body);
 	printf("sluice exporter %s: serving http://%s/metrics for %u interface%s "
 	       "(sources counted by %s; %s)\n", SLUICE_VERSION, bound, nifaces,
 	       nifaces == 1 ? "" : "s",
 	       ex.srcs ? "the kernel's element counter" : "walking the table", privs);
 	fflush(stdout);
+	/* Pins from before they had a group (or another group's) are skipped
+	 * at every scrape; say so once, now. */
+	if (nskipped)
+		err_msg("warning: %u pin director%s could not be read as %s in group %s and %s "
+			"skipped: pins made before they had a group need 'sluice attach IFACE' "
+			"again, pins of another group need --group", nskipped,
+			nskipped == 1 ? "y" : "ies", ra.user, ra.group,
+			nskipped == 1 ? "is" : "are");
 
 	while (sigwait(&stop, &sig))
 		;

@@ -8,7 +8,8 @@
 # read-write or write-only, nor by its id; every map pin opens read-only;
 # the program pin not at all; `sluice limit default` fails and changes
 # nothing while `sluice stats` works. An interface attached after the
-# exporter started is exported in full. An unknown --user or --group, and
+# exporter started is exported in full; a root-only pin directory (pins
+# from before they had a group) is skipped, with a warning at startup. An unknown --user or --group, and
 # uid 0 or gid 0, are usage errors (exit 2, one line).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -128,3 +129,17 @@ as_exporter "$SLUICE" -i "$IF_RX" -j stats | jq -e '.interface' >/dev/null ||
 ok "'sluice stats' works with the exporter's credentials"
 
 exporter_stop TERM
+
+# Pins from before they had a group (root-only, 0700): skipped, and said
+# once at startup. With -i, so that other attachments cannot change the count.
+OLD=${EXTRA:0:11}o
+mkdir -m 0700 "$SLUICE_PIN_ROOT/$OLD"
+EXTRA_IFACES+=("$OLD")	# removed by the cleanup if the test stops early
+exporter_start -i "$OLD"
+scrape /metrics >"$m" || fail "scrape failed"
+assert_eq "$(series "$m" sluice_scrape_skipped_interfaces)" 1 "a root-only pin directory is skipped"
+grep -q "^sluice: warning: 1 pin directory could not be read as nobody in group sluice" "$EXPORTER_LOG" ||
+	fail "no startup warning about the unreadable pin directory: $(cat "$EXPORTER_LOG")"
+ok "the startup warns about it: $(grep '^sluice: warning' "$EXPORTER_LOG")"
+exporter_stop TERM
+rmdir "$SLUICE_PIN_ROOT/$OLD"
