@@ -818,8 +818,8 @@ int cmd_exporter(int argc, char **argv)
 		return EXIT_RUNTIME;
 	ex.srcs = src_counter_open();
 	err = run_as_switch(&ra, privs, sizeof(privs));
-	if (!err && conns_start(&ex.conns))
-		err = runtime_err("cannot start a thread: %s", strerror(errno));
+	if (!err && (err = conns_start(&ex.conns)))
+		err = runtime_err("cannot start a thread: %s", strerror(err));
 	if (err) {
 		close(fd);
 		src_counter_close(ex.srcs);
