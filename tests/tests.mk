@@ -62,15 +62,18 @@ $(BUILD)/asan/sluice: $(ASAN_USER_OBJS)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/asan/sluice
 
-# Exporter test helpers: raw and stalled HTTP clients, and a source-table
-# filler (tests/exporter/).
+# Exporter test helpers: raw, stalled and trickling HTTP clients, a
+# source-table filler, and a pin-permission prober (tests/exporter/).
 $(BUILD)/tests/http_raw: tests/exporter/http_raw.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
 $(BUILD)/tests/fill_sources: tests/exporter/fill_sources.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
-TEST_BINS	+= $(BUILD)/tests/http_raw $(BUILD)/tests/fill_sources
+$(BUILD)/tests/pin_access: tests/exporter/pin_access.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ -lbpf
+TEST_BINS	+= $(BUILD)/tests/http_raw $(BUILD)/tests/fill_sources $(BUILD)/tests/pin_access
 
 # `make test TESTS=unit` runs only the tests whose names match.
 # On a fresh machine `sudo make test` first installs what is missing, so the

@@ -1,26 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* exporter: `sluice exporter`, Prometheus metrics of every attached
  * interface, read from the pinned maps at each scrape, served by
- * libmicrohttpd's thread pool. Read-only: no endpoint changes anything. */
+ * libmicrohttpd's thread pool as an unprivileged user that can only read
+ * the pins. Read-only: no endpoint changes anything. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <microhttpd.h>
 #include "sluice.h"
+#include "privdrop.h"
 #include "sources.h"
 
 #ifndef SLUICE_VERSION
@@ -28,14 +26,25 @@
 #endif
 
 #define LISTEN_DEFAULT		"127.0.0.1:9464"
-#define LISTEN_BACKLOG		64
+#define LISTEN_BACKLOG		256	/* a burst of connects waits for no SYN retry */
 #define HTTP_THREADS		4	/* scrapes served at once */
-#define HTTP_CONN_LIMIT		128	/* open connections, stalled ones included */
-#define HTTP_CONN_TIMEOUT_S	10	/* idle or stalled connections are closed */
+/* Slow or stalled clients (slowloris) must not lock out a scrape. Every
+ * connection has HTTP_DEADLINE_S for its whole request, counted from the
+ * accept or from the end of its previous request, however it trickles.
+ * Connections that wait for a request (not being answered) are limited to
+ * HTTP_WAITING_PER_ADDR per client address and HTTP_WAITING_LIMIT in all:
+ * past either, the oldest waiting one is closed, never the newcomer, so a
+ * scrape gets in even from an address the stalled clients share. */
+#define HTTP_DEADLINE_S		5
+#define HTTP_WAITING_PER_ADDR	8
+#define HTTP_WAITING_LIMIT	128
+#define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
+#define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
 #define MAX_IFACES		1024
 #define POLICY_LABEL_LEN	64
 
-static const char exporter_usage[] = "exporter [--listen ADDR:PORT]";
+static const char exporter_usage[] =
+	"exporter [--listen ADDR:PORT] [--user USER] [--group GROUP]";
 
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -46,11 +55,32 @@ static const char index_page[] =
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
 
+/* One open HTTP connection, on the list of struct conns (oldest first). */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	struct in6_addr peer;		/* the client's address, IPv4 as v4-mapped */
+	__u64 since_ns;			/* accepted, or its last request completed */
+	bool busy;			/* a request is being answered */
+	bool closing;			/* shut down by us; libmicrohttpd closes it */
+};
+
+/* Every connection, for the deadline and the waiting limits. Connection
+ * callbacks run on the server's threads, the reaper on its own. */
+struct conns {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* on CLOCK_MONOTONIC */
+	struct conn *head, *tail;
+	bool stop;
+	pthread_t reaper;
+};
+
 /* Shared by every server thread: srcs is set before the server starts
  * and only read afterwards; log_requests is switched off once, atomically. */
 struct exporter {
 	struct src_counter *srcs;	/* NULL: count by walking the table */
 	int log_requests;		/* libmicrohttpd's per-request errors; atomic */
+	struct conns conns;
 };
 
 struct policy_sample {
@@ -255,7 +285,7 @@ static int name_cmp(const void *a, const void *b)
 
 /* The whole /metrics body, malloc()ed; NULL when out of memory. */
 static char *render_metrics(const struct exporter *ex, size_t *len,
-			    unsigned int *nifaces)
+			    unsigned int *nifaces, unsigned int *nskipped)
 {
 	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
 	struct iface_sample *s = NULL;
@@ -292,12 +322,233 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	}
 	if (nifaces)
 		*nifaces = (unsigned int)n;
+	if (nskipped)
+		*nskipped = skipped;
 out:
 	for (size_t i = 0; i < n; i++)
 		free(s[i].pol);
 	free(s);
 	free(names);
 	return body;
+}
+
+/* --- connections: the whole-request deadline and the waiting limits --- */
+
+static void conn_unlink(struct conns *cs, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		cs->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		cs->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void conn_append(struct conns *cs, struct conn *c)
+{
+	c->prev = cs->tail;
+	c->next = NULL;
+	if (cs->tail)
+		cs->tail->next = c;
+	else
+		cs->head = c;
+	cs->tail = c;
+}
+
+/* libmicrohttpd closes the connection at its next event; the fd stays
+ * valid until then because it calls on_connection(CLOSED), which takes
+ * the lock we hold, before closing it. */
+static void conn_shut(struct conn *c)
+{
+	c->closing = true;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+static bool conn_waiting(const struct conn *c)
+{
+	return !c->busy && !c->closing;
+}
+
+static bool same_peer(const struct conn *a, const struct conn *b)
+{
+	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
+}
+
+/* After nc joined: the oldest waiting connection goes when its address,
+ * or everyone, is over the limit. nc is the newest, so it stays. */
+static void enforce_waiting_limits(struct conns *cs, const struct conn *nc)
+{
+	struct conn *oldest_peer = NULL, *oldest = NULL;
+	unsigned int per_peer = 0, all = 0;
+
+	for (struct conn *c = cs->head; c; c = c->next) {
+		if (!conn_waiting(c))
+			continue;
+		if (!oldest)
+			oldest = c;
+		all++;
+		if (same_peer(c, nc)) {
+			if (!oldest_peer)
+				oldest_peer = c;
+			per_peer++;
+		}
+	}
+	if (per_peer > HTTP_WAITING_PER_ADDR && oldest_peer != nc) {
+		conn_shut(oldest_peer);
+		all--;
+		if (oldest == oldest_peer)
+			for (oldest = cs->head; oldest && !conn_waiting(oldest); oldest = oldest->next)
+				;
+	}
+	if (all > HTTP_WAITING_LIMIT && oldest && oldest != nc)
+		conn_shut(oldest);
+}
+
+static void peer_of(struct MHD_Connection *mc, struct in6_addr *out)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (sa && sa->sa_family == AF_INET6) {
+		*out = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+	} else if (sa && sa->sa_family == AF_INET) {
+		out->s6_addr[10] = out->s6_addr[11] = 0xff;
+		memcpy(&out->s6_addr[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	}
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode what)
+{
+	struct conns *cs = &((struct exporter *)cls)->conns;
+	struct conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		pthread_mutex_lock(&cs->lock);
+		conn_unlink(cs, c);
+		pthread_mutex_unlock(&cs->lock);
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c) {	/* untracked means no deadline: refuse it */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	c->fd = ci->connect_fd;
+	peer_of(mc, &c->peer);
+	pthread_mutex_lock(&cs->lock);
+	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
+	conn_append(cs, c);
+	enforce_waiting_limits(cs, c);
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->lock);
+	*socket_context = c;
+}
+
+/* busy: a request's headers are in; not busy: it was answered, and the
+ * deadline starts again for the next one on this connection. */
+static void conn_set_busy(struct exporter *ex, struct MHD_Connection *mc, bool busy)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conns *cs = &ex->conns;
+	struct conn *c = ci ? ci->socket_context : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	if (c->busy && !busy) {
+		c->since_ns = mono_now_ns();
+		conn_unlink(cs, c);
+		conn_append(cs, c);
+	}
+	c->busy = busy;
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)req_cls;
+	(void)toe;
+	conn_set_busy(cls, mc, false);
+}
+
+/* Shuts down every connection past its deadline, then sleeps until the
+ * next deadline (the list is oldest first) or a new connection. */
+static void *reaper(void *arg)
+{
+	struct conns *cs = arg;
+	const __u64 deadline = (__u64)HTTP_DEADLINE_S * SLUICE_NS_PER_SEC;
+
+	pthread_mutex_lock(&cs->lock);
+	while (!cs->stop) {
+		__u64 now = mono_now_ns(), next = 0;
+		struct timespec ts;
+
+		for (struct conn *c = cs->head; c; c = c->next) {
+			if (c->closing)
+				continue;
+			if (now - c->since_ns < deadline) {
+				next = c->since_ns + deadline;
+				break;
+			}
+			conn_shut(c);
+		}
+		if (!next) {
+			pthread_cond_wait(&cs->wake, &cs->lock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(next / SLUICE_NS_PER_SEC);
+		ts.tv_nsec = (long)(next % SLUICE_NS_PER_SEC);
+		pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return NULL;
+}
+
+static int conns_start(struct conns *cs)
+{
+	pthread_condattr_t ca;
+	int err;
+
+	memset(cs, 0, sizeof(*cs));
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cs->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	err = pthread_create(&cs->reaper, NULL, reaper, cs);
+	if (err) {
+		pthread_cond_destroy(&cs->wake);
+		pthread_mutex_destroy(&cs->lock);
+	}
+	return err;
+}
+
+/* After the server stopped: every connection is gone. */
+static void conns_stop(struct conns *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	cs->stop = true;
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->lock);
+	pthread_join(cs->reaper, NULL);
+	pthread_cond_destroy(&cs->wake);
+	pthread_mutex_destroy(&cs->lock);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
@@ -345,12 +596,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  const char *upload_data, size_t *upload_data_size,
 				  void **req_cls)
 {
-	const struct exporter *ex = cls;
+	struct exporter *ex = cls;
 	char *body;
 	size_t len;
 
 	(void)version;
 	(void)upload_data;
+	conn_set_busy(ex, conn, true);
 	/* Refused at once, before any body is read (the connection closes).
 	 * HEAD gets GET's headers; libmicrohttpd leaves the body out. */
 	if (!is_token(method))
@@ -377,7 +629,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(url, "/metrics") != 0)
 		return reply_text(conn, MHD_HTTP_NOT_FOUND,
 				  "404 not found: metrics are at /metrics\n", NULL);
-	body = render_metrics(ex, &len, NULL);
+	body = render_metrics(ex, &len, NULL, NULL);
 	if (!body)
 		return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "500 out of memory\n", NULL);
@@ -498,88 +750,28 @@ static int open_listener(const char *spec, const struct sockaddr_storage *ss, so
 	return fd;
 }
 
-static int capset_raw(const struct __user_cap_data_struct data[2])
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-
-	return (int)syscall(SYS_capset, &hdr, data);
-}
-
-/* Does this kernel let a process without capabilities use the bpf(2)
- * commands on pins and fds? Since Linux 6.5 only creating maps and loading
- * programs are gated; before, every command was. Tried in a child, which
- * can drop what the parent may still need. */
-static bool bpf_works_without_caps(void)
-{
-	struct __user_cap_data_struct none[2] = {};
-	int status;
-	pid_t pid;
-
-	pid = fork();
-	if (pid < 0)
-		return false;
-	if (pid == 0) {
-		int fd;
-
-		if (capset_raw(none))
-			_exit(1);
-		/* No dot in the name: bpffs answers EPERM to those. Longer
-		 * than any interface name, so it never exists. */
-		fd = bpf_obj_get(SLUICE_PIN_ROOT "/sluice-exporter-probe");
-		_exit(fd < 0 && errno == EPERM ? 1 : 0);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return false;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* After the socket is bound and the counter loaded, reading pins and maps
- * needs no capability (pins are opened as their owner, root), so drop them
- * all, and the bounding set, for good. On kernels that gate every bpf(2)
- * command keep only CAP_BPF (CAP_SYS_ADMIN before Linux 5.8). Describes
- * what is kept in kept. */
-static void drop_privileges(char *kept, size_t len)
-{
-	struct __user_cap_data_struct caps[2] = {};
-	int keep = -1;
-
-	if (!bpf_works_without_caps()) {
-		keep = prctl(PR_CAPBSET_READ, CAP_BPF, 0, 0, 0) == 1 ? CAP_BPF : CAP_SYS_ADMIN;
-		caps[keep / 32].effective = caps[keep / 32].permitted = 1U << (keep % 32);
-	}
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	for (int c = 0; c <= CAP_LAST_CAP + 8; c++)
-		if (c != keep)
-			prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (capset_raw(caps))
-		snprintf(kept, len, "capabilities unchanged (%s)", strerror(errno));
-	else if (keep < 0)
-		snprintf(kept, len, "all capabilities dropped");
-	else
-		snprintf(kept, len, "capabilities dropped but %s (this kernel gates bpf(2))",
-			 keep == CAP_BPF ? "CAP_BPF" : "CAP_SYS_ADMIN");
-}
-
 int cmd_exporter(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "group", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *listen_spec = LISTEN_DEFAULT;
+	const char *user = RUN_AS_USER_DEFAULT, *group = RUN_AS_GROUP_DEFAULT;
 	struct exporter ex = { .log_requests = 1 };
 	struct MHD_Daemon *d = NULL;
 	struct sockaddr_storage ss;
-	char bound[INET6_ADDRSTRLEN + 16], privs[96];
-	unsigned int nifaces = 0;
+	char bound[INET6_ADDRSTRLEN + 16], privs[160];
+	unsigned int nifaces = 0, nskipped = 0;
+	struct run_as ra;
 	sigset_t stop;
 	socklen_t sslen;
 	size_t len;
 	char *body;
-	int ch, fd, sig;
+	int ch, fd, sig, err;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -587,12 +779,21 @@ int cmd_exporter(int argc, char **argv)
 		case 'l':
 			listen_spec = optarg;
 			break;
+		case 'u':
+			user = optarg;
+			break;
+		case 'g':
+			group = optarg;
+			break;
 		case 'h':
 			printf("Usage: sluice %s\n"
 			       "  Serves Prometheus metrics of every attached interface at\n"
 			       "  http://ADDR:PORT/metrics (default %s; port 0 picks a free one).\n"
-			       "  -i IFACE exports only that interface.\n",
-			       exporter_usage, LISTEN_DEFAULT);
+			       "  -i IFACE exports only that interface. Once listening it runs as\n"
+			       "  USER (default %s) in GROUP, the pins' group (default %s), which\n"
+			       "  may read the pins but not write them.\n",
+			       exporter_usage, LISTEN_DEFAULT, RUN_AS_USER_DEFAULT,
+			       RUN_AS_GROUP_DEFAULT);
 			return 0;
 		default:
 			return getopt_err(ch, argv, exporter_usage);
@@ -606,12 +807,24 @@ int cmd_exporter(int argc, char **argv)
 	if (!parse_listen(listen_spec, &ss, &sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464",
 				 listen_spec);
+	err = run_as_lookup(user, group, &ra);
+	if (err)
+		return err;
 
+	/* What needs privilege first: the socket (a port below 1024) and the
+	 * source-counting iterator; then down to USER for good. */
 	fd = open_listener(listen_spec, &ss, sslen, bound, sizeof(bound));
 	if (fd < 0)
 		return EXIT_RUNTIME;
 	ex.srcs = src_counter_open();
-	drop_privileges(privs, sizeof(privs));
+	err = run_as_switch(&ra, privs, sizeof(privs));
+	if (!err && (err = conns_start(&ex.conns)))
+		err = runtime_err("cannot start a thread: %s", strerror(err));
+	if (err) {
+		close(fd);
+		src_counter_close(ex.srcs);
+		return err;
+	}
 
 	/* Server threads inherit this mask; only sigwait() below sees them. */
 	sigemptyset(&stop);
@@ -626,11 +839,15 @@ int cmd_exporter(int argc, char **argv)
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)HTTP_THREADS,
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONN_TIMEOUT_S,
+			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_PER_ADDR,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_DEADLINE_S,
+			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, &ex,
+			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, &ex,
 			     MHD_OPTION_STRICT_FOR_CLIENT, 1,
 			     MHD_OPTION_END);
 	if (!d) {
 		close(fd);
+		conns_stop(&ex.conns);
 		src_counter_close(ex.srcs);
 		return runtime_err("cannot start the HTTP server on %s: see the messages above",
 				   bound);
@@ -638,17 +855,26 @@ int cmd_exporter(int argc, char **argv)
 	__atomic_store_n(&ex.log_requests, getenv("SLUICE_DEBUG") != NULL, __ATOMIC_RELAXED);
 	/* One scrape up front: permission problems show now, not at the first
 	 * Prometheus scrape. */
-	body = render_metrics(&ex, &len, &nifaces);
+	body = render_metrics(&ex, &len, &nifaces, &nskipped);
 	free(body);
 	printf("sluice exporter %s: serving http://%s/metrics for %u interface%s "
 	       "(sources counted by %s; %s)\n", SLUICE_VERSION, bound, nifaces,
 	       nifaces == 1 ? "" : "s",
 	       ex.srcs ? "the kernel's element counter" : "walking the table", privs);
 	fflush(stdout);
+	/* Pins from before they had a group (or another group's) are skipped
+	 * at every scrape; say so once, now. */
+	if (nskipped)
+		err_msg("warning: %u pin director%s could not be read as %s in group %s and %s "
+			"skipped: pins made before they had a group need 'sluice attach IFACE' "
+			"again, pins of another group need --group", nskipped,
+			nskipped == 1 ? "y" : "ies", ra.user, ra.group,
+			nskipped == 1 ? "is" : "are");
 
 	while (sigwait(&stop, &sig))
 		;
-	MHD_stop_daemon(d);	/* closes fd too */
+	MHD_stop_daemon(d);	/* closes fd and every connection too */
+	conns_stop(&ex.conns);
 	src_counter_close(ex.srcs);
 	return 0;
 }

@@ -35,7 +35,7 @@ static const struct cmd top_cmds[] = {
 	{ "stats",    cmd_stats,    "stats [-j] [--watch SECONDS]" },
 	{ "top",      cmd_top,      "top [-n N] [-j]" },
 	{ "query",    cmd_query,    "query ADDR [-j]" },
-	{ "exporter", cmd_exporter, "exporter [--listen ADDR:PORT]" },
+	{ "exporter", cmd_exporter, "exporter [--listen ADDR:PORT] [--user USER] [--group GROUP]" },
 	{ "version",  cmd_version,  "version" },
 	{ "help",     cmd_help,     "help" },
 	{ NULL, NULL, NULL },

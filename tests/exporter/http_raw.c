@@ -8,11 +8,18 @@
  *       opens N connections, sends each half a request and never the rest,
  *       and prints {"open": K, "closed": C, "max_closed_after": S} after
  *       SECONDS: how many the server closed, and when the last one went.
- * Only to numeric loopback addresses: it refuses anything else. */
+ *   http_raw --trickle N --every SECONDS --hold SECONDS --from FIRST:K ADDR PORT
+ *       opens N connections from the K loopback addresses FIRST, FIRST+1, ...
+ *       (round robin), each sending one more byte of a request that never
+ *       ends every SECONDS (slowloris), and prints after SECONDS
+ *       {"open": K, "closed": C, "conns": [{"from": A, "closed_after": S|null}]}:
+ *       when the server closed each one, counted from its connect.
+ * Only to and from numeric loopback addresses: it refuses anything else. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,6 +76,126 @@ static int connect_to(const char *addr, const char *port)
 		return -1;
 	}
 	return fd;
+}
+
+/* A non-blocking connect from the loopback address src (network order). */
+static int connect_from(in_addr_t src, const char *addr, const char *port)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = src };
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	int p = atoi(port), fd;
+
+	if (p <= 0 || p > 65535 || inet_pton(AF_INET, addr, &to.sin_addr) != 1 ||
+	    (ntohl(to.sin_addr.s_addr) >> 24) != 127 || (ntohl(src) >> 24) != 127)
+		return -1;
+	to.sin_port = htons((unsigned short)p);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
+	    (connect(fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static const char trickle_request[] = "GET /metrics HTTP/1.1\r\nX-Trickle: ";
+
+static int trickle(int n, double every, double hold, const char *from, const char *addr,
+		   const char *port)
+{
+	static struct pollfd pfd[STALL_MAX];
+	static double connected_at[STALL_MAX], closed_after[STALL_MAX];
+	static size_t sent[STALL_MAX];
+	static in_addr_t src[STALL_MAX];
+	char first[INET_ADDRSTRLEN], *colon;
+	double t0 = now_s(), next_tick;
+	struct in_addr a;
+	int k, open_n = 0, closed = 0;
+
+	snprintf(first, sizeof(first), "%s", from);
+	colon = strchr(first, ':');
+	if (!colon)
+		return 2;
+	*colon = '\0';
+	k = atoi(colon + 1);
+	if (inet_pton(AF_INET, first, &a) != 1 || k <= 0 || k > 256)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		src[i] = htonl(ntohl(a.s_addr) + (in_addr_t)(i % k));
+		pfd[i].fd = connect_from(src[i], addr, port);
+		if (pfd[i].fd < 0) {
+			fprintf(stderr, "http_raw: cannot connect to %s port %s (loopback only)\n",
+				addr, port);
+			return 1;
+		}
+		pfd[i].events = POLLOUT;
+		closed_after[i] = -1;
+		open_n++;
+	}
+	next_tick = t0;
+	while (open_n && now_s() - t0 < hold) {
+		double t = now_s();
+		int left;
+
+		if (t >= next_tick) {	/* one more byte on every connected socket */
+			for (int i = 0; i < n; i++) {
+				char c = sent[i] < strlen(trickle_request) ? trickle_request[sent[i]] : 'a';
+
+				if (pfd[i].fd >= 0 && connected_at[i] > 0 && write(pfd[i].fd, &c, 1) == 1)
+					sent[i]++;
+			}
+			next_tick += every;
+		}
+		left = (int)((next_tick - now_s()) * 1000) + 1;
+		if (left > (int)((hold - (now_s() - t0)) * 1000) + 1)
+			left = (int)((hold - (now_s() - t0)) * 1000) + 1;
+		if (poll(pfd, (nfds_t)n, left < 0 ? 0 : left) <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			char buf[4096];
+			int err = 0;
+			socklen_t el = sizeof(err);
+
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			if (pfd[i].events == POLLOUT) {	/* the connect finished */
+				getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+				connected_at[i] = now_s();
+				pfd[i].events = POLLIN;
+				if (!err) {
+					char c = trickle_request[0];
+
+					if (write(pfd[i].fd, &c, 1) == 1)
+						sent[i]++;
+					continue;
+				}
+			} else if (read(pfd[i].fd, buf, sizeof(buf)) > 0) {
+				continue;	/* whatever the server says: EOF or reset counts */
+			}
+			closed_after[i] = now_s() - connected_at[i];
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			open_n--;
+			closed++;
+		}
+	}
+	printf("{\"open\": %d, \"closed\": %d, \"conns\": [", open_n, closed);
+	for (int i = 0; i < n; i++) {
+		char s[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &src[i], s, sizeof(s));
+		if (closed_after[i] < 0)
+			printf("%s{\"from\": \"%s\", \"closed_after\": null}", i ? ", " : "", s);
+		else
+			printf("%s{\"from\": \"%s\", \"closed_after\": %.3f}", i ? ", " : "", s,
+			       closed_after[i]);
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	}
+	printf("]}\n");
+	return 0;
 }
 
 static int one_request(const char *addr, const char *port)
@@ -183,9 +310,24 @@ int main(int argc, char **argv)
 		}
 		return stall(nstall, hold, argv[5], argv[6]);
 	}
+	if (argc == 11 && !strcmp(argv[1], "--trickle") && !strcmp(argv[3], "--every") &&
+	    !strcmp(argv[5], "--hold") && !strcmp(argv[7], "--from")) {
+		int n = atoi(argv[2]);
+		double every = atof(argv[4]);
+
+		hold = atof(argv[6]);
+		if (n <= 0 || n > STALL_MAX || every < 0.1 || hold <= 0 || hold > 120) {
+			fprintf(stderr, "http_raw: --trickle 1..%d, --every >= 0.1, "
+					"--hold 0..120 seconds\n", STALL_MAX);
+			return 2;
+		}
+		return trickle(n, every, hold, argv[8], argv[9], argv[10]);
+	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: http_raw ADDR PORT < REQUEST\n"
-				"       http_raw --stall N --hold SECONDS ADDR PORT\n");
+				"       http_raw --stall N --hold SECONDS ADDR PORT\n"
+				"       http_raw --trickle N --every SECONDS --hold SECONDS "
+				"--from FIRST:K ADDR PORT\n");
 		return 2;
 	}
 	return one_request(argv[1], argv[2]);

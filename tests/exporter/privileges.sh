@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# exporter/privileges: a subverted exporter cannot change the policy. Once
+# serving, the exporter is nobody (all four uids), in its own group plus
+# only the pins' group, with no capability but possibly CAP_BPF (none on
+# kernels since 6.5), nothing ambient or inheritable, a bounding set no
+# larger than that, and no_new_privs. With exactly those credentials, copied
+# from /proc/PID/status into setpriv: no pin of either interface opens
+# read-write or write-only, nor by its id; every map pin opens read-only;
+# the program pin not at all; `sluice limit default` fails and changes
+# nothing while `sluice stats` works. An interface attached after the
+# exporter started is exported in full; a root-only pin directory (pins
+# from before they had a group) is skipped, with a warning at startup. An unknown --user or --group, and
+# uid 0 or gid 0, are usage errors (exit 2, one line).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PIN_ACCESS=${PIN_ACCESS:-$SLUICE_ROOT/build/tests/pin_access}
+CAP_BPF=39
+
+exporter_init expv
+[[ -x $PIN_ACCESS ]] || fail "$PIN_ACCESS not built: run make build/tests/pin_access"
+for cmd in setpriv capsh getent; do
+	command -v "$cmd" >/dev/null || skip "$cmd not installed (util-linux, libcap2-bin)"
+done
+getent passwd nobody >/dev/null || skip "no user nobody on this machine"
+netns_setup
+sluice_attach
+getent group sluice >/dev/null || fail "sluice attach did not create the group sluice"
+
+# --- usage errors: exit 2, one line, nothing started ---
+for args in "--user nosuch$$" "--group nosuch$$" "--user root" "--group root" "--user="; do
+	rc=0
+	# shellcheck disable=SC2086 # split on purpose
+	err=$(nsenter --net="/run/netns/$NS_RX" "$SLUICE_EXPORTER" exporter $args 2>&1 >/dev/null) || rc=$?
+	[[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == "sluice: "* ]] ||
+		fail "exporter $args: exit $rc, want 2 and one 'sluice: ' line, got: $err"
+	in_rx curl -s --max-time 1 -o /dev/null "$EXPORTER_URL/" &&
+		fail "exporter $args was refused but something listens on $EXPORTER_URL"
+done
+ok "unknown user or group, uid 0, gid 0: exit 2 with one line each, nothing listens"
+
+exporter_start
+grep -q "running as nobody, group sluice" "$EXPORTER_LOG" ||
+	fail "the startup line does not say whom it runs as: $(head -n 1 "$EXPORTER_LOG")"
+
+# --- its credentials ---
+status=$(cat "/proc/$EXPORTER_PID/status")
+field() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ +/, ""); print }' <<<"$status"; }
+nobody_uid=$(getent passwd nobody | cut -d: -f3)
+nobody_gid=$(getent passwd nobody | cut -d: -f4)
+sluice_gid=$(getent group sluice | cut -d: -f3)
+uids=$(field Uid | tr -s '\t ' ' ')
+gids=$(field Gid | tr -s '\t ' ' ')
+groups=$(field Groups | xargs)
+assert_eq "$uids" "$nobody_uid $nobody_uid $nobody_uid $nobody_uid" "real, effective, saved and fs uid"
+assert_eq "$gids" "$nobody_gid $nobody_gid $nobody_gid $nobody_gid" "real, effective, saved and fs gid"
+assert_eq "$groups" "$sluice_gid" "supplementary groups (the pins' group only)"
+cap_inh=$((16#$(field CapInh)))
+cap_prm=$((16#$(field CapPrm)))
+cap_eff=$((16#$(field CapEff)))
+cap_bnd=$((16#$(field CapBnd)))
+cap_amb=$((16#$(field CapAmb)))
+assert_eq "$((cap_eff & ~(1 << CAP_BPF)))" 0 "effective capabilities other than CAP_BPF"
+assert_eq "$cap_prm" "$cap_eff" "permitted capabilities equal the effective ones"
+assert_eq "$((cap_bnd & ~cap_eff))" 0 "bounding set beyond the effective capabilities"
+assert_eq "$cap_inh.$cap_amb" 0.0 "inheritable and ambient capabilities"
+assert_eq "$(field NoNewPrivs)" 1 "no_new_privs"
+echo "exporter capabilities: $(capsh --decode="$(field CapEff)")"
+
+# setpriv arguments that rebuild those credentials for another program.
+caps=-all
+for c in $(capsh --decode="$(field CapEff)" | cut -d= -f2 | tr ',' ' '); do
+	caps+=",+${c#cap_}"
+done
+bnd=-all
+for c in $(capsh --decode="$(field CapBnd)" | cut -d= -f2 | tr ',' ' '); do
+	bnd+=",+${c#cap_}"
+done
+as_exporter() {
+	setpriv --reuid="$nobody_uid" --regid="$nobody_gid" --groups="$(tr ' ' ',' <<<"$groups")" \
+		--inh-caps="$caps" --ambient-caps="$caps" --bounding-set="$bnd" --no-new-privs -- "$@"
+}
+as_exporter sh -c 'grep -E "^(Uid|Gid|Groups|CapEff|CapBnd):" /proc/self/status' | tr -s '\t' ' ' |
+	sed 's/^/  copied: /'
+[[ $(as_exporter awk '$1 == "CapEff:" { print $2 }' /proc/self/status) == "$(field CapEff)" ]] ||
+	fail "setpriv did not reproduce the exporter's effective capabilities"
+
+# --- an interface attached after the exporter started ---
+EXTRA=slexv$$x
+EXTRA=${EXTRA:0:12}
+attach_extra "$EXTRA"
+m=$(netns_tmp m.txt)
+scrape /metrics >"$m" || fail "scrape failed"
+assert_eq "$(series "$m" "sluice_tracked_sources_capacity{interface=\"$EXTRA\"}")" 262144 \
+	"$EXTRA, attached after the exporter started, is exported"
+v=$(series "$m" "sluice_policy_packets_total{interface=\"$EXTRA\",policy=\"default\",action=\"pass\"}")
+[[ $v =~ ^[0-9]+$ ]] || fail "$EXTRA's policy counters: $v"
+ok "$EXTRA's policy counters are exported: $v"
+assert_eq "$(series "$m" "sluice_tracked_sources_capacity{interface=\"$IF_RX\"}")" 262144 \
+	"$IF_RX still exported"
+# (Not sluice_scrape_skipped_interfaces: pins of other tests may share bpffs.)
+grep -q "^sluice_program_info{interface=\"$EXTRA\",mode=\"native\"" "$m" ||
+	fail "no sluice_program_info for $EXTRA"
+ok "$EXTRA's program info is exported"
+
+# --- every pin, with the exporter's credentials ---
+acc=$(netns_tmp access.json)
+as_exporter "$PIN_ACCESS" "$SLUICE_PIN_ROOT/$IF_RX" "$SLUICE_PIN_ROOT/$EXTRA" >"$acc" ||
+	fail "pin_access failed"
+sed 's/^/  /' "$acc"
+assert_eq "$(jq -s '[.[] | select(.unreadable_dir)] | length' "$acc")" 0 "pin directories it cannot list"
+assert_ge "$(jq -s '[.[] | select(.pin)] | length' "$acc")" 16 "pins checked (two interfaces)"
+assert_eq "$(jq -s '[.[] | select(.pin and (.rw == "ok" or .wo == "ok" or .by_id == "ok"))] | length' "$acc")" 0 \
+	"pins it can open read-write, write-only, or by id"
+assert_eq "$(jq -s '[.[] | select(.pin and (.pin | endswith("/prog") | not) and .ro != "ok")] | length' "$acc")" 0 \
+	"map pins it cannot open read-only"
+assert_eq "$(jq -s '[.[] | select(.pin and (.pin | endswith("/prog")) and .ro == "ok")] | length' "$acc")" 0 \
+	"program pins it can open"
+
+# --- the same through the CLI ---
+before=$(sluice_rx -j limit list)
+rc=0
+err=$(as_exporter "$SLUICE" -i "$IF_RX" limit default --rate 7 2>&1 >/dev/null) || rc=$?
+assert_eq "$rc" 1 "'sluice limit default' with the exporter's credentials: exit status"
+echo "  it says: $err"
+assert_eq "$(sluice_rx -j limit list)" "$before" "the policy after that attempt"
+as_exporter "$SLUICE" -i "$IF_RX" -j stats | jq -e '.interface' >/dev/null ||
+	fail "'sluice stats' with the exporter's credentials failed"
+ok "'sluice stats' works with the exporter's credentials"
+
+exporter_stop TERM
+
+# Pins from before they had a group (root-only, 0700): skipped, and said
+# once at startup. With -i, so that other attachments cannot change the count.
+OLD=${EXTRA:0:11}o
+mkdir -m 0700 "$SLUICE_PIN_ROOT/$OLD"
+EXTRA_IFACES+=("$OLD")	# removed by the cleanup if the test stops early
+exporter_start -i "$OLD"
+scrape /metrics >"$m" || fail "scrape failed"
+assert_eq "$(series "$m" sluice_scrape_skipped_interfaces)" 1 "a root-only pin directory is skipped"
+grep -q "^sluice: warning: 1 pin directory could not be read as nobody in group sluice" "$EXPORTER_LOG" ||
+	fail "no startup warning about the unreadable pin directory: $(cat "$EXPORTER_LOG")"
+ok "the startup warns about it: $(grep '^sluice: warning' "$EXPORTER_LOG")"
+exporter_stop TERM
+rmdir "$SLUICE_PIN_ROOT/$OLD"
