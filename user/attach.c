@@ -3,6 +3,7 @@
  * it and its maps under /sys/fs/bpf/sluice/<iface>/, and reporting on it. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <linux/if_link.h>
 #include <linux/magic.h>
 #include <stdlib.h>
@@ -27,6 +28,20 @@ static int check_bpffs(void)
 		return runtime_err("bpffs is not mounted at %s: mount it with 'mount -t bpf bpf %s'",
 				   BPFFS_ROOT, BPFFS_ROOT);
 	return 0;
+}
+
+/* Test-only: SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops)
+ * attach at STEP, so tests can check what a crash there leaves behind, or
+ * run another command in the middle of an attach. */
+static void test_hook(const char *step)
+{
+	const char *hook = getenv("SLUICE_TEST_HOOK");
+	size_t n = strlen(step);
+
+	if (!hook || strncmp(hook, step, n) || hook[n] != ':')
+		return;
+	fflush(stdout);
+	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);
 }
 
 static int make_dir(const char *path)
@@ -218,6 +233,7 @@ static int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 			goto out;
 		}
 		policy_init(p);
+		test_hook("gen");
 		err = maps_lock(&m) ? EXIT_RUNTIME : policy_commit(&m, p);
 		free(p);
 	}
@@ -379,6 +395,7 @@ int cmd_attach(int argc, char **argv)
 	err = detach_prog(iface, ifindex, old_id, &old_mode);
 	if (err)
 		goto out;
+	test_hook("detached");
 
 	xopts.obj = skel->obj;
 	xopts.prog_name = "sluice_xdp";
@@ -421,6 +438,7 @@ attached:
 	if (!libxdp_get_error(mp) && mp)
 		multiprog = !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
+	test_hook("attached");
 
 	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
 	unlink(path);
@@ -428,6 +446,7 @@ attached:
 		err = runtime_err("cannot pin the program at %s: %s", path, strerror(errno));
 		goto out;
 	}
+	test_hook("pinned");
 	err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
 	if (err)
 		goto out;
