@@ -22,12 +22,12 @@
 
 void pin_dir(const char *iface, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", SLUICE_PIN_ROOT, iface);
+	snprintf(buf, len, "%s/%s", pin_root(), iface);
 }
 
 int list_attached(char out[][IF_NAMESIZE], int max)
 {
-	DIR *d = opendir(SLUICE_PIN_ROOT);
+	DIR *d = opendir(pin_root());
 	struct dirent *de;
 	int n = 0;
 
@@ -49,11 +49,15 @@ int list_attached(char out[][IF_NAMESIZE], int max)
 int pick_iface(char *iface, size_t len)
 {
 	char names[8][IF_NAMESIZE];
-	char dir[128];
+	char dir[SLUICE_DIR_MAX];
 	int n;
 
-	if (access(SLUICE_PIN_ROOT, X_OK) && errno == EACCES)
-		return runtime_err("cannot read %s: permission denied (run as root)", SLUICE_PIN_ROOT);
+	n = pin_root_check();
+	if (n)
+		return n;
+	if (access(pin_root(), X_OK) && errno == EACCES)
+		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
+				   "of the pins' group for commands that only read)", pin_root());
 	if (opts.iface) {
 		pin_dir(opts.iface, dir, sizeof(dir));
 		if (access(dir, F_OK)) {
@@ -79,7 +83,7 @@ int pick_iface(char *iface, size_t len)
 static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags)
 {
 	struct bpf_obj_get_opts o = { .sz = sizeof(o), .file_flags = file_flags };
-	char path[256];
+	char path[SLUICE_PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
 	return bpf_obj_get_opts(path, &o);
