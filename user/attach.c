@@ -25,7 +25,7 @@ static void test_hook(const char *step)
 	const char *hook = getenv("SLUICE_TEST_HOOK");
 	size_t n = strlen(step);
 
-	if (!hook || strncmp(hook, step, n) || hook[n] != ':')
+	if (!hook || strncmp(hook, step, n) != 0 || hook[n] != ':')
 		return;
 	fflush(stdout);
 	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);

@@ -127,8 +127,12 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 		if (err == ENOENT)
 			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
 					 m->dir, iface);
-		return runtime_err("cannot open the maps under %s: %s (are you root?)",
-				   m->dir, strerror(err));
+		if (err == EACCES && !ff)
+			return runtime_err("cannot open the maps under %s for writing: %s (only root "
+					   "may change them; the pins' group may only read)",
+					   m->dir, strerror(err));
+		return runtime_err("cannot open the maps under %s: %s (run as root, or as a "
+				   "member of the pins' group to read)", m->dir, strerror(err));
 	}
 	return 0;
 }
