@@ -182,20 +182,6 @@ int pin_root_check(void)
 	return loc.err;
 }
 
-int pin_root_hold(void)
-{
-	int fd;
-
-	if (pin_root_check())
-		return -1;
-	fd = open(loc.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	snprintf(loc.root, sizeof(loc.root), "/proc/self/fd/%d", fd);
-	/* The host's bpffs stays open too: libxdp may have been pointed at it. */
-	return 0;
-}
-
 /* groupadd --system NAME, without a shell; 0 when the group exists after. */
 static int run_groupadd(const char *name)
 {

@@ -103,10 +103,6 @@ void rule_cidr_str(const struct rule *r, char *buf, size_t len);
 const char *pin_root(void);
 /* 0 when pin_root() can be used; else prints why and returns the exit code. */
 int pin_root_check(void);
-/* Holds the pin root open so that later lookups go through that
- * descriptor: for a process about to drop the privileges it needs to walk
- * to the pin root (a bpffs mounted 0700). 0, or -1 (nothing changed). */
-int pin_root_hold(void);
 /* The group attach gives the pins: NAME, which must exist (else a usage
  * error), or with NULL SLUICE_PIN_GROUP, created as a system group if
  * missing. Prints the error and returns its exit code. */
