@@ -25,7 +25,8 @@ static int cmd_version(int argc, char **argv)
 }
 
 static const struct cmd top_cmds[] = {
-	{ "attach",   cmd_attach,   "attach IFACE [--mode native|skb|auto] [--max-sources N]" },
+	{ "attach",   cmd_attach,
+	  "attach IFACE [--mode native|skb|auto] [--max-sources N] [--group NAME]" },
 	{ "detach",   cmd_detach,   "detach IFACE [--force]" },
 	{ "status",   cmd_status,   "status [-j]" },
 	{ "limit",    cmd_limit,    "limit default|set|del|list ...   (sluice limit --help)" },
