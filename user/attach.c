@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* attach, detach, status: loading the XDP program through libxdp, pinning
- * it and its maps under /sys/fs/bpf/sluice/<iface>/, and reporting on it. */
+ * it and its maps under <pin root>/<iface>/ (see pins.c), and reporting on it. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <signal.h>
 #include <linux/if_link.h>
-#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -17,16 +17,18 @@
 #include "sluice.h"
 #include "sluice.skel.h"
 
-#define BPFFS_ROOT "/sys/fs/bpf"
-
-static int check_bpffs(void)
+/* Test-only: SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops)
+ * attach at STEP, so tests can check what a crash there leaves behind, or
+ * run another command in the middle of an attach. */
+static void test_hook(const char *step)
 {
-	struct statfs st;
+	const char *hook = getenv("SLUICE_TEST_HOOK");
+	size_t n = strlen(step);
 
-	if (statfs(BPFFS_ROOT, &st) || st.f_type != BPF_FS_MAGIC)
-		return runtime_err("bpffs is not mounted at %s: mount it with 'mount -t bpf bpf %s'",
-				   BPFFS_ROOT, BPFFS_ROOT);
-	return 0;
+	if (!hook || strncmp(hook, step, n) != 0 || hook[n] != ':')
+		return;
+	fflush(stdout);
+	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);
 }
 
 static int make_dir(const char *path)
@@ -57,14 +59,14 @@ static struct xdp_program *find_attached(int ifindex, __u32 prog_id,
 	return NULL;
 }
 
-static __u32 pinned_prog_id(const char *dir)
+static __u32 pin_prog_id(const char *dir, const char *name)
 {
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
-	char path[256];
+	char path[SLUICE_PATH_MAX];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return 0;
@@ -72,6 +74,91 @@ static __u32 pinned_prog_id(const char *dir)
 		info.id = 0;
 	close(fd);
 	return info.id;
+}
+
+/* What identifies the program of one pin directory: the ids the prog pins
+ * and the attach metadata record, and the ids of the pinned maps. */
+struct pin_ids {
+	__u32 prog[3];
+	__u32 maps[16];
+	unsigned int nmaps;
+	__u32 meta_ifindex;	/* 0: no attach got as far as writing it */
+};
+
+static void read_pin_ids(const char *dir, struct pin_ids *ids)
+{
+	struct bpf_obj_get_opts ro = { .sz = sizeof(ro), .file_flags = BPF_F_RDONLY };
+	struct sluice_bpf *skel = sluice_bpf__open();
+	struct sluice_meta meta = { 0 };
+	char path[SLUICE_PATH_MAX];
+	struct bpf_map *map;
+	__u32 zero = 0;
+	int fd;
+
+	memset(ids, 0, sizeof(*ids));
+	ids->prog[0] = pin_prog_id(dir, SLUICE_PROG_PIN);
+	ids->prog[1] = pin_prog_id(dir, SLUICE_PROG_PIN_NEW);
+	if (!skel)
+		return;
+	bpf_object__for_each_map(map, skel->obj) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
+		fd = bpf_obj_get_opts(path, &ro);
+		if (fd < 0)
+			continue;
+		if (map == skel->maps.meta && !bpf_map_lookup_elem(fd, &zero, &meta)) {
+			ids->prog[2] = meta.prog_id;
+			ids->meta_ifindex = meta.ifindex;
+		}
+		if (ids->nmaps < sizeof(ids->maps) / sizeof(ids->maps[0]))
+			ids->maps[ids->nmaps++] = map_id(fd);
+		close(fd);
+	}
+	sluice_bpf__destroy(skel);
+}
+
+/* Ours: a program these pins record, or one using these pinned maps (an
+ * attach killed before it recorded its program leaves only that trace). */
+static bool is_ours(struct xdp_program *p, const struct pin_ids *ids)
+{
+	__u32 id = xdp_program__id(p), map_ids[64];
+	struct bpf_prog_info info = { .nr_map_ids = 64,
+				      .map_ids = (__u64)(unsigned long)map_ids };
+	__u32 len = sizeof(info);
+
+	for (int i = 0; i < 3; i++)
+		if (id && ids->prog[i] == id)
+			return true;
+	if (!ids->nmaps || bpf_obj_get_info_by_fd(xdp_program__fd(p), &info, &len))
+		return false;
+	for (__u32 i = 0; i < info.nr_map_ids && i < 64; i++)
+		for (unsigned int j = 0; j < ids->nmaps; j++)
+			if (ids->maps[j] && map_ids[i] == ids->maps[j])
+				return true;
+	return false;
+}
+
+/* The program of these pins attached to ifindex, if any (caller closes *mpp). */
+static struct xdp_program *find_ours(int ifindex, const struct pin_ids *ids,
+				     struct xdp_multiprog **mpp)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+
+	*mpp = NULL;
+	if (!ifindex)
+		return NULL;
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
+	if (libxdp_get_error(mp) || !mp)
+		return NULL;
+	*mpp = mp;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		return p && is_ours(p, ids) ? p : NULL;
+	}
+	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+		if (is_ours(p, ids))
+			return p;
+	return NULL;
 }
 
 /* Detach the sluice program prog_id; *was_mode says in which mode it ran
@@ -102,18 +189,19 @@ static int detach_prog(const char *iface, int ifindex, __u32 prog_id,
 }
 
 /* A re-attach that failed puts the previous program back where it was, so
- * the interface is never left unprotected by a bad --mode. */
-static const char *restore_old(const char *dir, int ifindex, enum xdp_attach_mode mode)
+ * the interface is never left unprotected by a bad --mode. old_fd holds it
+ * loaded even when no pin does. */
+static const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode)
 {
 	static const char lost[] = " (the previous program is gone too: nothing limits the interface)";
 	struct xdp_program *old;
-	char path[256];
 	int err;
 
 	if (mode == XDP_MODE_UNSPEC)
 		return "";
-	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
-	old = xdp_program__from_pin(path);
+	if (old_fd < 0)
+		return lost;
+	old = xdp_program__from_fd(old_fd);
 	if (libxdp_get_error(old))
 		return lost;
 	err = xdp_program__attach(old, ifindex, mode, 0);
@@ -123,10 +211,10 @@ static const char *restore_old(const char *dir, int ifindex, enum xdp_attach_mod
 
 static void remove_pins(const char *dir)
 {
-	static const char *const extra[] = { SLUICE_PROG_PIN };
+	static const char *const extra[] = { SLUICE_PROG_PIN, SLUICE_PROG_PIN_NEW };
 	struct sluice_bpf *skel = sluice_bpf__open();
 	struct bpf_map *map;
-	char path[256];
+	char path[SLUICE_PATH_MAX];
 
 	if (skel) {
 		bpf_object__for_each_map(map, skel->obj) {
@@ -162,7 +250,7 @@ static int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *if
 			__u64 max_sources, bool max_given)
 {
 	struct bpf_map *map;
-	char path[256];
+	char path[SLUICE_PATH_MAX];
 	int fd;
 
 	bpf_object__for_each_map(map, skel->obj) {
@@ -206,6 +294,11 @@ static int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 	err = maps_open(iface, &m);
 	if (err)
 		return err;
+	/* Locked before the generation is read: an edit running meanwhile
+	 * either comes first (and is kept) or waits for this commit. */
+	err = maps_lock(&m);
+	if (err)
+		goto out;
 	if (bpf_map_update_elem(m.meta, &zero, &meta, BPF_ANY)) {
 		err = runtime_err("cannot write attach metadata: %s", strerror(errno));
 		goto out;
@@ -218,7 +311,8 @@ static int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 			goto out;
 		}
 		policy_init(p);
-		err = maps_lock(&m) ? EXIT_RUNTIME : policy_commit(&m, p);
+		test_hook("gen");
+		err = policy_commit(&m, p);
 		free(p);
 	}
 out:
@@ -284,30 +378,51 @@ static int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifin
 }
 
 static const char attach_usage[] =
-	"attach IFACE [--mode native|skb|auto] [--max-sources N]";
+	"attach IFACE [--mode native|skb|auto] [--max-sources N] [--group NAME]";
+
+/* The new program is on the link: pin it under a temporary name and rename
+ * that over the old pin, so that the program pin is never missing. */
+static int pin_prog(const char *dir, int prog_fd)
+{
+	char path[SLUICE_PATH_MAX], next[SLUICE_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
+	snprintf(next, sizeof(next), "%s/%s", dir, SLUICE_PROG_PIN_NEW);
+	unlink(next);	/* left by an attach that died */
+	if (bpf_obj_pin(prog_fd, next))
+		return runtime_err("cannot pin the program at %s: %s", next, strerror(errno));
+	test_hook("pinned");
+	if (rename(next, path))
+		return runtime_err("cannot rename %s to %s: %s", next, path, strerror(errno));
+	test_hook("renamed");
+	return 0;
+}
 
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "mode", required_argument, NULL, 'm' },
 		{ "max-sources", required_argument, NULL, 'n' },
+		{ "group", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum xdp_attach_mode modes[2] = { XDP_MODE_NATIVE, XDP_MODE_SKB };
-	int nmodes = 2, ifindex, c, err, used = -1;
+	int nmodes = 2, ifindex, c, err, used = -1, old_fd = -1;
 	__u64 max_sources = SLUICE_MAX_SOURCES_DEFAULT;
-	bool max_given = false, multiprog = false;
+	bool max_given = false, multiprog = false, had_pins;
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts);
 	struct xdp_multiprog *mp = NULL;
-	struct xdp_program *prog = NULL;
+	struct xdp_program *prog = NULL, *old;
 	struct sluice_bpf *skel = NULL;
-	char dir[128], path[256], msg[160];
-	const char *iface;
+	char dir[SLUICE_DIR_MAX], path[SLUICE_PATH_MAX], msg[160];
+	const char *iface, *group = NULL;
 	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC, swapped_mode = XDP_MODE_UNSPEC;
+	struct pin_ids ids;
 	const char *kept;
 	int prog_fd;
 	__u32 old_id = 0;
+	gid_t gid;
 
 	optind = 0;
 	opterr = 0;
@@ -331,8 +446,13 @@ int cmd_attach(int argc, char **argv)
 						 SLUICE_MAX_SOURCES_MAX);
 			max_given = true;
 			break;
+		case 'g':
+			group = optarg;
+			break;
 		case 'h':
-			printf("Usage: sluice %s\n", attach_usage);
+			printf("Usage: sluice %s\n"
+			       "  Pins are root's; the maps are readable by group NAME (default '%s',\n"
+			       "  created if missing).\n", attach_usage, SLUICE_PIN_GROUP);
 			return 0;
 		default:
 			return getopt_err(c, argv, attach_usage);
@@ -348,12 +468,16 @@ int cmd_attach(int argc, char **argv)
 		return EXIT_USAGE;
 	if (!(ifindex = (int)if_nametoindex(iface)))
 		return usage_err("no interface '%s': check the name with 'ip link'", iface);
+	if (group && pins_group(group, &gid))
+		return EXIT_USAGE;
 
-	err = check_bpffs();
+	err = pin_root_check();
 	if (err)
 		return err;
+	if (!group && pins_group(NULL, &gid))
+		return EXIT_RUNTIME;
 	pin_dir(iface, dir, sizeof(dir));
-	if (make_dir(SLUICE_PIN_ROOT) || make_dir(dir))
+	if (make_dir(pin_root()) || make_dir(dir))
 		return EXIT_RUNTIME;
 	libbpf_set_print(libbpf_quiet);
 	libxdp_set_print(libxdp_quiet);
@@ -361,13 +485,24 @@ int cmd_attach(int argc, char **argv)
 	skel = sluice_bpf__open();
 	if (!skel)
 		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(skel->maps.src_buckets));
+	had_pins = !access(path, F_OK);
 	err = prepare_maps(skel, dir, iface, max_sources, max_given);
 	if (err)
 		goto out;
 
 	/* Re-attach: the maps stay and are reused; the program is swapped in
-	 * one step where it can be, else the old one goes first. */
-	old_id = pinned_prog_id(dir);
+	 * one step where it can be, else the old one goes first. The old one
+	 * is whatever program of these pins runs here, recorded or not, and
+	 * is held open so that it can be put back. */
+	read_pin_ids(dir, &ids);
+	old = find_ours(ifindex, &ids, &mp);
+	if (old) {
+		old_id = xdp_program__id(old);
+		old_fd = bpf_prog_get_fd_by_id(old_id);
+	}
+	xdp_multiprog__close(mp);
+	mp = NULL;
 	err = replace_in_place(skel, iface, ifindex, old_id, modes, nmodes, &swapped_mode);
 	if (err == 0) {
 		used = swapped_mode;
@@ -379,6 +514,7 @@ int cmd_attach(int argc, char **argv)
 	err = detach_prog(iface, ifindex, old_id, &old_mode);
 	if (err)
 		goto out;
+	test_hook("detached");
 
 	xopts.obj = skel->obj;
 	xopts.prog_name = "sluice_xdp";
@@ -399,7 +535,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (used < 0) {
 		libxdp_strerror(err, msg, sizeof(msg));
-		kept = restore_old(dir, ifindex, old_mode);
+		kept = restore_old(old_fd, ifindex, old_mode);
 		if (err == -EEXIST || err == -EBUSY)
 			err = runtime_err("%s already runs another XDP program: remove it first "
 					  "(see 'xdp-loader status %s')%s", iface, iface, kept);
@@ -417,56 +553,47 @@ int cmd_attach(int argc, char **argv)
 
 	prog_fd = xdp_program__fd(prog);
 attached:
+	test_hook("attached");
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	if (!libxdp_get_error(mp) && mp)
 		multiprog = !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
-	unlink(path);
-	if (bpf_obj_pin(prog_fd, path)) {
-		err = runtime_err("cannot pin the program at %s: %s", path, strerror(errno));
-		goto out;
-	}
-	err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
+	err = pin_prog(dir, prog_fd);
+	if (!err)
+		err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
+	if (!err)
+		err = pins_set_access(dir, gid);
 	if (err)
 		goto out;
 	printf("attached to %s in %s mode (%s), program id %u%s\n", iface,
 	       mode_name(used),
 	       multiprog ? "libxdp dispatcher" : "single program; libxdp's dispatcher was not used",
-	       prog_id_of(prog_fd), old_id ? ", state kept from the previous attach" : "");
+	       prog_id_of(prog_fd), had_pins ? ", state kept from the previous attach" : "");
 out:
+	if (old_fd >= 0)
+		close(old_fd);
 	xdp_program__close(prog);
 	sluice_bpf__destroy(skel);
-	if (err && !pinned_prog_id(dir) && used < 0 && !old_id)
+	/* A first attach that put nothing on the link takes its pins back. */
+	if (err && !had_pins && used < 0 && !old_id)
 		remove_pins(dir);
 	return err;
 }
 
 static const char detach_usage[] = "detach IFACE [--force]";
 
-/* ifindex the pins were made for, 0 if unknown. */
-static __u32 pinned_ifindex(const char *iface)
-{
-	struct sluice_meta meta = { 0 };
-	struct sluice_maps m;
-
-	if (maps_open_ro(iface, &m))
-		return 0;
-	if (read_meta(&m, &meta))
-		meta.ifindex = 0;
-	maps_close(&m);
-	return meta.ifindex;
-}
-
 int cmd_detach(int argc, char **argv)
 {
 	enum xdp_attach_mode was_mode;
+	struct xdp_multiprog *mp;
+	struct xdp_program *ours;
 	const char *iface = NULL;
 	bool force = false;
-	__u32 prog_id;
-	char dir[128];
+	struct pin_ids ids;
+	char dir[SLUICE_DIR_MAX];
 	int ifindex, err;
+	__u32 prog_id;
 
 	for (int i = 1; i < argc; i++) {
 		if (is_help(argv[i])) {
@@ -490,6 +617,9 @@ int cmd_detach(int argc, char **argv)
 		return usage_err("detach needs an interface: usage: sluice %s", detach_usage);
 	if (check_ifname(iface))
 		return EXIT_USAGE;
+	err = pin_root_check();
+	if (err)
+		return err;
 	pin_dir(iface, dir, sizeof(dir));
 	ifindex = (int)if_nametoindex(iface);
 	if (access(dir, F_OK)) {
@@ -500,20 +630,29 @@ int cmd_detach(int argc, char **argv)
 		return usage_err("nothing to detach: %s has no sluice program (see 'sluice status')",
 				 iface);
 	}
+	libxdp_set_print(libxdp_quiet);
+	libbpf_set_print(libbpf_quiet);
+	/* The program is found by its pins, by the id attach recorded, or by
+	 * the maps it uses: an attach that died half-way leaves at least one. */
+	read_pin_ids(dir, &ids);
+	ours = find_ours(ifindex, &ids, &mp);
+	prog_id = ours ? xdp_program__id(ours) : 0;
+	xdp_multiprog__close(mp);
 	/* Pins are keyed by name: refuse to drop them for an interface this
 	 * namespace does not see, or that is another one of the same name,
 	 * unless told the interface is gone. */
-	if (!force && (!ifindex || pinned_ifindex(iface) != (__u32)ifindex))
+	if (!force && !prog_id &&
+	    (!ifindex || (ids.meta_ifindex && ids.meta_ifindex != (__u32)ifindex)))
 		return usage_err("%s here is not the interface sluice was attached to: run detach "
 				 "in its network namespace (nsenter --net=...), or 'sluice detach "
 				 "--force %s' if it is gone", iface, iface);
-	libxdp_set_print(libxdp_quiet);
-	libbpf_set_print(libbpf_quiet);
-	prog_id = pinned_prog_id(dir);
-	if (ifindex && pinned_ifindex(iface) == (__u32)ifindex) {
+	for (int tries = 0; prog_id && tries < 4; tries++) {
 		err = detach_prog(iface, ifindex, prog_id, &was_mode);
 		if (err)
 			return err;
+		ours = find_ours(ifindex, &ids, &mp);
+		prog_id = ours ? xdp_program__id(ours) : 0;
+		xdp_multiprog__close(mp);
 	}
 	remove_pins(dir);
 	if (!access(dir, F_OK))
@@ -531,14 +670,18 @@ struct iface_status {
 	__u32 capacity;
 	unsigned int rules;
 	struct rule def;
+	char group[32];		/* who may read the pins */
 };
 
 static int gather_status(const char *iface, struct iface_status *st)
 {
 	struct sluice_maps m;
 	struct xdp_multiprog *mp;
+	struct xdp_program *ours;
+	struct pin_ids ids;
 	struct policy *p;
-	int err;
+	struct stat sb;
+	int err, ifindex;
 
 	memset(st, 0, sizeof(*st));
 	snprintf(st->name, sizeof(st->name), "%.*s", IF_NAMESIZE - 1, iface);
@@ -551,10 +694,27 @@ static int gather_status(const char *iface, struct iface_status *st)
 		maps_close(&m);
 		return EXIT_RUNTIME;
 	}
-	st->present = if_nametoindex(iface) == st->meta.ifindex && st->meta.ifindex;
-	if (st->present) {
-		st->attached = find_attached((int)st->meta.ifindex, st->meta.prog_id, &mp) != NULL;
-		xdp_multiprog__close(mp);
+	/* What runs on the link is the truth; the metadata may predate an
+	 * attach that died half-way. */
+	ifindex = (int)if_nametoindex(iface);
+	read_pin_ids(m.dir, &ids);
+	ours = find_ours(ifindex, &ids, &mp);
+	st->attached = ours != NULL;
+	st->present = ifindex && (ours || !st->meta.ifindex ||
+				  st->meta.ifindex == (__u32)ifindex);
+	if (ours) {
+		st->meta.prog_id = xdp_program__id(ours);
+		st->meta.xdp_mode = xdp_multiprog__attach_mode(mp);
+		st->meta.multiprog = !xdp_multiprog__is_legacy(mp);
+	}
+	xdp_multiprog__close(mp);
+	if (!stat(m.dir, &sb)) {
+		const struct group *gr = getgrgid(sb.st_gid);	/* NOLINT(concurrency-mt-unsafe) */
+
+		if (gr)
+			snprintf(st->group, sizeof(st->group), "%s", gr->gr_name);
+		else
+			snprintf(st->group, sizeof(st->group), "%u", (unsigned int)sb.st_gid);
 	}
 	st->sources = count_sources(&m);
 	st->capacity = map_capacity(m.src_buckets);
@@ -577,6 +737,7 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "attached_at", st->meta.attached_at);
 	json_u64(j, "tracked_sources", st->sources > 0 ? (__u64)st->sources : 0);
 	json_u64(j, "capacity", st->capacity);
+	json_str(j, "group", st->group);
 	json_u64(j, "rules", st->rules);
 	json_obj_open(j, "default");
 	json_str(j, "action", action_name(st->def.action));
@@ -607,6 +768,7 @@ static void print_status_text(const struct iface_status *st)
 		       "not limited (set one with 'sluice limit default --rate PPS')" :
 		       action_name(st->def.action));
 	printf("  rules: %u (see 'sluice limit list')\n", st->rules);
+	printf("  pins: readable by group %s\n", st->group);
 }
 
 int cmd_status(int argc, char **argv)
@@ -622,6 +784,12 @@ int cmd_status(int argc, char **argv)
 	}
 	if (argc > 1)
 		return usage_err("unexpected argument '%s': usage: sluice status [-j]", argv[1]);
+	err = pin_root_check();
+	if (err)
+		return err;
+	if (access(pin_root(), X_OK) && errno == EACCES)
+		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
+				   "of the pins' group)", pin_root());
 	libxdp_set_print(libxdp_quiet);
 	if (opts.iface) {
 		char one[IF_NAMESIZE];

@@ -25,7 +25,8 @@ static int cmd_version(int argc, char **argv)
 }
 
 static const struct cmd top_cmds[] = {
-	{ "attach",   cmd_attach,   "attach IFACE [--mode native|skb|auto] [--max-sources N]" },
+	{ "attach",   cmd_attach,
+	  "attach IFACE [--mode native|skb|auto] [--max-sources N] [--group NAME]" },
 	{ "detach",   cmd_detach,   "detach IFACE [--force]" },
 	{ "status",   cmd_status,   "status [-j]" },
 	{ "limit",    cmd_limit,    "limit default|set|del|list ...   (sluice limit --help)" },
@@ -46,7 +47,8 @@ int print_usage(FILE *f, const char *object, const struct cmd *cmds)
 	fprintf(f, "Usage: sluice [-j] [-i IFACE] %s\n", object);
 	for (const struct cmd *c = cmds; c->name; c++)
 		fprintf(f, "       sluice %s\n", c->usage);
-	fprintf(f, "Options: -j, --json  print JSON; -i, --interface IFACE  pick the interface\n"
+	fprintf(f, "Options: -j, --json  print JSON; -i, --interface IFACE  pick the interface;\n"
+		   "         --bpffs DIR  the bpffs holding the pins (default: the host's)\n"
 		   "See sluice(8) for the whole manual.\n");
 	return 0;
 }
@@ -91,6 +93,14 @@ static int strip_global_opts(int argc, char **argv, int *bad)
 			opts.iface = argv[++i];
 		} else if (!strncmp(a, "--interface=", 12)) {
 			opts.iface = a + 12;
+		} else if (!strcmp(a, "--bpffs")) {
+			if (i + 1 >= argc) {
+				*bad = usage_err("%s needs a directory: where bpffs is mounted", a);
+				return 0;
+			}
+			opts.bpffs = argv[++i];
+		} else if (!strncmp(a, "--bpffs=", 8)) {
+			opts.bpffs = a + 8;
 		} else {
 			argv[out++] = argv[i];
 		}
@@ -108,6 +118,10 @@ int main(int argc, char **argv)
 		return bad;
 	if (opts.iface && check_ifname(opts.iface))
 		return EXIT_USAGE;
+	/* Found now, while privileged: the exporter walks to it after
+	 * dropping privileges, and libxdp reads where it is from the
+	 * environment. */
+	pin_root();
 	if (argc < 2) {
 		print_usage(stderr, "OBJECT COMMAND", top_cmds);
 		return EXIT_USAGE;

@@ -23,12 +23,12 @@
 
 void pin_dir(const char *iface, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", SLUICE_PIN_ROOT, iface);
+	snprintf(buf, len, "%s/%s", pin_root(), iface);
 }
 
 int list_attached(char out[][IF_NAMESIZE], int max)
 {
-	DIR *d = opendir(SLUICE_PIN_ROOT);
+	DIR *d = opendir(pin_root());
 	struct dirent *de;
 	int n = 0;
 
@@ -50,11 +50,15 @@ int list_attached(char out[][IF_NAMESIZE], int max)
 int pick_iface(char *iface, size_t len)
 {
 	char names[8][IF_NAMESIZE];
-	char dir[128];
+	char dir[SLUICE_DIR_MAX];
 	int n;
 
-	if (access(SLUICE_PIN_ROOT, X_OK) && errno == EACCES)
-		return runtime_err("cannot read %s: permission denied (run as root)", SLUICE_PIN_ROOT);
+	n = pin_root_check();
+	if (n)
+		return n;
+	if (access(pin_root(), X_OK) && errno == EACCES)
+		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
+				   "of the pins' group for commands that only read)", pin_root());
 	if (opts.iface) {
 		pin_dir(opts.iface, dir, sizeof(dir));
 		if (access(dir, F_OK)) {
@@ -80,7 +84,7 @@ int pick_iface(char *iface, size_t len)
 static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags)
 {
 	struct bpf_obj_get_opts o = { .sz = sizeof(o), .file_flags = file_flags };
-	char path[256];
+	char path[SLUICE_PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
 	return bpf_obj_get_opts(path, &o);
@@ -124,8 +128,12 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 		if (err == ENOENT)
 			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
 					 m->dir, iface);
-		return runtime_err("cannot open the maps under %s: %s (are you root?)",
-				   m->dir, strerror(err));
+		if (err == EACCES && !ff)
+			return runtime_err("cannot open the maps under %s for writing: %s (only root "
+					   "may change them; the pins' group may only read)",
+					   m->dir, strerror(err));
+		return runtime_err("cannot open the maps under %s: %s (run as root, or as a "
+				   "member of the pins' group to read)", m->dir, strerror(err));
 	}
 	return 0;
 }

@@ -188,8 +188,8 @@ netns_setup() {
 }
 
 # sluice for the rx end. nsenter enters only the network namespace, so the
-# host's /sys/fs/bpf (and sluice's pins) stay visible; `ip netns exec`
-# would remount /sys and hide them.
+# host's /sys/fs/bpf (and sluice's pins) stay visible; under `ip netns exec`,
+# which remounts /sys, sluice finds the host's bpffs itself (e2e/netns_exec).
 sluice_rx() {
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" "$@"
 }
