@@ -25,8 +25,10 @@ denied0=$(sluice_stat drop denied)
 out=$(flood --src "$SRC" --dst "$RX6" --dport "$DPORT" --count "$COUNT" --pps 10000 --seconds 5)
 assert_eq "$(flood_field "$out" .sent)" "$COUNT" "flood from $SRC sent all its packets"
 assert_eq "$(nft_rx_packets mapped)" 0 "packets from $SRC that got past sluice"
-assert_eq $(($(sluice_stat drop denied) - denied0)) "$COUNT" "dropped as denied"
-assert_eq "$(sluice_jq '.[] | select(.cidr == "::/0") | .dropped' limit list)" "$COUNT" \
+# The tx end's own IPv6 packets (neighbour discovery, MLD) fall under
+# ::/0 as well, so these may count a few more than the flood.
+assert_ge $(($(sluice_stat drop denied) - denied0)) "$COUNT" "dropped as denied"
+assert_ge "$(sluice_jq '.[] | select(.cidr == "::/0") | .dropped' limit list)" "$COUNT" \
 	"policy counter of ::/0"
 q=$(sluice_rx -j query "$SRC")
 assert_eq "$(jq -r .policy <<<"$q")" "::/0" "$SRC is judged by the IPv6 rule"
