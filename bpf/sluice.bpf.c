@@ -103,7 +103,6 @@ struct verdict {
 	__u64 interval;
 	__u64 tolerance;
 	__u64 since;
-	__u64 active_since;	/* ns, when the slot read became active */
 	__u32 action;
 };
 
@@ -147,7 +146,6 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	v->tolerance = READ_ONCE(p->tolerance);
 	v->since = READ_ONCE(p->since);
 	v->action = READ_ONCE(p->action);
-	v->active_since = READ_ONCE(cfg->active_since_ns[slot & 1]);
 	barrier();
 	if (want_idle)
 		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
@@ -218,9 +216,11 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */
+	/* As of the moment the new policy took effect (written before the
+	 * flip, stable while the slot is active), not of this packet. */
 	cv.at = gcra_now(bpf_ktime_get_ns());
-	if (cv.old_known && cv.at > gcra_now(cv.nv.active_since))
-		cv.at = gcra_now(cv.nv.active_since);
+	if (cv.old_known && cv.at > gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1])))
+		cv.at = gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1]));
 	bpf_loop(SLUICE_CAS_TRIES, convert_step, &cv, 0);
 	WRITE_ONCE(b->bound, word);
 	return 0;

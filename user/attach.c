@@ -784,12 +784,9 @@ int cmd_status(int argc, char **argv)
 	}
 	if (argc > 1)
 		return usage_err("unexpected argument '%s': usage: sluice status [-j]", argv[1]);
-	err = pin_root_check();
+	err = pin_root_readable();
 	if (err)
 		return err;
-	if (access(pin_root(), X_OK) && errno == EACCES)
-		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
-				   "of the pins' group)", pin_root());
 	libxdp_set_print(libxdp_quiet);
 	if (opts.iface) {
 		char one[IF_NAMESIZE];

@@ -53,12 +53,9 @@ int pick_iface(char *iface, size_t len)
 	char dir[SLUICE_DIR_MAX];
 	int n;
 
-	n = pin_root_check();
+	n = pin_root_readable();
 	if (n)
 		return n;
-	if (access(pin_root(), X_OK) && errno == EACCES)
-		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
-				   "of the pins' group for commands that only read)", pin_root());
 	if (opts.iface) {
 		pin_dir(opts.iface, dir, sizeof(dir));
 		if (access(dir, F_OK)) {
@@ -545,16 +542,12 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 			return runtime_err("cannot write the policy trie: %s", strerror(errno));
 	}
 
-	/* The flip: one 8-byte value, new generation and slot together, the
-	 * writing bit clear (the map update copies the value in order, the
-	 * slot's start time before it). Every bucket re-binds on its next
-	 * packet, as of now. */
+	/* The flip: one 8-byte store of the new generation and slot, the
+	 * writing bit clear, after the slot's start time (write_config's
+	 * order). Every bucket re-binds on its next packet, as of now. A
+	 * commit that failed before this point leaves the writing bit set, so
+	 * no bucket trusts the half-written slot; the next commit clears it. */
 	cfg.active_since_ns[slot] = mono_now_ns();
-	if (write_config(m, &cfg)) {
-		cfg.gen_slot &= ~SLUICE_GEN_WRITING;
-		write_config(m, &cfg);
-		return runtime_err("cannot record the new policy's start: %s", strerror(errno));
-	}
 	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
 	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));

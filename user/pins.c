@@ -182,6 +182,18 @@ int pin_root_check(void)
 	return loc.err;
 }
 
+int pin_root_readable(void)
+{
+	int err = pin_root_check();
+
+	if (err)
+		return err;
+	if (access(pin_root(), X_OK) && errno == EACCES)
+		return runtime_err("cannot read %s: permission denied (run as root, or as a member "
+				   "of the pins' group for commands that only read)", pin_root());
+	return 0;
+}
+
 /* groupadd --system NAME, without a shell; 0 when the group exists after. */
 static int run_groupadd(const char *name)
 {

@@ -107,6 +107,8 @@ void rule_cidr_str(const struct rule *r, char *buf, size_t len);
 const char *pin_root(void);
 /* 0 when pin_root() can be used; else prints why and returns the exit code. */
 int pin_root_check(void);
+/* pin_root_check, and the pin root can be read by this process. */
+int pin_root_readable(void);
 /* The group attach gives the pins: NAME, which must exist (else a usage
  * error), or with NULL SLUICE_PIN_GROUP, created as a system group if
  * missing. Prints the error and returns its exit code. */
