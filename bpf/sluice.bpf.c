@@ -186,7 +186,7 @@ static long convert_step(__u64 i, struct convert *cv)
  * the old word re-checks it after reading TAT, and every conversion changes
  * TAT, so no packet is judged by one policy against the other's TAT. Only
  * packets that passed that re-check before the pending bit was set can make
- * the conversion's CAS fail, once each, so SLUICE_CAS_TRIES is enough.
+ * the conversion's CAS fail, once each, so SLUICE_CONVERT_TRIES is enough.
  * Global, so the verifier checks it once. Returns 0 when the bucket is bound
  * (by this CPU or another), -1 if not.
  */
@@ -221,59 +221,99 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	cv.at = gcra_now(bpf_ktime_get_ns());
 	if (cv.old_known && cv.at > gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1])))
 		cv.at = gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1]));
-	bpf_loop(SLUICE_CAS_TRIES, convert_step, &cv, 0);
+	bpf_loop(SLUICE_CONVERT_TRIES, convert_step, &cv, 0);
 	WRITE_ONCE(b->bound, word);
 	return 0;
 }
 
-/* One GCRA step with CAS, against the policy the bucket is bound to in the
- * active generation. A lost race, a rebind or a policy flip meanwhile starts
- * the step again; past SLUICE_CAS_TRIES the packet is rejected, so it never
- * over-admits. Sets *idx to the deciding policy; returns the reason. */
+/* One admission in progress: what judge_step needs between attempts. */
+struct judge {
+	struct sluice_config *cfg;
+	struct sluice_bucket *b;
+	const struct sluice_src_key *src;
+	__u64 now;		/* GCRA units, read on the first GCRA step */
+	__u32 idx;		/* the deciding policy */
+	__u32 reason;
+};
+
+/* One attempt at a GCRA step with CAS, against the policy the bucket is
+ * bound to in the active generation. Returns 1 with j->reason set when the
+ * packet is decided, 0 when a lost race, a rebind or a policy flip means the
+ * step must start again. */
+static __always_inline int judge_step(struct judge *j)
+{
+	struct sluice_bucket *b = j->b;
+	__u64 gen_slot, bound, tat, next;
+	struct verdict v;
+	int spins;
+
+	if (!b || !j->cfg)
+		return 1;
+	gen_slot = READ_ONCE(j->cfg->gen_slot);
+	bound = READ_ONCE(b->bound);
+	if (bound & SLUICE_BOUND_PENDING) {
+		/* Another CPU converts TAT: wait for it, boundedly. */
+		for (spins = 0; spins < SLUICE_PENDING_SPINS; spins++)
+			if (!(READ_ONCE(b->bound) & SLUICE_BOUND_PENDING))
+				return 0;
+		return 1;	/* still pending: fail closed */
+	}
+	if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot))
+		return rebind(j->cfg, b, j->src, gen_slot, bound) ? 1 : 0;
+	j->idx = SLUICE_BOUND_IDX(bound);
+	if (read_policy(j->cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), j->idx, &v, 0))
+		return 0;
+	if (v.action == SLUICE_ACT_ALLOW) {
+		j->reason = SLUICE_R_ALLOWED;
+		return 1;
+	}
+	if (v.action != SLUICE_ACT_LIMIT) {
+		j->reason = SLUICE_R_DENIED;
+		return 1;
+	}
+	if (!j->now)
+		j->now = gcra_now(bpf_ktime_get_ns());
+	tat = READ_ONCE(b->tat);
+	barrier();
+	if (READ_ONCE(b->bound) != bound)
+		return 0;	/* rebound since: judge again */
+	if (!gcra_admit(tat, j->now, v.interval, v.tolerance, &next))
+		return 1;	/* j->reason is rate_limited */
+	if (SLUICE_CAS(&b->tat, tat, next) != tat)
+		return 0;	/* another CPU moved TAT first */
+	j->reason = SLUICE_R_WITHIN_LIMIT;
+	return 1;
+}
+
+static long judge_retry(__u64 i, struct judge *j)
+{
+	return judge_step(j);
+}
+
+/*
+ * Admit or reject a packet of the source whose bucket is b. A failed CAS
+ * means another CPU admitted a packet meanwhile, so retrying makes progress;
+ * the first attempts run inline (the common, uncontended case), the rest in
+ * a bpf_loop, verified once, up to SLUICE_CAS_TRIES. Only past that bound is
+ * a packet rejected unjudged: it never over-admits. Sets *idx to the deciding
+ * policy; returns the reason.
+ */
 static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct sluice_bucket *b,
 					  const struct sluice_src_key *src, __u32 *idx)
 {
-	__u64 gen_slot, bound, tat, next, now = 0;
-	struct verdict v;
-	int i, spins;
+	struct judge j = {
+		.cfg = cfg, .b = b, .src = src,
+		.idx = *idx, .reason = SLUICE_R_RATE_LIMITED,
+	};
+	int i;
 
-	for (i = 0; i < SLUICE_CAS_TRIES; i++) {
-		gen_slot = READ_ONCE(cfg->gen_slot);
-		bound = READ_ONCE(b->bound);
-		if (bound & SLUICE_BOUND_PENDING) {
-			/* Another CPU converts TAT: wait for it, boundedly. */
-			for (spins = 0; spins < SLUICE_PENDING_SPINS; spins++)
-				if (!(READ_ONCE(b->bound) & SLUICE_BOUND_PENDING))
-					break;
-			if (spins == SLUICE_PENDING_SPINS)
-				break;
-			continue;
-		}
-		if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot)) {
-			if (rebind(cfg, b, src, gen_slot, bound))
-				break;
-			continue;
-		}
-		*idx = SLUICE_BOUND_IDX(bound);
-		if (read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), *idx, &v, 0))
-			continue;
-		if (v.action == SLUICE_ACT_ALLOW)
-			return SLUICE_R_ALLOWED;
-		if (v.action != SLUICE_ACT_LIMIT)
-			return SLUICE_R_DENIED;
-		if (!now)
-			now = gcra_now(bpf_ktime_get_ns());
-		tat = READ_ONCE(b->tat);
-		barrier();
-		if (READ_ONCE(b->bound) != bound)
-			continue;	/* rebound since: judge again */
-		if (!gcra_admit(tat, now, v.interval, v.tolerance, &next))
-			return SLUICE_R_RATE_LIMITED;
-		if (SLUICE_CAS(&b->tat, tat, next) == tat)
-			return SLUICE_R_WITHIN_LIMIT;
-	}
-	/* Contended past every bound: fail closed. */
-	return SLUICE_R_RATE_LIMITED;
+	for (i = 0; i < SLUICE_CAS_INLINE_TRIES; i++)
+		if (judge_step(&j))
+			goto out;
+	bpf_loop(SLUICE_CAS_TRIES, judge_retry, &j, 0);
+out:
+	*idx = j.idx;
+	return j.reason;
 }
 
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces

@@ -30,7 +30,13 @@
 /* Datapath bounds. */
 #define SLUICE_MAX_VLAN_TAGS		2
 #define SLUICE_MAX_IPV6_EXT_HDRS	8
-#define SLUICE_CAS_TRIES		16
+/* Attempts at one admission's CAS: a failed CAS means another CPU admitted a
+ * packet meanwhile. The first few run inline, the rest in a bpf_loop; a
+ * packet is rejected unjudged only past them all. */
+#define SLUICE_CAS_INLINE_TRIES		2
+#define SLUICE_CAS_TRIES		1024
+/* Attempts at converting a bucket's TAT to a new policy (see rebind). */
+#define SLUICE_CONVERT_TRIES		16
 /* How often a packet re-reads a bucket that another CPU is re-binding to a
  * new policy generation before it gives up (fail closed). */
 #define SLUICE_PENDING_SPINS		64
