@@ -118,8 +118,8 @@ static __always_inline __u32 lookup_rule(const struct sluice_src_key *src, __u32
 
 	__builtin_memcpy(key.addr, src->a, sizeof(key.addr));
 	hit = bpf_map_lookup_elem(&policy_lpm, &key);
-	if (hit && hit->policy < SLUICE_MAX_POLICIES)
-		return hit->policy;
+	if (hit && hit->n && hit->m[0].policy < SLUICE_MAX_POLICIES)
+		return hit->m[0].policy;
 	return SLUICE_POLICY_DEFAULT;
 }
 

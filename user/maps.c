@@ -535,7 +535,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 			.slot = slot,
 			.family = cidr_family(&r->cidr),
 		};
-		struct sluice_lpm_val v = { .policy = r->index };
+		struct sluice_lpm_val v = { .n = 1, .m[0].policy = (__u16)r->index };
 
 		memcpy(k.addr, &r->cidr.addr, sizeof(k.addr));
 		if (bpf_map_update_elem(m->policy_lpm, &k, &v, BPF_ANY))
@@ -616,6 +616,8 @@ const char *reason_name(__u32 reason)
 		[SLUICE_R_RATE_LIMITED] = "rate_limited",
 		[SLUICE_R_DENIED] = "denied",
 		[SLUICE_R_NO_BUCKET] = "no_bucket",
+		[SLUICE_R_MONITORED] = "monitored",
+		[SLUICE_R_BANNED] = "banned",
 	};
 
 	return reason < SLUICE_R_MAX ? names[reason] : "unknown";

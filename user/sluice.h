@@ -76,12 +76,29 @@ int check_ifname(const char *name);
 int getopt_err(int ch, char **argv, const char *usage);
 
 /* --- policy.c: the policy model, read from and committed to the maps --- */
+/* A rule's match: flags is SLUICE_MATCH_*; proto and ports as in
+ * struct sluice_match. All zero matches every packet. */
+struct rule_match {
+	__u8 flags;
+	__u8 proto;
+	__u16 dport_lo;
+	__u16 dport_hi;
+};
+/* One rule, as the words say it (DESIGN.md, Rules). A rule's identity is
+ * its CIDR (or the default) and its match. */
 struct rule {
 	struct cidr cidr;
+	struct rule_match match;
 	__u32 action;		/* enum sluice_action */
-	__u64 rate;
-	__u64 burst;
-	__u32 index;		/* slot in the policy table, stable per CIDR */
+	__u32 unit;		/* enum sluice_unit: --rate or --bytes */
+	__u64 rate;		/* units per period */
+	__u32 period;		/* SLUICE_PERIOD_*: N, N/s, N/m, N/h */
+	__u64 burst;		/* units; default one second's worth, at least 1 */
+	__u32 per;		/* enum sluice_per */
+	__u32 per_len;		/* --per /LEN, in the family's own terms */
+	__u64 ban_ns;		/* --ban, 0 for none */
+	bool monitor;		/* --monitor */
+	__u32 index;		/* slot in the policy table, stable per identity */
 };
 struct policy {
 	struct rule def;	/* the default, index 0 */

@@ -214,7 +214,7 @@ static const struct rule *resolve_rule(const struct sluice_maps *m, const struct
 	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
 		return &p->def;
 	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == v.policy)
+		if (p->rules[i].index == v.m[0].policy)
 			return &p->rules[i];
 	return &p->def;
 }

@@ -50,6 +50,23 @@ SLUICE_INLINE __u64 gcra_interval(__u64 rate)
 	return (SLUICE_GCRA_UNITS_PER_SEC - 1) / rate + 1;
 }
 
+/* Emission interval for rate units per period seconds (--rate 600/m):
+ * ceil(64e9 * period / rate) units. */
+SLUICE_INLINE __u64 gcra_interval_per(__u64 rate, __u32 period)
+{
+	if (rate == 0)
+		return SLUICE_GCRA_UNITS_PER_SEC * (period ? period : 1);
+	return (SLUICE_GCRA_UNITS_PER_SEC * (period ? period : 1) - 1) / rate + 1;
+}
+
+/* What n units (packets, or bytes) cost: n * T, saturating. */
+SLUICE_INLINE __u64 gcra_cost(__u64 interval, __u64 n)
+{
+	if (n > 1 && interval > SLUICE_U64_MAX / n)
+		return SLUICE_U64_MAX;
+	return interval * n;
+}
+
 /* Burst tolerance B*T; callers bound burst/rate (SLUICE_BURST_SECONDS_MAX)
  * so this stays below 2^56. */
 SLUICE_INLINE __u64 gcra_tolerance(__u64 rate, __u64 burst)
@@ -115,6 +132,21 @@ SLUICE_INLINE __u64 gcra_tokens(__u64 tat, __u64 now, __u64 interval,
 SLUICE_INLINE __u64 gcra_tat_at(__u64 now, __u64 ahead)
 {
 	return now > SLUICE_U64_MAX - ahead ? SLUICE_U64_MAX : now + ahead;
+}
+
+/* A banned bucket's TAT lies more than the tolerance ahead of now; one that
+ * is only rate limited never does (admission keeps TAT - now <= B*T). */
+SLUICE_INLINE int gcra_banned(__u64 tat, __u64 now, __u64 tolerance)
+{
+	return tat > now && tat - now > tolerance;
+}
+
+/* The TAT that bans a bucket for `ban` units from now: it is empty when the
+ * ban ends, and refills at its rate from then. */
+SLUICE_INLINE __u64 gcra_ban_tat(__u64 now, __u64 tolerance, __u64 ban)
+{
+	return gcra_tat_at(now, tolerance > SLUICE_U64_MAX - ban ? SLUICE_U64_MAX
+								 : tolerance + ban);
 }
 
 /*

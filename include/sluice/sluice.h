@@ -62,14 +62,57 @@ enum sluice_reason {
 	SLUICE_R_RATE_LIMITED,		/* drop */
 	SLUICE_R_DENIED,		/* drop */
 	SLUICE_R_NO_BUCKET,		/* drop: limited, but no bucket could be had */
+	SLUICE_R_MONITORED,		/* pass: a --monitor rule would have dropped it */
+	SLUICE_R_BANNED,		/* drop: its bucket is banned (--ban) */
 	SLUICE_R_MAX,
 };
 
 static inline int sluice_reason_is_drop(__u32 reason)
 {
 	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED ||
-	       reason == SLUICE_R_NO_BUCKET;
+	       reason == SLUICE_R_NO_BUCKET || reason == SLUICE_R_BANNED;
 }
+
+/* What a limit counts. */
+enum sluice_unit {
+	SLUICE_UNIT_PACKETS = 0,	/* --rate */
+	SLUICE_UNIT_BYTES = 1,		/* --bytes: the frame's whole length */
+	SLUICE_UNIT_MAX,
+};
+
+/* The periods a rate may be written per: N, N/s, N/m, N/h. */
+#define SLUICE_PERIOD_SEC		1U
+#define SLUICE_PERIOD_MIN		60U
+#define SLUICE_PERIOD_HOUR		3600U
+
+/* How a rule's sources share buckets (--per), as written. */
+enum sluice_per {
+	SLUICE_PER_SOURCE = 0,		/* each address: /32 or /128 */
+	SLUICE_PER_PREFIX = 1,		/* each /LEN of the source */
+	SLUICE_PER_RULE = 2,		/* one bucket for the whole rule */
+};
+
+/* --ban DURATION bounds. */
+#define SLUICE_BAN_NS_MIN		1000000ULL		/* 1 ms */
+#define SLUICE_BAN_NS_MAX		(7ULL * 86400 * SLUICE_NS_PER_SEC)	/* 7 days */
+
+/* A rule's match (--proto, --dport, --syn). A rule applies to a packet when
+ * its CIDR covers the source and every flag set here holds. */
+#define SLUICE_MATCH_PROTO		0x1	/* the L4 protocol is proto */
+#define SLUICE_MATCH_PORT		0x2	/* TCP/UDP, dport in [dport_lo, dport_hi] */
+#define SLUICE_MATCH_SYN		0x4	/* TCP, SYN set and ACK clear */
+#define SLUICE_MATCH_ALL		(SLUICE_MATCH_PROTO | SLUICE_MATCH_PORT | SLUICE_MATCH_SYN)
+/* Rules one LPM entry lists as candidates (its own and its covering
+ * prefixes', up to the first rule without a match). */
+#define SLUICE_MATCH_MAX		8
+
+struct sluice_match {
+	__u16 policy;		/* index into the slot's policy table */
+	__u8 flags;		/* SLUICE_MATCH_* */
+	__u8 proto;		/* IPPROTO_*, with SLUICE_MATCH_PROTO */
+	__u16 dport_lo;		/* host byte order, with SLUICE_MATCH_PORT */
+	__u16 dport_hi;
+};
 
 /* An address: IPv4 stored IPv4-mapped (::ffff:a.b.c.d). */
 struct sluice_addr {
@@ -79,11 +122,23 @@ struct sluice_addr {
 /* Key of the source table. The family is part of the key: an IPv6 packet
  * from ::ffff:a.b.c.d is an IPv6 source, judged by IPv6 rules, and never
  * shares the bucket of IPv4 source a.b.c.d. */
+/*
+ * A source's home bucket is keyed by its whole address, key_len 128 and
+ * policy SLUICE_KEY_HOME; it serves the source while every packet of it is
+ * decided by one per-source rule (the bucket's bound word has
+ * SLUICE_BOUND_DIRECT). Otherwise (--per /LEN, --per rule, or rules that
+ * match on L4 so the source's packets go to more than one rule) a bucket is
+ * keyed by the source masked to the rule's key length and the rule's
+ * policy index.
+ */
 struct sluice_src_key {
-	__u8 a[SLUICE_ADDR_LEN];
+	__u8 a[SLUICE_ADDR_LEN];	/* source address, masked to key_len */
 	__u8 family;		/* SLUICE_FAMILY_V4 or SLUICE_FAMILY_V6 */
-	__u8 pad[3];		/* zero */
+	__u8 key_len;		/* bits of a kept, in the 128-bit form */
+	__u16 policy;		/* SLUICE_KEY_HOME, or the rule's policy index */
 };
+#define SLUICE_KEY_HOME			0xffffU
+#define SLUICE_KEY_LEN_SOURCE		128U
 
 /* LPM trie key: the policy slot first, so one trie holds both generations
  * and a lookup with the active slot sees only that one; then the family, so
@@ -99,23 +154,45 @@ struct sluice_lpm_key {
 #define SLUICE_LPM_HDR_BITS		16	/* slot and family */
 #define SLUICE_LPM_FULL_PREFIX		(SLUICE_LPM_HDR_BITS + 8 * SLUICE_ADDR_LEN)
 
+/* The rules that may decide a source this entry covers, most specific
+ * first: the first whose match holds decides; when none does, the default
+ * (policy 0). A list ends at its first rule without a match. */
 struct sluice_lpm_val {
-	__u32 policy;		/* index into the slot's policy table */
+	__u32 n;		/* entries of m in use, 1..SLUICE_MATCH_MAX */
+	__u32 pad;
+	struct sluice_match m[SLUICE_MATCH_MAX];
 };
 
+/* SLUICE_POLICY_* flags of a policy. */
+#define SLUICE_POLICY_MONITOR		0x1	/* --monitor: would-drops pass */
+
 /* One policy: what to do with a source and, for limit, its GCRA parameters.
- * The datapath reads the first cache line only. */
+ * The datapath reads the first 48 bytes only; the rest is the rule as
+ * written, for the CLI. */
 struct sluice_policy {
-	__u64 interval;		/* emission interval T, GCRA units (gcra.h) */
+	__u64 interval;		/* emission interval T, GCRA units (gcra.h), per
+				 * packet or, for SLUICE_UNIT_BYTES, per byte */
 	__u64 tolerance;	/* burst * T, GCRA units */
 	__u32 action;		/* enum sluice_action */
 	__u32 in_use;		/* 1 if this index holds a policy in its slot */
-	__u64 since;		/* generation since which action, interval and
-				 * tolerance at this index are unchanged */
-	__u64 rate;		/* packets per second */
-	__u64 burst;		/* packets */
+	__u64 since;		/* generation since which action, unit, interval
+				 * and tolerance at this index are unchanged */
+	__u64 ban;		/* --ban, GCRA units; 0 for none */
+	__u8 unit;		/* enum sluice_unit */
+	__u8 key_len;		/* buckets key the source masked to this many
+				 * bits of the 128-bit form: 128 per source */
+	__u8 flags;		/* SLUICE_POLICY_* */
+	__u8 per;		/* enum sluice_per, as written */
+	__u32 period;		/* SLUICE_PERIOD_*: what rate is per */
+	/* the rule as written */
+	__u64 rate;		/* units per period */
+	__u64 burst;		/* units */
 	__u32 prefixlen;	/* address prefix length (0..128, v4 as 96+) */
 	__u8 addr[SLUICE_ADDR_LEN];
+	__u8 family;		/* SLUICE_FAMILY_*, 0 for the default */
+	__u8 per_len;		/* --per /LEN, in the family's own terms */
+	__u8 pad[2];
+	struct sluice_match match;	/* the rule's match (policy unused) */
 };
 
 /* Single entry of the config map, changed in single 8-byte stores:
@@ -135,19 +212,24 @@ struct sluice_config {
 #define SLUICE_GEN(gs)			((gs) >> SLUICE_GEN_SHIFT)
 #define SLUICE_GEN_MAKE(gen, slot)	(((__u64)(gen) << SLUICE_GEN_SHIFT) | (slot))
 
-/* Per-source state. tat is the GCRA word, changed only by CAS. bound names
+/*
+ * Per-bucket state. tat is the GCRA word, changed only by CAS. bound names
  * the policy the bucket is judged by, in one word written at once:
  * generation and policy index, plus a pending bit while the CPU that
- * re-binds it converts tat to the new policy (tokens carried over). */
+ * re-binds it converts tat to the new policy (tokens carried over), and for
+ * a home bucket the direct bit while it serves its source. A ban is kept in
+ * tat: a banned bucket's TAT lies more than its tolerance ahead of now.
+ */
 struct sluice_bucket {
 	__u64 tat;		/* theoretical arrival time, GCRA units */
-	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| SLUICE_BOUND_PENDING] */
+	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| _DIRECT] [| _PENDING] */
 	__u64 passed;		/* packets, atomically added */
 	__u64 dropped;
 };
 #define SLUICE_BOUND_IDX_MASK		0xffffULL
 #define SLUICE_BOUND_PENDING		0x10000ULL
-#define SLUICE_BOUND_GEN_SHIFT		17
+#define SLUICE_BOUND_DIRECT		0x20000ULL
+#define SLUICE_BOUND_GEN_SHIFT		18
 #define SLUICE_BOUND(gen, idx)		(((__u64)(gen) << SLUICE_BOUND_GEN_SHIFT) | (idx))
 #define SLUICE_BOUND_GEN(w)		((w) >> SLUICE_BOUND_GEN_SHIFT)
 #define SLUICE_BOUND_IDX(w)		((__u32)((w) & SLUICE_BOUND_IDX_MASK))
