@@ -9,6 +9,8 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/in.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "sluice/sluice.h"
@@ -27,6 +29,49 @@ struct cursor {
 	void *pos;
 	void *end;
 };
+
+/* Fragment offset fields: IPv4's in host order, IPv6's within frag_off. */
+#define IPV6_FRAG_OFFSET	0xfff8
+#ifndef IP_OFFSET
+#define IP_OFFSET		0x1fff
+#endif
+
+/* What rules may match on, beyond the source: the L4 protocol, and for
+ * the first fragment of TCP and UDP the destination port and TCP flags. */
+#define L4_PORTS	0x1	/* dport is known */
+#define L4_SYN		0x2	/* TCP, SYN set and ACK clear */
+struct l4 {
+	__u8 proto;		/* IPPROTO_*, 0 when unknown */
+	__u8 flags;		/* L4_* */
+	__u16 dport;		/* host byte order, with L4_PORTS */
+};
+
+/*
+ * The L4 header at c->pos of a first fragment (or whole packet) with
+ * protocol proto. A TCP or UDP header that does not fit is malformed; the
+ * packet is then judged without a port, like a later fragment.
+ */
+static __always_inline int parse_l4(struct cursor *c, __u8 proto, int first, struct l4 *l4)
+{
+	struct tcphdr *th = c->pos;
+	struct udphdr *uh = c->pos;
+
+	l4->proto = proto;
+	if (!first)
+		return PARSE_OK;
+	if (proto == IPPROTO_TCP) {
+		if ((void *)(th + 1) > c->end)
+			return PARSE_MALFORMED_SRC;
+		l4->dport = bpf_ntohs(th->dest);
+		l4->flags = L4_PORTS | (th->syn && !th->ack ? L4_SYN : 0);
+	} else if (proto == IPPROTO_UDP) {
+		if ((void *)(uh + 1) > c->end)
+			return PARSE_MALFORMED_SRC;
+		l4->dport = bpf_ntohs(uh->dest);
+		l4->flags = L4_PORTS;
+	}
+	return PARSE_OK;
+}
 
 struct vlan_tag {
 	__be16 tci;
@@ -64,7 +109,8 @@ static __always_inline int parse_eth(struct cursor *c, __be16 *proto)
 	return 0;
 }
 
-static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *src)
+static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *src,
+				      struct l4 *l4)
 {
 	struct iphdr *ip = c->pos;
 	__u32 hdr_len;
@@ -78,14 +124,26 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *s
 	src->a[11] = 0xff;
 	__builtin_memcpy(&src->a[12], &ip->saddr, sizeof(ip->saddr));
 	src->family = SLUICE_FAMILY_V4;
+	src->key_len = SLUICE_KEY_LEN_SOURCE;
+	src->policy = SLUICE_KEY_HOME;
 
 	if (ip->version != 4 || ip->ihl < 5)
 		return PARSE_MALFORMED_SRC;
 	hdr_len = ip->ihl * 4;
 	if (c->pos + hdr_len > c->end || bpf_ntohs(ip->tot_len) < hdr_len)
 		return PARSE_MALFORMED_SRC;
-	return PARSE_OK;
+	c->pos += hdr_len;
+	/* Ports are in the first fragment only. */
+	return parse_l4(c, ip->protocol, !(ip->frag_off & bpf_htons(IP_OFFSET)), l4);
 }
+
+/* The IPv6 fragment header (RFC 8200 4.5). */
+struct frag_hdr {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off;	/* offset << 3 | M */
+	__be32 identification;
+};
 
 /* Generic IPv6 extension header: next header, length in 8-octet units. */
 struct ipv6_ext {
@@ -111,12 +169,14 @@ static __always_inline __u32 ipv6_ext_len(const struct ipv6_ext *ext, __u8 nh)
 	return ((__u32)ext->hdrlen + 1) * 8;
 }
 
-static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *src)
+static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *src,
+				      struct l4 *l4)
 {
 	struct ipv6hdr *ip6 = c->pos;
+	struct frag_hdr *fh;
 	struct ipv6_ext *ext;
+	int i, first = 1;
 	__u8 nh;
-	int i;
 
 	if ((void *)(ip6 + 1) > c->end)
 		return PARSE_MALFORMED;
@@ -130,6 +190,8 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	__builtin_memset(src, 0, sizeof(*src));
 	__builtin_memcpy(src->a, &ip6->saddr, sizeof(src->a));
 	src->family = SLUICE_FAMILY_V6;
+	src->key_len = SLUICE_KEY_LEN_SOURCE;
+	src->policy = SLUICE_KEY_HOME;
 	if (ip6->version != 6)
 		return PARSE_MALFORMED_SRC;
 
@@ -141,6 +203,13 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 		ext = c->pos;
 		if ((void *)(ext + 1) > c->end)
 			return PARSE_MALFORMED_SRC;
+		if (nh == IPPROTO_FRAGMENT) {
+			fh = c->pos;
+			if ((void *)(fh + 1) > c->end)
+				return PARSE_MALFORMED_SRC;
+			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET))
+				first = 0;
+		}
 		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
 		if (c->pos > c->end)
 			return PARSE_MALFORMED_SRC;
@@ -148,7 +217,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	}
 	if (ipv6_is_ext(nh))
 		return PARSE_MALFORMED_SRC;
-	return PARSE_OK;
+	return parse_l4(c, nh, first, l4);
 }
 
 #endif /* SLUICE_BPF_PARSE_H */

@@ -103,23 +103,72 @@ struct verdict {
 	__u64 interval;
 	__u64 tolerance;
 	__u64 since;
+	__u64 ban;
 	__u32 action;
+	__u8 unit;
+	__u8 key_len;
+	__u8 flags;
 };
 
-/* The index of the rule that covers src in slot, or the default. */
-static __always_inline __u32 lookup_rule(const struct sluice_src_key *src, __u32 slot)
+/* A packet as rules see it: its source's home key and its L4 facts; kidx
+ * says which bucket it is judged in (SLUICE_KEY_HOME or a keyed one's
+ * policy index). */
+struct pkt {
+	struct sluice_src_key src;
+	struct l4 l4;
+	__u32 kidx;
+	__u64 bytes;
+};
+
+/* A packet rebind could not judge in the bucket it was given: the policy
+ * changed under it so that another bucket is now the source's. Counted as
+ * no_bucket (fail closed); only at the instant of a commit. */
+#define JUDGE_REROUTE	SLUICE_R_MAX
+
+static __always_inline int match_holds(const struct sluice_match *m, const struct l4 *l4)
+{
+	__u8 f = m->flags;
+
+	if ((f & SLUICE_MATCH_PROTO) && m->proto != l4->proto)
+		return 0;
+	if ((f & SLUICE_MATCH_PORT) &&
+	    (!(l4->flags & L4_PORTS) || l4->dport < m->dport_lo || l4->dport > m->dport_hi))
+		return 0;
+	if ((f & SLUICE_MATCH_SYN) && !(l4->flags & L4_SYN))
+		return 0;
+	return 1;
+}
+
+/*
+ * The index of the rule that decides p in slot, or the default. *direct is
+ * set when that does not depend on the packet's L4 facts (the source's
+ * candidates start with a rule without a match), so every packet of the
+ * source goes to the same rule.
+ */
+static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
 		.slot = (__u8)slot,
-		.family = src->family,
+		.family = p->src.family,
 	};
 	struct sluice_lpm_val *hit;
+	__u32 i, n;
 
-	__builtin_memcpy(key.addr, src->a, sizeof(key.addr));
+	*direct = 1;
+	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
 	hit = bpf_map_lookup_elem(&policy_lpm, &key);
-	if (hit && hit->n && hit->m[0].policy < SLUICE_MAX_POLICIES)
-		return hit->m[0].policy;
+	if (!hit)
+		return SLUICE_POLICY_DEFAULT;
+	n = hit->n;
+	if (n && hit->m[0].flags)
+		*direct = 0;
+	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
+		if (!match_holds(&hit->m[i], &p->l4))
+			continue;
+		return hit->m[i].policy < SLUICE_MAX_POLICIES ? hit->m[i].policy
+							      : SLUICE_POLICY_DEFAULT;
+	}
 	return SLUICE_POLICY_DEFAULT;
 }
 
@@ -145,11 +194,22 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	v->interval = READ_ONCE(p->interval);
 	v->tolerance = READ_ONCE(p->tolerance);
 	v->since = READ_ONCE(p->since);
+	v->ban = READ_ONCE(p->ban);
 	v->action = READ_ONCE(p->action);
+	v->unit = READ_ONCE(p->unit);
+	v->key_len = READ_ONCE(p->key_len);
+	v->flags = READ_ONCE(p->flags);
 	barrier();
 	if (want_idle)
 		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
 	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/* Whether a source decided by a rule with verdict v and candidates that
+ * do not depend on L4 (direct) is served by its home bucket. */
+static __always_inline int served_at_home(int direct, const struct verdict *v)
+{
+	return direct && v->key_len >= SLUICE_KEY_LEN_SOURCE;
 }
 
 /* State of the TAT conversion loop (bpf_loop, so it is verified once). */
@@ -179,31 +239,45 @@ static long convert_step(__u64 i, struct convert *cv)
 
 /*
  * Bind bucket b, last bound by word `bound`, to the generation of gen_slot:
- * one CAS of the bound word decides which CPU does it. When the rule's limit
- * changed, the winner marks the word pending, converts TAT with CAS (the
- * source keeps its tokens, clamped to the new burst) and then publishes the
- * new word; packets that see the pending bit wait for it. A packet that read
- * the old word re-checks it after reading TAT, and every conversion changes
- * TAT, so no packet is judged by one policy against the other's TAT. Only
- * packets that passed that re-check before the pending bit was set can make
- * the conversion's CAS fail, once each, so SLUICE_CONVERT_TRIES is enough.
- * Global, so the verifier checks it once. Returns 0 when the bucket is bound
- * (by this CPU or another), -1 if not.
+ * one CAS of the bound word decides which CPU does it. The packet's rule is
+ * resolved again; when it no longer belongs in this bucket (a home bucket
+ * whose source now needs keyed buckets, or a keyed bucket of another rule),
+ * the home bucket is marked so and the packet is rerouted. When the rule's
+ * limit changed, the winner marks the word pending, converts TAT with CAS
+ * (the source keeps its tokens, clamped to the new burst) and then publishes
+ * the new word; packets that see the pending bit wait for it. A packet that
+ * read the old word re-checks it after reading TAT, and every conversion
+ * changes TAT, so no packet is judged by one policy against the other's
+ * TAT. Only packets that passed that re-check before the pending bit was
+ * set can make the conversion's CAS fail, once each, so
+ * SLUICE_CONVERT_TRIES is enough. Global, so the verifier checks it once.
+ * Returns 0 when the bucket is bound (by this CPU or another), 1 to
+ * reroute, -1 if not.
  */
 __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
-		      const struct sluice_src_key *src, __u64 gen_slot, __u64 bound)
+		      const struct pkt *p, __u64 gen_slot, __u64 bound)
 {
 	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN(bound);
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
 	struct convert cv = { .b = b };
+	int direct;
 	__u64 word;
 
-	if (!cfg || !b || !src)
+	if (!cfg || !b || !p)
 		return -1;
-	idx = lookup_rule(src, slot);
+	idx = resolve(p, slot, &direct);
 	if (read_policy(cfg, gen_slot, slot, idx, &cv.nv, 0))
 		return -1;
 	word = SLUICE_BOUND(gen, idx);
+	if (p->kidx == SLUICE_KEY_HOME) {
+		if (!served_at_home(direct, &cv.nv)) {
+			__sync_val_compare_and_swap(&b->bound, bound, word);
+			return 1;
+		}
+		word |= SLUICE_BOUND_DIRECT;
+	} else if (served_at_home(direct, &cv.nv) || idx != p->kidx) {
+		return 1;
+	}
 
 	/* The same rule with the same limit: TAT means the same; just rebind. */
 	if ((idx == old_idx && cv.nv.since <= old_gen) || cv.nv.action != SLUICE_ACT_LIMIT) {
@@ -230,11 +304,34 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 struct judge {
 	struct sluice_config *cfg;
 	struct sluice_bucket *b;
-	const struct sluice_src_key *src;
+	const struct pkt *p;
 	__u64 now;		/* GCRA units, read on the first GCRA step */
 	__u32 idx;		/* the deciding policy */
 	__u32 reason;
 };
+
+/* A packet the bucket's rule rejects: banned while the bucket's TAT lies
+ * beyond its tolerance; else rate limited, which starts a ban when the rule
+ * has one. Returns 0 when the ban's CAS lost a race (judge again). */
+static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u64 tat,
+				  const struct verdict *v)
+{
+	__u64 ban_tat;
+
+	if (gcra_banned(tat, j->now, v->tolerance)) {
+		j->reason = SLUICE_R_BANNED;
+	} else {
+		if (v->ban) {
+			ban_tat = gcra_ban_tat(j->now, v->tolerance, v->ban);
+			if (SLUICE_CAS(&b->tat, tat, ban_tat) != tat)
+				return 0;
+		}
+		j->reason = SLUICE_R_RATE_LIMITED;
+	}
+	if (v->flags & SLUICE_POLICY_MONITOR)
+		j->reason = SLUICE_R_MONITORED;
+	return 1;
+}
 
 /* One attempt at a GCRA step with CAS, against the policy the bucket is
  * bound to in the active generation. Returns 1 with j->reason set when the
@@ -245,9 +342,9 @@ static __always_inline int judge_step(struct judge *j)
 	struct sluice_bucket *b = j->b;
 	__u64 gen_slot, bound, tat, next;
 	struct verdict v;
-	int spins;
+	int spins, r;
 
-	if (!b || !j->cfg)
+	if (!b || !j->cfg || !j->p)
 		return 1;
 	gen_slot = READ_ONCE(j->cfg->gen_slot);
 	bound = READ_ONCE(b->bound);
@@ -258,8 +355,14 @@ static __always_inline int judge_step(struct judge *j)
 				return 0;
 		return 1;	/* still pending: fail closed */
 	}
-	if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot))
-		return rebind(j->cfg, b, j->src, gen_slot, bound) ? 1 : 0;
+	if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot)) {
+		/* A rebind that could not read the new policy (another commit
+		 * began meanwhile) is tried again, against the newer one. */
+		r = rebind(j->cfg, b, j->p, gen_slot, bound);
+		if (r > 0)
+			j->reason = JUDGE_REROUTE;
+		return r > 0;
+	}
 	j->idx = SLUICE_BOUND_IDX(bound);
 	if (read_policy(j->cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), j->idx, &v, 0))
 		return 0;
@@ -277,8 +380,10 @@ static __always_inline int judge_step(struct judge *j)
 	barrier();
 	if (READ_ONCE(b->bound) != bound)
 		return 0;	/* rebound since: judge again */
-	if (!gcra_admit(tat, j->now, v.interval, v.tolerance, &next))
-		return 1;	/* j->reason is rate_limited */
+	if (!gcra_admit(tat, j->now,
+			v.unit == SLUICE_UNIT_BYTES ? gcra_cost(v.interval, j->p->bytes) : v.interval,
+			v.tolerance, &next))
+		return reject(j, b, tat, &v);
 	if (SLUICE_CAS(&b->tat, tat, next) != tat)
 		return 0;	/* another CPU moved TAT first */
 	j->reason = SLUICE_R_WITHIN_LIMIT;
@@ -291,18 +396,18 @@ static long judge_retry(__u64 i, struct judge *j)
 }
 
 /*
- * Admit or reject a packet of the source whose bucket is b. A failed CAS
- * means another CPU admitted a packet meanwhile, so retrying makes progress;
- * the first attempts run inline (the common, uncontended case), the rest in
- * a bpf_loop, verified once, up to SLUICE_CAS_TRIES. Only past that bound is
- * a packet rejected unjudged: it never over-admits. Sets *idx to the deciding
- * policy; returns the reason.
+ * Admit or reject packet p in bucket b. A failed CAS means another CPU
+ * admitted a packet meanwhile, so retrying makes progress; the first
+ * attempts run inline (the common, uncontended case), the rest in a
+ * bpf_loop, verified once, up to SLUICE_CAS_TRIES. Only past that bound is
+ * a packet rejected unjudged: it never over-admits. Sets *idx to the
+ * deciding policy; returns the reason.
  */
 static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct sluice_bucket *b,
-					  const struct sluice_src_key *src, __u32 *idx)
+					  const struct pkt *p, __u32 *idx)
 {
 	struct judge j = {
-		.cfg = cfg, .b = b, .src = src,
+		.cfg = cfg, .b = b, .p = p,
 		.idx = *idx, .reason = SLUICE_R_RATE_LIMITED,
 	};
 	int i;
@@ -313,7 +418,37 @@ static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct slui
 	bpf_loop(SLUICE_CAS_TRIES, judge_retry, &j, 0);
 out:
 	*idx = j.idx;
-	return j.reason;
+	return j.reason == JUDGE_REROUTE ? SLUICE_R_NO_BUCKET : j.reason;
+}
+
+/* Keep the first len bits of a (the 128-bit form); zero the rest. */
+static __always_inline void mask_addr(__u8 *a, __u32 len)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		if (len >= (__u32)(i + 1) * 8)
+			continue;
+		if (len <= (__u32)i * 8)
+			a[i] = 0;
+		else
+			a[i] &= (__u8)(0xff << (8 - (len - i * 8)));
+	}
+}
+
+/* The bucket at key, taken with a full burst bound to (gen, idx) if there
+ * is none; NULL when the table cannot give one. */
+static __always_inline struct sluice_bucket *take_bucket(const struct sluice_src_key *key,
+							 __u64 bound)
+{
+	struct sluice_bucket *b, fresh = { .bound = bound };
+
+	b = bpf_map_lookup_elem(&src_buckets, key);
+	if (b)
+		return b;
+	SLUICE_NEW_BUCKET(&src_buckets, key, &fresh);
+	return bpf_map_lookup_elem(&src_buckets, key);
 }
 
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
@@ -326,62 +461,88 @@ int sluice_xdp(struct xdp_md *ctx)
 		.pos = (void *)(long)ctx->data,
 		.end = (void *)(long)ctx->data_end,
 	};
-	__u64 bytes = bpf_xdp_get_buff_len(ctx);
-	struct sluice_bucket *b, fresh = {};
-	struct sluice_src_key src;
-	struct sluice_config *cfg;
+	struct pkt p = { .bytes = bpf_xdp_get_buff_len(ctx) };
 	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT;
+	struct sluice_bucket *b, *home;
+	struct sluice_src_key key;
+	struct sluice_config *cfg;
 	struct verdict v;
-	__u64 gen_slot;
+	__u64 gen_slot, bound;
 	__be16 proto;
-	int r, pass;
+	int r, pass, direct, tries;
 
 	if (parse_eth(&c, &proto) < 0)
-		return count(SLUICE_R_MALFORMED, bytes);
+		return count(SLUICE_R_MALFORMED, p.bytes);
 	if (proto == bpf_htons(ETH_P_IP))
-		r = parse_ipv4(&c, &src);
+		r = parse_ipv4(&c, &p.src, &p.l4);
 	else if (proto == bpf_htons(ETH_P_IPV6))
-		r = parse_ipv6(&c, &src);
+		r = parse_ipv6(&c, &p.src, &p.l4);
 	else
 		r = PARSE_NON_IP;
 	if (r == PARSE_NON_IP)
-		return count(SLUICE_R_NON_IP, bytes);
+		return count(SLUICE_R_NON_IP, p.bytes);
 	if (r == PARSE_MALFORMED)
-		return count(SLUICE_R_MALFORMED, bytes);
+		return count(SLUICE_R_MALFORMED, p.bytes);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)	/* an array's only entry: cannot happen */
-		return count(SLUICE_R_NO_BUCKET, bytes);
+		return count(SLUICE_R_NO_BUCKET, p.bytes);
 
-	b = bpf_map_lookup_elem(&src_buckets, &src);
-	if (!b) {
-		/* A new source. Allow and deny need no bucket; a limited
-		 * source gets one bound to its rule, with a full burst. */
-		gen_slot = READ_ONCE(cfg->gen_slot);
-		idx = lookup_rule(&src, SLUICE_GEN_SLOT(gen_slot));
-		if (read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), idx, &v, 0)) {
-			reason = SLUICE_R_NO_BUCKET;	/* two commits in one packet */
-			goto counted;
-		}
-		if (v.action == SLUICE_ACT_ALLOW) {
-			reason = SLUICE_R_ALLOWED;
-			goto counted;
-		}
-		if (v.action != SLUICE_ACT_LIMIT) {
-			reason = SLUICE_R_DENIED;
-			goto counted;
-		}
-		fresh.bound = SLUICE_BOUND(SLUICE_GEN(gen_slot), idx);
-		SLUICE_NEW_BUCKET(&src_buckets, &src, &fresh);
-		b = bpf_map_lookup_elem(&src_buckets, &src);
-		if (!b) {
-			/* No memory, or evicted at once by another CPU:
-			 * fail closed, and visibly. */
-			reason = SLUICE_R_NO_BUCKET;
-			goto counted;
+	/* The common case: the source's home bucket serves it in this
+	 * generation, and knows its rule. */
+	p.kidx = SLUICE_KEY_HOME;
+	home = bpf_map_lookup_elem(&src_buckets, &p.src);
+	if (home) {
+		bound = READ_ONCE(home->bound);
+		if ((bound & SLUICE_BOUND_DIRECT) && !(bound & SLUICE_BOUND_PENDING) &&
+		    SLUICE_BOUND_GEN(bound) == SLUICE_GEN(READ_ONCE(cfg->gen_slot))) {
+			b = home;
+			goto judge;
 		}
 	}
-	reason = judge_bucket(cfg, b, &src, &idx);
+
+	/* Resolve the packet's rule; a commit meanwhile means once more. Allow
+	 * and deny need no bucket. */
+	for (tries = 0; tries < SLUICE_RESOLVE_TRIES; tries++) {
+		gen_slot = READ_ONCE(cfg->gen_slot);
+		idx = resolve(&p, SLUICE_GEN_SLOT(gen_slot), &direct);
+		if (!read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), idx, &v, 0))
+			break;
+	}
+	if (tries == SLUICE_RESOLVE_TRIES) {
+		/* Commits in quick succession, each within one packet. */
+		idx = SLUICE_POLICY_DEFAULT;
+		reason = SLUICE_R_NO_BUCKET;
+		goto counted;
+	}
+	if (v.action == SLUICE_ACT_ALLOW) {
+		reason = SLUICE_R_ALLOWED;
+		goto counted;
+	}
+	if (v.action != SLUICE_ACT_LIMIT) {
+		reason = SLUICE_R_DENIED;
+		goto counted;
+	}
+	if (served_at_home(direct, &v)) {
+		/* A stale home bucket is rebound by judge_step. */
+		b = home ? home : take_bucket(&p.src, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx) |
+							  SLUICE_BOUND_DIRECT);
+	} else {
+		key = p.src;
+		key.key_len = v.key_len;
+		key.policy = (__u16)idx;
+		mask_addr(key.a, v.key_len);
+		p.kidx = idx;
+		b = take_bucket(&key, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx));
+	}
+	if (!b) {
+		/* No memory, or evicted at once by another CPU: fail closed,
+		 * and visibly. */
+		reason = SLUICE_R_NO_BUCKET;
+		goto counted;
+	}
+judge:
+	reason = judge_bucket(cfg, b, &p, &idx);
 	if (sluice_reason_is_drop(reason))
 		__sync_fetch_and_add(&b->dropped, 1);
 	else
@@ -392,8 +553,8 @@ counted:
 	/* Passed but malformed: the stack decides; the source paid for it. */
 	if (pass && r == PARSE_MALFORMED_SRC)
 		reason = SLUICE_R_MALFORMED;
-	count_policy(idx, !pass, bytes);
-	return count(reason, bytes);
+	count_policy(idx, !pass, p.bytes);
+	return count(reason, p.bytes);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

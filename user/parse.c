@@ -74,6 +74,8 @@ const char *parse_source(const char *s, struct sluice_src_key *out)
 	const char *e;
 
 	memset(out, 0, sizeof(*out));
+	out->key_len = SLUICE_KEY_LEN_SOURCE;	/* the source's home bucket */
+	out->policy = SLUICE_KEY_HOME;
 	if (strchr(s, ':')) {
 		/* Any IPv6 address is an IPv6 source, ::ffff:a.b.c.d included. */
 		if (inet_pton(AF_INET6, s, out->a) != 1)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include "sluice/sluice.h"
 
 #define EXIT_RUNTIME		1
@@ -52,6 +53,7 @@ bool is_help(const char *arg);
 int print_usage(FILE *f, const char *object, const struct cmd *cmds);
 
 /* --- parse.c: strict parsing shared by the CLI and policy files --- */
+#define SLUICE_CIDR_STR_MAX	(INET6_ADDRSTRLEN + 8)	/* "addr/len" and a NUL */
 struct cidr {
 	struct sluice_addr addr;	/* IPv4 stored IPv4-mapped */
 	__u32 prefixlen;		/* in the 128-bit space: v4 /24 is 120 */
@@ -164,8 +166,21 @@ int maps_lock(struct sluice_maps *m);
 /* The picked interface's maps and live policy; with edit, writable and
  * locked against other editors. On error nothing is left open. */
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit);
+
+/* --- store.c: the live policy in the maps --- */
+/* Reads the active generation's policy. */
 int policy_read(const struct sluice_maps *m, struct policy *p);
+/* Writes p into the inactive slot and flips to it; rules keep their index
+ * while their identity stays. Prints the error and returns its exit code;
+ * a policy refused before writing (EXIT_USAGE) changes nothing. */
 int policy_commit(struct sluice_maps *m, struct policy *p);
+/* Rules are one rule when their CIDR and match are the same. */
+bool rule_same_identity(const struct rule *a, const struct rule *b);
+/* The trie entry of CIDR at in policy p: its candidate rules, in the order
+ * the datapath tries them. Prints and returns EXIT_USAGE past
+ * SLUICE_MATCH_MAX. */
+int policy_candidates(const struct policy *p, const struct cidr *at, struct sluice_lpm_val *v);
+
 /* Sums over CPUs. */
 int read_counters(const struct sluice_maps *m, struct sluice_counter out[SLUICE_R_MAX]);
 int read_policy_counter(const struct sluice_maps *m, __u32 idx,

@@ -59,12 +59,17 @@ SLUICE_INLINE __u64 gcra_interval_per(__u64 rate, __u32 period)
 	return (SLUICE_GCRA_UNITS_PER_SEC * (period ? period : 1) - 1) / rate + 1;
 }
 
-/* What n units (packets, or bytes) cost: n * T, saturating. */
+/* What n units (packets, or bytes) cost: n * T, saturating; in 32-bit
+ * halves, so no 128-bit multiply is needed (BPF has none). */
 SLUICE_INLINE __u64 gcra_cost(__u64 interval, __u64 n)
 {
-	if (n > 1 && interval > SLUICE_U64_MAX / n)
+	__u64 hi = (interval >> 32) * (n & 0xffffffffULL);
+	__u64 lo = (interval & 0xffffffffULL) * (n & 0xffffffffULL);
+
+	if ((n >> 32) || (hi >> 32))
 		return SLUICE_U64_MAX;
-	return interval * n;
+	hi <<= 32;
+	return lo > SLUICE_U64_MAX - hi ? SLUICE_U64_MAX : lo + hi;
 }
 
 /* Burst tolerance B*T; callers bound burst/rate (SLUICE_BURST_SECONDS_MAX)
@@ -134,19 +139,43 @@ SLUICE_INLINE __u64 gcra_tat_at(__u64 now, __u64 ahead)
 	return now > SLUICE_U64_MAX - ahead ? SLUICE_U64_MAX : now + ahead;
 }
 
-/* A banned bucket's TAT lies more than the tolerance ahead of now; one that
- * is only rate limited never does (admission keeps TAT - now <= B*T). */
-SLUICE_INLINE int gcra_banned(__u64 tat, __u64 now, __u64 tolerance)
+/*
+ * A ban is kept in TAT: a banned bucket's TAT lies more than its tolerance
+ * plus SLUICE_BAN_SLACK ahead of now. A bucket that is only rate limited
+ * lies at most its tolerance ahead of the latest clock reading of any CPU;
+ * the slack covers a packet that read the clock a little before another
+ * CPU admitted one (a clock reading is stale by a packet's time, far below
+ * a millisecond), so such a packet is never mistaken for banned. A ban
+ * ends with the bucket empty; it refills at its rate after the slack.
+ */
+#define SLUICE_BAN_SLACK_NS		1000000ULL	/* 1 ms */
+
+SLUICE_INLINE __u64 gcra_ban_slack(void)
 {
-	return tat > now && tat - now > tolerance;
+	return SLUICE_BAN_SLACK_NS << SLUICE_GCRA_SHIFT;
 }
 
-/* The TAT that bans a bucket for `ban` units from now: it is empty when the
- * ban ends, and refills at its rate from then. */
+/* How long bucket TAT stays banned, in GCRA units (0 when it is not). */
+SLUICE_INLINE __u64 gcra_ban_left(__u64 tat, __u64 now, __u64 tolerance)
+{
+	__u64 ahead = tat > now ? tat - now : 0;
+
+	if (ahead <= tolerance || ahead - tolerance <= gcra_ban_slack())
+		return 0;
+	return ahead - tolerance - gcra_ban_slack();
+}
+
+SLUICE_INLINE int gcra_banned(__u64 tat, __u64 now, __u64 tolerance)
+{
+	return gcra_ban_left(tat, now, tolerance) != 0;
+}
+
+/* The TAT that bans a bucket for `ban` units from now. */
 SLUICE_INLINE __u64 gcra_ban_tat(__u64 now, __u64 tolerance, __u64 ban)
 {
-	return gcra_tat_at(now, tolerance > SLUICE_U64_MAX - ban ? SLUICE_U64_MAX
-								 : tolerance + ban);
+	__u64 ahead = tolerance + gcra_ban_slack();
+
+	return gcra_tat_at(now, ahead > SLUICE_U64_MAX - ban ? SLUICE_U64_MAX : ahead + ban);
 }
 
 /*

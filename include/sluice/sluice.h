@@ -35,6 +35,8 @@
  * packet is rejected unjudged only past them all. */
 #define SLUICE_CAS_INLINE_TRIES		2
 #define SLUICE_CAS_TRIES		1024
+/* Attempts at resolving a packet's rule while commits flip the policy. */
+#define SLUICE_RESOLVE_TRIES		2
 /* Attempts at converting a bucket's TAT to a new policy (see rebind). */
 #define SLUICE_CONVERT_TRIES		16
 /* How often a packet re-reads a bucket that another CPU is re-binding to a

@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The policy store: the live policy is read from, and a new one committed
+ * to, the pinned policy maps. Two slots of the policy table and the trie
+ * hold two generations; a commit writes the inactive slot, then flips the
+ * config word to it in one store. Each rule keeps its table index (and so
+ * its counters and its sources' buckets) while its identity, CIDR and
+ * match, stays in the policy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "sluice.h"
+#include "sluice/gcra.h"
+
+#define POLICY_READ_TRIES 8
+
+static int read_config(const struct sluice_maps *m, struct sluice_config *cfg)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, cfg))
+		return runtime_err("cannot read the config map: %s", strerror(errno));
+	return 0;
+}
+
+static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u32 idx)
+{
+	memset(r, 0, sizeof(*r));
+	memcpy(&r->cidr.addr, sp->addr, sizeof(sp->addr));
+	r->cidr.prefixlen = sp->prefixlen;
+	r->match.flags = sp->match.flags;
+	r->match.proto = sp->match.proto;
+	r->match.dport_lo = sp->match.dport_lo;
+	r->match.dport_hi = sp->match.dport_hi;
+	r->action = sp->action;
+	r->unit = sp->unit;
+	r->rate = sp->rate;
+	r->period = sp->period;
+	r->burst = sp->burst;
+	r->per = sp->per;
+	r->per_len = sp->per_len;
+	r->ban_ns = gcra_units_to_ns(sp->ban);
+	r->monitor = sp->flags & SLUICE_POLICY_MONITOR;
+	r->index = idx;
+}
+
+/* One read of the active slot; *gen_slot is the config it was read under. */
+static int policy_read_once(const struct sluice_maps *m, struct policy *p, __u64 *gen_slot)
+{
+	struct sluice_config cfg;
+	struct sluice_policy sp;
+	__u32 base;
+
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	*gen_slot = cfg.gen_slot;
+	policy_init(p);
+	base = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES;
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = base + idx;
+
+		if (bpf_map_lookup_elem(m->policy_table, &key, &sp))
+			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
+		if (!sp.in_use)
+			continue;
+		if (idx == SLUICE_POLICY_DEFAULT)
+			rule_from_table(&p->def, &sp, idx);
+		else if (p->n < SLUICE_MAX_POLICIES - 1)
+			rule_from_table(&p->rules[p->n++], &sp, idx);
+	}
+	return 0;
+}
+
+/* Readers take no lock: a read that a commit overtook (the generation moved
+ * meanwhile, so the slot read may have been rewritten) is done again. */
+int policy_read(const struct sluice_maps *m, struct policy *p)
+{
+	struct sluice_config after;
+	__u64 before;
+	int err;
+
+	for (int i = 0; i < POLICY_READ_TRIES; i++) {
+		err = policy_read_once(m, p, &before);
+		if (err)
+			return err;
+		if (read_config(m, &after))
+			return EXIT_RUNTIME;
+		if (after.gen_slot == before)
+			return 0;
+	}
+	return runtime_err("the policy kept changing while being read: try again");
+}
+
+/* Rules are one rule when their CIDR and match are the same. */
+bool rule_same_identity(const struct rule *a, const struct rule *b)
+{
+	return a->cidr.prefixlen == b->cidr.prefixlen &&
+	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
+	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
+	       a->match.dport_lo == b->match.dport_lo && a->match.dport_hi == b->match.dport_hi;
+}
+
+static const struct rule *find_identity(const struct policy *p, const struct rule *r)
+{
+	for (unsigned int i = 0; i < p->n; i++)
+		if (rule_same_identity(&p->rules[i], r))
+			return &p->rules[i];
+	return NULL;
+}
+
+/* Lowest index >= 1 free in both sets, 0 if none. */
+static __u32 free_index(const bool *a, const bool *b)
+{
+	for (__u32 idx = 1; idx < SLUICE_MAX_POLICIES; idx++)
+		if (!a[idx] && !b[idx])
+			return idx;
+	return 0;
+}
+
+/* Give each rule a table index: its identity's current one if it has one,
+ * else one unused by both the live and the new policy, so that a bucket
+ * still holding an old index never counts against a different rule. */
+static void assign_indices(struct policy *next, const struct policy *cur,
+			   bool fresh[SLUICE_MAX_POLICIES])
+{
+	bool used_new[SLUICE_MAX_POLICIES] = { true };
+	bool used_cur[SLUICE_MAX_POLICIES] = { true };
+
+	memset(fresh, 0, SLUICE_MAX_POLICIES * sizeof(bool));
+	for (unsigned int i = 0; i < cur->n; i++)
+		used_cur[cur->rules[i].index] = true;
+	for (unsigned int i = 0; i < next->n; i++) {
+		const struct rule *old = find_identity(cur, &next->rules[i]);
+
+		next->rules[i].index = old ? old->index : 0;
+		if (old)
+			used_new[old->index] = true;
+	}
+	for (unsigned int i = 0; i < next->n; i++) {
+		struct rule *r = &next->rules[i];
+		__u32 idx;
+
+		if (r->index)	/* kept its index, and so its counters */
+			continue;
+		idx = free_index(used_new, used_cur);
+		if (!idx)	/* table crowded: reuse one the live policy retires */
+			idx = free_index(used_new, used_new);
+		if (!idx)	/* cannot happen: next->n < SLUICE_MAX_POLICIES */
+			continue;
+		r->index = idx;
+		used_new[idx] = true;
+		fresh[idx] = true;
+	}
+	next->def.index = SLUICE_POLICY_DEFAULT;
+}
+
+/* The bucket key length of rule r: how much of a source's address (the
+ * 128-bit form) its buckets keep. */
+static __u8 rule_key_len(const struct rule *r, bool is_default)
+{
+	switch (r->per) {
+	case SLUICE_PER_PREFIX:
+		if (is_default)
+			return SLUICE_KEY_LEN_SOURCE;	/* refused by the parser */
+		return (__u8)(cidr_family(&r->cidr) == SLUICE_FAMILY_V4 ?
+			      SLUICE_V4_MAPPED_PREFIX + r->per_len : r->per_len);
+	case SLUICE_PER_RULE:
+		return is_default ? 0 : (__u8)r->cidr.prefixlen;
+	default:
+		return SLUICE_KEY_LEN_SOURCE;
+	}
+}
+
+/* The table entry of rule r in generation gen. `live` is the entry at the
+ * same index in the active slot: when it says the same, the entry keeps its
+ * `since`, so buckets bound to it keep their TAT as it is. */
+static void policy_to_table(const struct rule *r, bool is_default,
+			    const struct sluice_policy *live, __u64 gen, struct sluice_policy *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->action = r->action;
+	sp->in_use = 1;
+	sp->prefixlen = r->cidr.prefixlen;
+	memcpy(sp->addr, &r->cidr.addr, sizeof(sp->addr));
+	sp->family = is_default ? 0 : cidr_family(&r->cidr);
+	sp->match.flags = r->match.flags;
+	sp->match.proto = r->match.proto;
+	sp->match.dport_lo = r->match.dport_lo;
+	sp->match.dport_hi = r->match.dport_hi;
+	sp->key_len = SLUICE_KEY_LEN_SOURCE;
+	if (r->action == SLUICE_ACT_LIMIT) {
+		sp->unit = (__u8)r->unit;
+		sp->period = r->period ? r->period : SLUICE_PERIOD_SEC;
+		sp->rate = r->rate;
+		sp->burst = r->burst;
+		sp->interval = gcra_interval_per(r->rate, sp->period);
+		sp->tolerance = gcra_cost(sp->interval, r->burst);
+		sp->ban = r->ban_ns ? gcra_now(r->ban_ns) : 0;
+		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
+		sp->per = (__u8)r->per;
+		sp->per_len = (__u8)r->per_len;
+		sp->key_len = rule_key_len(r, is_default);
+	}
+	sp->since = gen;
+	if (live && live->in_use && live->action == sp->action && live->unit == sp->unit &&
+	    live->interval == sp->interval && live->tolerance == sp->tolerance)
+		sp->since = live->since;
+}
+
+/* Store the config through a shared mapping of the map, so that each word
+ * changes in one 8-byte store (a map update is a memcpy that the datapath
+ * could see half done), the slots' start times before the generation. */
+static int write_config(const struct sluice_maps *m, const struct sluice_config *cfg)
+{
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
+	struct sluice_config *live;
+
+	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	if (live == MAP_FAILED)
+		return -1;
+	for (int i = 0; i < (int)SLUICE_POLICY_SLOTS; i++)
+		__atomic_store_n(&live->active_since_ns[i], cfg->active_since_ns[i],
+				 __ATOMIC_RELEASE);
+	__atomic_store_n(&live->gen_slot, cfg->gen_slot, __ATOMIC_RELEASE);
+	munmap(live, len);
+	return 0;
+}
+
+static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
+{
+	struct sluice_policy_counter *zero = calloc(m->ncpus, sizeof(*zero));
+	int err;
+
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map_update_elem(m->policy_counters, &idx, zero, BPF_ANY);
+	free(zero);
+	return err;
+}
+
+/* Remove every trie entry of one slot. */
+static int clear_lpm_slot(const struct sluice_maps *m, __u8 slot)
+{
+	struct sluice_lpm_key *keys, k, *prev = NULL;
+	unsigned int n = 0, cap = SLUICE_POLICY_SLOTS * SLUICE_MAX_POLICIES;
+	int err = 0;
+
+	keys = calloc(cap, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	while (n < cap && !bpf_map_get_next_key(m->policy_lpm, prev, &k)) {
+		keys[n] = k;
+		prev = &keys[n];
+		n++;
+	}
+	for (unsigned int i = 0; i < n && !err; i++)
+		if (keys[i].slot == slot && bpf_map_delete_elem(m->policy_lpm, &keys[i]))
+			err = -errno;
+	free(keys);
+	return err;
+}
+
+/* Whether CIDR a covers CIDR b (same family, shorter or equal prefix). */
+static bool cidr_covers(const struct cidr *a, const struct cidr *b)
+{
+	__u32 full = a->prefixlen / 8, rest = a->prefixlen % 8;
+
+	if (cidr_family(a) != cidr_family(b) || a->prefixlen > b->prefixlen)
+		return false;
+	if (memcmp(a->addr.a, b->addr.a, full))
+		return false;
+	return !rest || !((a->addr.a[full] ^ b->addr.a[full]) & (0xff << (8 - rest)));
+}
+
+/* How specific a match is: a port beats a protocol alone, which beats no
+ * match; at the same level a SYN match beats none, then the narrower port
+ * range wins, then the lower port, then the lower protocol number. */
+static int match_cmp(const struct rule_match *a, const struct rule_match *b)
+{
+	int la = (a->flags & SLUICE_MATCH_PORT) ? 2 : (a->flags & SLUICE_MATCH_PROTO) ? 1 : 0;
+	int lb = (b->flags & SLUICE_MATCH_PORT) ? 2 : (b->flags & SLUICE_MATCH_PROTO) ? 1 : 0;
+
+	if (la != lb)
+		return lb - la;
+	if ((a->flags ^ b->flags) & SLUICE_MATCH_SYN)
+		return (a->flags & SLUICE_MATCH_SYN) ? -1 : 1;
+	if (a->dport_hi - a->dport_lo != b->dport_hi - b->dport_lo)
+		return (a->dport_hi - a->dport_lo) - (b->dport_hi - b->dport_lo);
+	if (a->dport_lo != b->dport_lo)
+		return a->dport_lo - b->dport_lo;
+	return a->proto - b->proto;
+}
+
+/* Candidate order: the longer prefix first, then the more specific match. */
+static int candidate_cmp(const void *x, const void *y)
+{
+	const struct rule *a = *(const struct rule *const *)x;
+	const struct rule *b = *(const struct rule *const *)y;
+
+	if (a->cidr.prefixlen != b->cidr.prefixlen)
+		return a->cidr.prefixlen > b->cidr.prefixlen ? -1 : 1;
+	return match_cmp(&a->match, &b->match);
+}
+
+/*
+ * The trie entry of CIDR at: the rules that may decide a source it covers
+ * (its own and those of every covering CIDR), most specific first, up to
+ * and including the first without a match, since no rule after it can
+ * decide. Returns 0, or EXIT_USAGE with a message when more than
+ * SLUICE_MATCH_MAX would be needed.
+ */
+int policy_candidates(const struct policy *p, const struct cidr *at, struct sluice_lpm_val *v)
+{
+	const struct rule *c[SLUICE_MAX_POLICIES] = { NULL };
+	unsigned int n = 0, i;
+	char buf[SLUICE_CIDR_STR_MAX];
+
+	for (i = 0; i < p->n; i++)
+		if (cidr_covers(&p->rules[i].cidr, at))
+			c[n++] = &p->rules[i];
+	qsort(c, n, sizeof(c[0]), candidate_cmp);
+	memset(v, 0, sizeof(*v));
+	for (i = 0; i < n; i++) {
+		if (v->n == SLUICE_MATCH_MAX) {
+			format_cidr(at, buf, sizeof(buf));
+			return usage_err("too many rules with a match apply to %s: at most %u may, "
+					 "counting those of the prefixes covering it up to the first "
+					 "rule without a match", buf, SLUICE_MATCH_MAX);
+		}
+		v->m[v->n].policy = (__u16)c[i]->index;
+		v->m[v->n].flags = c[i]->match.flags;
+		v->m[v->n].proto = c[i]->match.proto;
+		v->m[v->n].dport_lo = c[i]->match.dport_lo;
+		v->m[v->n].dport_hi = c[i]->match.dport_hi;
+		v->n++;
+		if (!c[i]->match.flags)
+			break;
+	}
+	return 0;
+}
+
+/* Write the trie entries of next into slot: one per distinct CIDR. */
+static int write_lpm_slot(const struct sluice_maps *m, const struct policy *next, __u8 slot)
+{
+	struct sluice_lpm_val v;
+	int err;
+
+	for (unsigned int i = 0; i < next->n; i++) {
+		const struct rule *r = &next->rules[i];
+		struct sluice_lpm_key k = {
+			.prefixlen = SLUICE_LPM_HDR_BITS + r->cidr.prefixlen,
+			.slot = slot,
+			.family = cidr_family(&r->cidr),
+		};
+		bool seen = false;
+
+		for (unsigned int j = 0; j < i && !seen; j++)
+			seen = next->rules[j].cidr.prefixlen == r->cidr.prefixlen &&
+			       !memcmp(&next->rules[j].cidr.addr, &r->cidr.addr,
+				       sizeof(r->cidr.addr));
+		if (seen)
+			continue;
+		err = policy_candidates(next, &r->cidr, &v);
+		if (err)
+			return err;
+		memcpy(k.addr, &r->cidr.addr, sizeof(k.addr));
+		if (bpf_map_update_elem(m->policy_lpm, &k, &v, BPF_ANY))
+			return runtime_err("cannot write the policy trie: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* Every trie entry next needs can be built (checked before anything is
+ * written, so a refused policy changes nothing). */
+static int check_candidates(const struct policy *next)
+{
+	struct sluice_lpm_val v;
+	int err;
+
+	for (unsigned int i = 0; i < next->n; i++) {
+		err = policy_candidates(next, &next->rules[i].cidr, &v);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live);
+
+int policy_commit(struct sluice_maps *m, struct policy *next)
+{
+	struct sluice_policy *table, *live;
+	int err;
+
+	err = check_candidates(next);
+	if (err)
+		return err;
+	table = calloc(2 * SLUICE_MAX_POLICIES, sizeof(*table));
+	if (!table)
+		return runtime_err("out of memory");
+	live = table + SLUICE_MAX_POLICIES;
+	err = commit_with(m, next, table, live);
+	free(table);
+	return err;
+}
+
+/* policy_commit with scratch space for the new and the live table. */
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live)
+{
+	bool fresh[SLUICE_MAX_POLICIES];
+	struct sluice_config cfg;
+	struct policy *cur;
+	__u64 gen;
+	__u8 slot;
+	int err;
+
+	cur = malloc(sizeof(*cur));
+	if (!cur)
+		return runtime_err("out of memory");
+	err = policy_read(m, cur);
+	if (err) {
+		free(cur);
+		return err;
+	}
+	assign_indices(next, cur, fresh);
+	free(cur);
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
+	gen = SLUICE_GEN(cfg.gen_slot) + 1;
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES + idx;
+
+		if (bpf_map_lookup_elem(m->policy_table, &key, &live[idx]))
+			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
+	}
+
+	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen,
+			&table[SLUICE_POLICY_DEFAULT]);
+	for (unsigned int i = 0; i < next->n; i++) {
+		__u32 idx = next->rules[i].index;
+
+		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen,
+				&table[idx]);
+	}
+
+	/* Readers of the inactive slot (buckets carrying tokens over from the
+	 * previous generation) see this bit and know it is being rewritten. */
+	cfg.gen_slot |= SLUICE_GEN_WRITING;
+	if (write_config(m, &cfg))
+		return runtime_err("cannot mark the policy as being written: %s", strerror(errno));
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
+
+		if (bpf_map_update_elem(m->policy_table, &key, &table[idx], BPF_ANY))
+			return runtime_err("cannot write policy %u: %s", idx, strerror(errno));
+		if (fresh[idx] && zero_policy_counter(m, idx))
+			return runtime_err("cannot reset counters of policy %u: %s",
+					   idx, strerror(errno));
+	}
+
+	err = clear_lpm_slot(m, slot);
+	if (err)
+		return runtime_err("cannot clear the inactive policy trie: %s", strerror(-err));
+	err = write_lpm_slot(m, next, slot);
+	if (err)
+		return err;
+
+	/* The flip: one 8-byte store of the new generation and slot, the
+	 * writing bit clear, after the slot's start time (write_config's
+	 * order). Every bucket re-binds on its next packet, as of now. A
+	 * commit that failed before this point leaves the writing bit set, so
+	 * no bucket trusts the half-written slot; the next commit clears it. */
+	cfg.active_since_ns[slot] = mono_now_ns();
+	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
+	if (write_config(m, &cfg))
+		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
+	return 0;
+}
