@@ -271,7 +271,7 @@ static bool cidr_covers(const struct cidr *a, const struct cidr *b)
 
 	if (cidr_family(a) != cidr_family(b) || a->prefixlen > b->prefixlen)
 		return false;
-	if (memcmp(a->addr.a, b->addr.a, full))
+	if (memcmp(a->addr.a, b->addr.a, full) != 0)
 		return false;
 	return !rest || !((a->addr.a[full] ^ b->addr.a[full]) & (0xff << (8 - rest)));
 }
@@ -295,11 +295,16 @@ static int match_cmp(const struct rule_match *a, const struct rule_match *b)
 	return a->proto - b->proto;
 }
 
+/* A rule that covers a trie entry's CIDR. */
+struct candidate {
+	const struct rule *r;
+};
+
 /* Candidate order: the longer prefix first, then the more specific match. */
 static int candidate_cmp(const void *x, const void *y)
 {
-	const struct rule *a = *(const struct rule *const *)x;
-	const struct rule *b = *(const struct rule *const *)y;
+	const struct rule *a = ((const struct candidate *)x)->r;
+	const struct rule *b = ((const struct candidate *)y)->r;
 
 	if (a->cidr.prefixlen != b->cidr.prefixlen)
 		return a->cidr.prefixlen > b->cidr.prefixlen ? -1 : 1;
@@ -315,29 +320,31 @@ static int candidate_cmp(const void *x, const void *y)
  */
 int policy_candidates(const struct policy *p, const struct cidr *at, struct sluice_lpm_val *v)
 {
-	const struct rule *c[SLUICE_MAX_POLICIES] = { NULL };
+	struct candidate c[SLUICE_MAX_POLICIES] = { { NULL } };
 	unsigned int n = 0, i;
 	char buf[SLUICE_CIDR_STR_MAX];
 
 	for (i = 0; i < p->n; i++)
 		if (cidr_covers(&p->rules[i].cidr, at))
-			c[n++] = &p->rules[i];
+			c[n++].r = &p->rules[i];
 	qsort(c, n, sizeof(c[0]), candidate_cmp);
 	memset(v, 0, sizeof(*v));
 	for (i = 0; i < n; i++) {
+		const struct rule *r = c[i].r;
+
 		if (v->n == SLUICE_MATCH_MAX) {
 			format_cidr(at, buf, sizeof(buf));
 			return usage_err("too many rules with a match apply to %s: at most %u may, "
 					 "counting those of the prefixes covering it up to the first "
 					 "rule without a match", buf, SLUICE_MATCH_MAX);
 		}
-		v->m[v->n].policy = (__u16)c[i]->index;
-		v->m[v->n].flags = c[i]->match.flags;
-		v->m[v->n].proto = c[i]->match.proto;
-		v->m[v->n].dport_lo = c[i]->match.dport_lo;
-		v->m[v->n].dport_hi = c[i]->match.dport_hi;
+		v->m[v->n].policy = (__u16)r->index;
+		v->m[v->n].flags = r->match.flags;
+		v->m[v->n].proto = r->match.proto;
+		v->m[v->n].dport_lo = r->match.dport_lo;
+		v->m[v->n].dport_hi = r->match.dport_hi;
 		v->n++;
-		if (!c[i]->match.flags)
+		if (!r->match.flags)
 			break;
 	}
 	return 0;
