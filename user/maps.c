@@ -105,19 +105,15 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 	if (!skel)
 		return quiet ? -1 : runtime_err("cannot open the embedded BPF object: %s",
 						strerror(errno));
-	m->src_buckets = open_pin(m->dir, skel->maps.src_buckets, ff);
-	m->policy_lpm = open_pin(m->dir, skel->maps.policy_lpm, ff);
-	m->policy_table = open_pin(m->dir, skel->maps.policy_table, ff);
-	m->config = open_pin(m->dir, skel->maps.config, ff);
-	m->counters = open_pin(m->dir, skel->maps.counters, ff);
-	m->policy_counters = open_pin(m->dir, skel->maps.policy_counters, ff);
-	m->meta = open_pin(m->dir, skel->maps.meta, ff);
+#define OPEN_PIN(name)							\
+	m->name = open_pin(m->dir, skel->maps.name, ff);		\
+	if (m->name < 0 && !err)					\
+		err = errno;
+	SLUICE_MAPS(OPEN_PIN)
+#undef OPEN_PIN
 	sluice_bpf__destroy(skel);
 
-	if (m->src_buckets < 0 || m->policy_lpm < 0 || m->policy_table < 0 ||
-	    m->config < 0 || m->counters < 0 || m->policy_counters < 0 ||
-	    m->meta < 0) {
-		err = errno;
+	if (err) {
 		maps_close(m);
 		if (quiet)
 			return -1;
@@ -151,15 +147,13 @@ int maps_try_open_ro(const char *iface, struct sluice_maps *m)
 
 void maps_close(struct sluice_maps *m)
 {
-	int *fds[] = { &m->src_buckets, &m->policy_lpm, &m->policy_table,
-		       &m->config, &m->counters, &m->policy_counters, &m->meta,
-		       &m->lock };
-
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		if (*fds[i] > 0)
-			close(*fds[i]);
-		*fds[i] = -1;
-	}
+#define CLOSE_FD(name)							\
+	if (m->name > 0)						\
+		close(m->name);						\
+	m->name = -1;
+	SLUICE_MAPS(CLOSE_FD)
+	CLOSE_FD(lock)
+#undef CLOSE_FD
 }
 
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit)

@@ -137,16 +137,21 @@ int pins_group(const char *name, gid_t *gid);
 int pins_set_access(const char *dir, gid_t gid);
 
 /* --- maps.c: pinned maps of one attached interface --- */
+/* Every map of sluice's BPF object, listed once; X(name) is called for
+ * each, the name being both the map's (and its pin's) and the field's. */
+#define SLUICE_MAPS(X)							\
+	X(src_buckets)							\
+	X(policy_lpm)							\
+	X(policy_table)							\
+	X(config)							\
+	X(counters)							\
+	X(policy_counters)						\
+	X(meta)
+#define SLUICE_MAP_FD_FIELD(name) int name;
 struct sluice_maps {
 	char iface[IF_NAMESIZE];
 	char dir[SLUICE_DIR_MAX];
-	int src_buckets;
-	int policy_lpm;
-	int policy_table;
-	int config;
-	int counters;
-	int policy_counters;
-	int meta;
+	SLUICE_MAPS(SLUICE_MAP_FD_FIELD)	/* descriptors, -1 when closed */
 	int lock;		/* fd of the pin dir, flock()ed while editing policy */
 	int ncpus;
 };

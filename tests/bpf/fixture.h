@@ -46,13 +46,9 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 	if (err)
 		return err;
 	fx->prog_fd = bpf_program__fd(fx->skel->progs.sluice_xdp);
-	fx->m.src_buckets = bpf_map__fd(fx->skel->maps.src_buckets);
-	fx->m.policy_lpm = bpf_map__fd(fx->skel->maps.policy_lpm);
-	fx->m.policy_table = bpf_map__fd(fx->skel->maps.policy_table);
-	fx->m.config = bpf_map__fd(fx->skel->maps.config);
-	fx->m.counters = bpf_map__fd(fx->skel->maps.counters);
-	fx->m.policy_counters = bpf_map__fd(fx->skel->maps.policy_counters);
-	fx->m.meta = bpf_map__fd(fx->skel->maps.meta);
+#define MAP_FD(name) fx->m.name = bpf_map__fd(fx->skel->maps.name);
+	SLUICE_MAPS(MAP_FD)
+#undef MAP_FD
 	fx->m.lock = -1;
 	fx->m.ncpus = libbpf_num_possible_cpus();
 	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Policy model v2 through BPF_PROG_TEST_RUN with crafted frames: --per
+ * keys, --bytes, protocol, port and SYN matches and their precedence,
+ * --monitor and --ban, with exact admission counts. Limits are per hour
+ * where refill during a case must not change the count. */
+#include <netinet/tcp.h>
+#include <time.h>
+#include <unistd.h>
+#include "fixture.h"
+#include "check.h"
+#include "sluice/gcra.h"
+
+static struct fixture fx;
+
+static int setup(const char *policy)
+{
+	fixture_close(&fx);
+	if (fixture_open(&fx, 0))
+		return -1;
+	return fixture_policy(&fx, policy);
+}
+
+/* Ethernet + IPv4 or IPv6 from src with L4 protocol proto, and room for
+ * an L4 header of l4_len bytes; the frame is padded to size bytes. */
+static void *frame_l4(struct frame *f, const char *src, __u8 proto, size_t l4_len, size_t size)
+{
+	struct iphdr *ip;
+	void *l4;
+
+	if (strchr(src, ':')) {
+		frame_eth(f, ETH_P_IPV6);
+		frame_ipv6(f, src, proto)->payload_len = htons((__u16)l4_len);
+	} else {
+		frame_eth(f, ETH_P_IP);
+		ip = frame_ipv4(f, src, 5);
+		ip->protocol = proto;
+		ip->tot_len = htons((__u16)(sizeof(*ip) + l4_len));
+	}
+	l4 = frame_put(f, NULL, l4_len);
+	if (size > f->len && size <= sizeof(f->buf))
+		frame_put(f, NULL, size - f->len);
+	return l4;
+}
+
+static void frame_udp_to(struct frame *f, const char *src, __u16 dport)
+{
+	struct udphdr *u = frame_l4(f, src, IPPROTO_UDP, sizeof(*u), 0);
+
+	u->source = htons(4000);
+	u->dest = htons(dport);
+	u->len = htons(sizeof(*u));
+}
+
+static void frame_tcp(struct frame *f, const char *src, __u16 dport, int syn, int ack)
+{
+	struct tcphdr *t = frame_l4(f, src, IPPROTO_TCP, sizeof(*t), 0);
+
+	t->source = htons(40000);
+	t->dest = htons(dport);
+	t->doff = sizeof(*t) / 4;
+	t->syn = syn ? 1 : 0;
+	t->ack = ack ? 1 : 0;
+}
+
+/* Counts of one reason across a run. */
+static __u64 reason_delta(const struct sluice_counter *before, const struct sluice_counter *after,
+			  __u32 reason)
+{
+	return after[reason].packets - before[reason].packets;
+}
+
+/* Send frame f n times, one run each; returns how many passed. */
+static __u64 send_n(const struct frame *f, unsigned int n)
+{
+	__u64 passed = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
+			passed++;
+	return passed;
+}
+
+/* 256 sources inside one /24 share one bucket under --per /24. */
+static void per_prefix_shares_bucket(void)
+{
+	struct frame f;
+	char src[32];
+	__u64 passed = 0;
+
+	CHECK(setup("limit set 198.18.5.0/24 --rate 1/h --burst 10 --per /24") == 0, "setup");
+	for (unsigned int i = 0; i < 256; i++) {
+		snprintf(src, sizeof(src), "198.18.5.%u", i);
+		frame_udp_from(&f, src);
+		passed += send_n(&f, 2);
+	}
+	CHECK(passed == 10, "%llu of 512 passed, want the /24's burst of 10",
+	      (unsigned long long)passed);
+	/* another /24 is not in the rule: the default (allow) passes it */
+	frame_udp_from(&f, "198.18.6.1");
+	CHECK(send_n(&f, 20) == 20, "a source outside the rule was limited");
+}
+
+/* IPv6 sources of one /64 share; another /64 has its own bucket. */
+static void per_prefix_v6(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 2001:2::/48 --rate 1/h --burst 3 --per /64") == 0, "setup");
+	frame_udp_from(&f, "2001:2:0:1::1");
+	CHECK(send_n(&f, 2) == 2, "first source");
+	frame_udp_from(&f, "2001:2:0:1::2");
+	CHECK(send_n(&f, 5) == 1, "a second source of the same /64 got more than the rest");
+	frame_udp_from(&f, "2001:2:0:2::1");
+	CHECK(send_n(&f, 5) == 3, "another /64 has a bucket of its own");
+}
+
+/* --per rule: one bucket for the whole /16, whoever sends. */
+static void per_rule_aggregate(void)
+{
+	struct frame f;
+	char src[32];
+	__u64 passed = 0;
+
+	CHECK(setup("limit set 198.18.0.0/16 --rate 1/h --burst 20 --per rule") == 0, "setup");
+	for (unsigned int i = 0; i < 300; i++) {
+		snprintf(src, sizeof(src), "198.18.%u.%u", i % 200, i / 2 % 250 + 1);
+		frame_udp_from(&f, src);
+		passed += send_n(&f, 1);
+	}
+	CHECK(passed == 20, "%llu passed, want the rule's burst of 20", (unsigned long long)passed);
+}
+
+/* --per rule on 0.0.0.0/0 and ::/0: an interface-wide limit per family. */
+static void per_rule_interface_wide(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 0.0.0.0/0 --rate 1/h --burst 4 --per rule;"
+		    "limit set ::/0 --rate 1/h --burst 2 --per rule") == 0, "setup");
+	frame_udp_from(&f, "198.18.1.1");
+	CHECK(send_n(&f, 3) == 3, "v4 first");
+	frame_udp_from(&f, "198.19.200.7");
+	CHECK(send_n(&f, 3) == 1, "v4 second source shares the interface's bucket");
+	frame_udp_from(&f, "2001:2::9");
+	CHECK(send_n(&f, 3) == 2, "v6 has its own");
+}
+
+/* --bytes: frames pass while their bytes fit the burst. */
+static void bytes_limit(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct frame f;
+
+	CHECK(setup("limit default --bytes 1/h --burst 1000") == 0, "setup");
+	frame_l4(&f, "198.18.0.30", IPPROTO_UDP, sizeof(struct udphdr), 300);
+	counters_now(&fx, before);
+	CHECK(send_n(&f, 5) == 3, "300-byte frames under a 1000-byte burst: want 3");
+	counters_now(&fx, after);
+	CHECK(after[SLUICE_R_WITHIN_LIMIT].bytes - before[SLUICE_R_WITHIN_LIMIT].bytes == 900,
+	      "passed bytes %llu", (unsigned long long)(after[SLUICE_R_WITHIN_LIMIT].bytes -
+							before[SLUICE_R_WITHIN_LIMIT].bytes));
+	/* 100 bytes are left: a 60-byte frame fits, a second does not */
+	frame_l4(&f, "198.18.0.30", IPPROTO_UDP, sizeof(struct udphdr), 60);
+	CHECK(send_n(&f, 2) == 1, "a 60-byte frame in the last 100 bytes");
+}
+
+/* A port rule limits its port; other ports and protocols go to the
+ * default. */
+static void dport_rule(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.0.0/16 --proto udp --dport 53 --rate 1/h --burst 2") == 0,
+	      "setup");
+	frame_udp_to(&f, "198.18.0.40", 53);
+	CHECK(send_n(&f, 5) == 2, "udp/53 is limited to its burst");
+	frame_udp_to(&f, "198.18.0.40", 9);
+	CHECK(send_n(&f, 5) == 5, "udp/9 goes to the default (allow)");
+	frame_tcp(&f, "198.18.0.40", 53, 0, 1);
+	CHECK(send_n(&f, 5) == 5, "tcp/53 goes to the default");
+}
+
+/* A port range; a later IPv4 fragment has no port and is not matched. */
+static void dport_range_and_fragments(void)
+{
+	struct frame f;
+	struct iphdr *ip;
+
+	CHECK(setup("limit set 198.18.0.0/16 --proto udp --dport 1000-2000 --rate 1/h --burst 1")
+	      == 0, "setup");
+	frame_udp_to(&f, "198.18.0.41", 1000);
+	CHECK(send_n(&f, 1) == 1, "low end");
+	frame_udp_to(&f, "198.18.0.41", 2000);
+	CHECK(send_n(&f, 1) == 0, "high end shares the rule's bucket");
+	frame_udp_to(&f, "198.18.0.41", 2001);
+	CHECK(send_n(&f, 3) == 3, "2001 is outside");
+	frame_udp_to(&f, "198.18.0.41", 1500);
+	ip = (struct iphdr *)(f.buf + sizeof(struct ethhdr));
+	ip->frag_off = htons(100);	/* a later fragment: no UDP header */
+	CHECK(send_n(&f, 3) == 3, "a later fragment has no port to match");
+}
+
+/* --syn limits new connections; ACKs of the same source pass. */
+static void syn_rule(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1/h --burst 100;"
+		    "limit set 198.18.0.0/16 --syn --rate 1/h --burst 3") == 0, "setup");
+	frame_tcp(&f, "198.18.0.50", 80, 1, 0);
+	CHECK(send_n(&f, 10) == 3, "SYNs limited to 3");
+	frame_tcp(&f, "198.18.0.50", 80, 0, 1);
+	CHECK(send_n(&f, 10) == 10, "ACKs go to the default's bucket");
+	frame_tcp(&f, "198.18.0.50", 80, 1, 1);
+	CHECK(send_n(&f, 10) == 10, "SYN-ACK is not a new connection");
+}
+
+/* Precedence: the longest prefix whose match holds; at one prefix a port
+ * beats a protocol, which beats no match. */
+static void match_precedence(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.0.0/16 --rate 1/h --burst 7;"
+		    "limit set 198.18.9.0/24 --proto udp --dport 53 --rate 1/h --burst 1;"
+		    "limit set 198.18.9.0/24 --proto udp --rate 1/h --burst 2;"
+		    "limit set 198.18.9.0/24 --rate 1/h --burst 3") == 0, "setup");
+	frame_udp_to(&f, "198.18.9.1", 53);
+	CHECK(send_n(&f, 5) == 1, "port rule");
+	frame_udp_to(&f, "198.18.9.1", 54);
+	CHECK(send_n(&f, 5) == 2, "protocol rule");
+	frame_tcp(&f, "198.18.9.1", 53, 0, 1);
+	CHECK(send_n(&f, 5) == 3, "the /24's rule without a match");
+	frame_udp_to(&f, "198.18.10.1", 53);
+	CHECK(send_n(&f, 9) == 7, "outside the /24: the /16");
+}
+
+/* A /24 with only a port rule falls back to the covering /16 for other
+ * ports, not to the default. */
+static void fallback_to_covering_prefix(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.0.0/16 --rate 1/h --burst 4;"
+		    "limit set 198.18.3.0/24 --proto udp --dport 53 --rate 1/h --burst 1") == 0,
+	      "setup");
+	frame_udp_to(&f, "198.18.3.3", 9);
+	CHECK(send_n(&f, 9) == 4, "udp/9 from the /24 is the /16's");
+	frame_udp_to(&f, "198.18.3.3", 53);
+	CHECK(send_n(&f, 9) == 1, "udp/53 from the /24 is the port rule's");
+}
+
+/* --monitor drops nothing and counts as monitored exactly what the same
+ * rule without it drops. */
+static void monitor_counts_would_drops(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct frame f;
+	__u64 dropped;
+
+	CHECK(setup("limit default --rate 1/h --burst 4") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.60");
+	counters_now(&fx, before);
+	CHECK(send_n(&f, 50) == 4, "without --monitor");
+	counters_now(&fx, after);
+	dropped = reason_delta(before, after, SLUICE_R_RATE_LIMITED);
+
+	CHECK(setup("limit default --rate 1/h --burst 4 --monitor") == 0, "setup");
+	counters_now(&fx, before);
+	CHECK(send_n(&f, 50) == 50, "--monitor dropped a packet");
+	counters_now(&fx, after);
+	CHECK(reason_delta(before, after, SLUICE_R_MONITORED) == dropped &&
+	      reason_delta(before, after, SLUICE_R_WITHIN_LIMIT) == 4,
+	      "monitored %llu, within %llu; without --monitor %llu were dropped",
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_MONITORED),
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_WITHIN_LIMIT),
+	      (unsigned long long)dropped);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* --ban: once rate limited, everything is dropped as banned for the ban's
+ * length, then the bucket refills at its rate. */
+static void ban_then_admit(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1000 --burst 2 --ban 300ms") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.70");
+	counters_now(&fx, before);
+	CHECK(send_n(&f, 2) == 2, "burst");
+	CHECK(send_n(&f, 1) == 0, "the packet over the limit");
+	CHECK(send_n(&f, 20) == 0, "banned");
+	sleep_ms(100);
+	CHECK(send_n(&f, 5) == 0, "still banned after 100 ms, though 1000/s would refill");
+	counters_now(&fx, after);
+	CHECK(reason_delta(before, after, SLUICE_R_RATE_LIMITED) == 1 &&
+	      reason_delta(before, after, SLUICE_R_BANNED) == 25,
+	      "rate limited %llu, banned %llu",
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_RATE_LIMITED),
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
+	sleep_ms(300);
+	CHECK(send_n(&f, 1) == 1, "admitted again after the ban");
+	/* another source was never banned */
+	frame_udp_from(&f, "198.18.0.71");
+	CHECK(send_n(&f, 2) == 2, "another source");
+}
+
+/* --ban with --monitor: would-be bans pass as monitored. */
+static void ban_monitored(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1/h --burst 1 --ban 1h --monitor") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.72");
+	counters_now(&fx, before);
+	CHECK(send_n(&f, 10) == 10, "monitor never drops");
+	counters_now(&fx, after);
+	CHECK(reason_delta(before, after, SLUICE_R_MONITORED) == 9, "monitored %llu",
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_MONITORED));
+}
+
+/* A keyed prefix is banned as a whole. */
+static void ban_per_prefix(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.7.0/24 --rate 1/h --burst 1 --per /24 --ban 1h") == 0,
+	      "setup");
+	frame_udp_from(&f, "198.18.7.1");
+	CHECK(send_n(&f, 2) == 1, "burst, then limited (and banned)");
+	frame_udp_from(&f, "198.18.7.2");
+	CHECK(send_n(&f, 3) == 0, "the whole /24 is banned");
+}
+
+/* A source that moves from a per-source rule to a --per /24 rule (and
+ * back) is judged in the right bucket each time. */
+static void keying_follows_policy_changes(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1/h --burst 2") == 0, "setup");
+	frame_udp_from(&f, "198.18.8.1");
+	CHECK(send_n(&f, 3) == 2, "per source");
+	CHECK(fixture_policy(&fx, "limit set 198.18.8.0/24 --rate 1/h --burst 5 --per /24") == 0,
+	      "to --per /24");
+	CHECK(send_n(&f, 3) == 3, "the /24's fresh bucket");
+	frame_udp_from(&f, "198.18.8.2");
+	CHECK(send_n(&f, 3) == 2, "shared with the /24");
+	CHECK(fixture_policy(&fx, "limit default --rate 1/h --burst 2") == 0, "back");
+	frame_udp_from(&f, "198.18.8.1");
+	CHECK(send_n(&f, 3) == 0, "per source again: its own bucket, still empty");
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	if (fixture_open(&fx, 0)) {
+		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
+		return 1;
+	}
+	RUN(per_prefix_shares_bucket);
+	RUN(per_prefix_v6);
+	RUN(per_rule_aggregate);
+	RUN(per_rule_interface_wide);
+	RUN(bytes_limit);
+	RUN(dport_rule);
+	RUN(dport_range_and_fragments);
+	RUN(syn_rule);
+	RUN(match_precedence);
+	RUN(fallback_to_covering_prefix);
+	RUN(monitor_counts_would_drops);
+	RUN(ban_then_admit);
+	RUN(ban_monitored);
+	RUN(ban_per_prefix);
+	RUN(keying_follows_policy_changes);
+	fixture_close(&fx);
+	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
+}
