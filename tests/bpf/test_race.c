@@ -22,6 +22,16 @@ static struct fixture fx;
 static struct frame race_frame;
 static pthread_barrier_t start_line;
 
+/* How the CPUs' packets are spread over sources: one source for all, or
+ * a source of its own per call (many sources hammering a shared bucket),
+ * within one /24 or across a /16. */
+enum race_spread {
+	SPREAD_ONE_SOURCE,
+	SPREAD_ONE_24,
+	SPREAD_ACROSS_16,
+};
+static enum race_spread race_spread;
+
 struct worker {
 	pthread_t tid;
 	int cpu;
@@ -37,10 +47,38 @@ static void *hammer(void *arg)
 	CPU_SET(w->cpu, &set);
 	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < RACE_CALLS && !w->err; i++)
-		if (run_frame(&fx, &race_frame, RACE_REPEAT, NULL) < 0)
+	for (int i = 0; i < RACE_CALLS && !w->err; i++) {
+		unsigned int n = (unsigned int)(w->cpu * RACE_CALLS + i);
+		struct frame own;
+		char src[32];
+
+		if (race_spread == SPREAD_ONE_24)
+			snprintf(src, sizeof(src), "198.18.0.%u", n % 250 + 1);
+		else
+			snprintf(src, sizeof(src), "198.18.%u.%u", n % 250, n % 200 + 1);
+		if (race_spread != SPREAD_ONE_SOURCE)
+			frame_udp_from(&own, src);
+		if (run_frame(&fx, race_spread == SPREAD_ONE_SOURCE ? &race_frame : &own,
+			      RACE_REPEAT, NULL) < 0)
 			w->err = errno ? errno : EIO;
+	}
 	return NULL;
+}
+
+/* The bucket the run charged: the source's own, or the one bucket of an
+ * aggregate (the only one in the table). */
+static int race_bucket(struct sluice_bucket *b)
+{
+	struct sluice_src_key k;
+
+	if (race_spread == SPREAD_ONE_SOURCE)
+		return bucket_of(&fx, "198.18.0.77", b);
+	if (bpf_map_get_next_key(fx.m.src_buckets, NULL, &k) ||
+	    bpf_map_lookup_elem(fx.m.src_buckets, &k, b))
+		return -ENOENT;
+	if (!bpf_map_get_next_key(fx.m.src_buckets, &k, &k))
+		return -EEXIST;	/* more than one bucket: not an aggregate */
+	return 0;
 }
 
 struct race_result {
@@ -89,7 +127,7 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
 	res.most = burst + (gcra_now(t1) - gcra_now(t0)) / interval + 1;
-	if (bucket_of(&fx, "198.18.0.77", &b)) {
+	if (race_bucket(&b)) {
 		res.err = ENOENT;
 		return res;
 	}
@@ -188,6 +226,23 @@ static void race_high_rate(void)
 	snprintf(policy, sizeof(policy), "limit default --rate %llu --burst %llu",
 		 (unsigned long long)RACE_HIGH_RATE, (unsigned long long)total);
 	race_proven(policy, RACE_HIGH_RATE, total);
+}
+
+/* Many sources of one /24 hammer its shared --per /24 bucket from every
+ * CPU at once. */
+static void race_per_prefix(void)
+{
+	race_spread = SPREAD_ONE_24;
+	race_proven("limit set 198.18.0.0/24 --per /24 --rate 500000 --burst 50", 500000, 50);
+	race_spread = SPREAD_ONE_SOURCE;
+}
+
+/* Sources all over a /16 hammer its one --per rule bucket. */
+static void race_per_rule(void)
+{
+	race_spread = SPREAD_ACROSS_16;
+	race_proven("limit set 198.18.0.0/16 --per rule --rate 500000 --burst 50", 500000, 50);
+	race_spread = SPREAD_ONE_SOURCE;
 }
 
 /*
@@ -340,6 +395,8 @@ int main(void)
 	RUN(race_burst_only);
 	RUN(race_contended_admissions);
 	RUN(race_high_rate);
+	RUN(race_per_prefix);
+	RUN(race_per_rule);
 	RUN(race_policy_flips);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
