@@ -50,6 +50,7 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules: $(BU
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood
 
