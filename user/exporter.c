@@ -199,7 +199,7 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	size_t n = 0;
 	char *body = NULL;
 	FILE *f;
-	int count;
+	int count, err;
 
 	*len = 0;
 	if (!names)
@@ -224,7 +224,8 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	scrape.nifaces = n;
 	scrape.skipped = skipped;
 	scrape.duration_s = (double)(mono_now_ns() - t0) / SLUICE_NS_PER_SEC;
-	if (prom_write(f, &scrape) | fclose(f)) {
+	err = prom_write(f, &scrape);
+	if (fclose(f) || err) {
 		free(body);
 		body = NULL;
 	}
