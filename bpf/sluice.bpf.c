@@ -69,6 +69,13 @@ struct {
 	__type(value, struct sluice_meta);
 } meta SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} events SEC(".maps");
+
 static __always_inline int count(__u32 reason, __u64 bytes)
 {
 	struct sluice_counter *c = bpf_map_lookup_elem(&counters, &reason);
@@ -437,18 +444,61 @@ static __always_inline void mask_addr(__u8 *a, __u32 len)
 	}
 }
 
+static __always_inline void count_event(__u32 event)
+{
+	__u64 *n = bpf_map_lookup_elem(&events, &event);
+
+	if (n)
+		(*n)++;
+}
+
+/*
+ * Whether the new-source budget lets one more entry into the source table.
+ * The budget's TAT is shared by every CPU, so it is read first and changed
+ * only when it admits: a flood over the budget only reads its cache line.
+ * A CAS lost to another CPU's admission is tried again, boundedly.
+ */
+static __always_inline int new_source_admitted(struct sluice_config *cfg)
+{
+	__u64 interval = READ_ONCE(cfg->new_interval), tolerance, tat, next, now;
+	int i;
+
+	if (!interval)
+		return 1;	/* no budget */
+	tolerance = READ_ONCE(cfg->new_tolerance);
+	now = gcra_now(bpf_ktime_get_ns());
+	for (i = 0; i < SLUICE_BUDGET_TRIES; i++) {
+		tat = READ_ONCE(cfg->new_tat);
+		if (!gcra_admit(tat, now, interval, tolerance, &next))
+			return 0;
+		if (SLUICE_CAS(&cfg->new_tat, tat, next) == tat)
+			return 1;
+	}
+	return 0;
+}
+
 /* The bucket at key, taken with a full burst bound to (gen, idx) if there
- * is none; NULL when the table cannot give one. */
-static __always_inline struct sluice_bucket *take_bucket(const struct sluice_src_key *key,
-							 __u64 bound)
+ * is none and the new-source budget allows; NULL otherwise, with *reason
+ * saying why. missing: the caller just looked key up and found nothing. */
+static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *cfg,
+							 const struct sluice_src_key *key,
+							 __u64 bound, int missing, __u32 *reason)
 {
 	struct sluice_bucket *b, fresh = { .bound = bound };
 
-	b = bpf_map_lookup_elem(&src_buckets, key);
+	b = missing ? NULL : bpf_map_lookup_elem(&src_buckets, key);
 	if (b)
 		return b;
-	SLUICE_NEW_BUCKET(&src_buckets, key, &fresh);
-	return bpf_map_lookup_elem(&src_buckets, key);
+	if (!new_source_admitted(cfg)) {
+		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
+		return NULL;
+	}
+	if (!SLUICE_NEW_BUCKET(&src_buckets, key, &fresh))
+		count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
+	b = bpf_map_lookup_elem(&src_buckets, key);
+	if (!b)	/* no memory, or evicted at once by another CPU */
+		*reason = SLUICE_R_NO_BUCKET;
+	return b;
 }
 
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
@@ -523,22 +573,24 @@ int sluice_xdp(struct xdp_md *ctx)
 		reason = SLUICE_R_DENIED;
 		goto counted;
 	}
+	reason = SLUICE_R_NO_BUCKET;
 	if (served_at_home(direct, &v)) {
 		/* A stale home bucket is rebound by judge_step. */
-		b = home ? home : take_bucket(&p.src, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx) |
-							  SLUICE_BOUND_DIRECT);
+		b = home ? home : take_bucket(cfg, &p.src, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx) |
+							       SLUICE_BOUND_DIRECT, 1, &reason);
 	} else {
 		key = p.src;
 		key.key_len = v.key_len;
 		key.policy = (__u16)idx;
 		mask_addr(key.a, v.key_len);
 		p.kidx = idx;
-		b = take_bucket(&key, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx));
+		b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx), 0, &reason);
 	}
 	if (!b) {
-		/* No memory, or evicted at once by another CPU: fail closed,
-		 * and visibly. */
-		reason = SLUICE_R_NO_BUCKET;
+		/* Over the new-source budget, or no entry to be had: fail
+		 * closed, and visibly; a --monitor rule passes it. */
+		if (v.flags & SLUICE_POLICY_MONITOR)
+			reason = SLUICE_R_MONITORED;
 		goto counted;
 	}
 judge:

@@ -320,6 +320,7 @@ const char *reason_name(__u32 reason)
 		[SLUICE_R_NO_BUCKET] = "no_bucket",
 		[SLUICE_R_MONITORED] = "monitored",
 		[SLUICE_R_BANNED] = "banned",
+		[SLUICE_R_NEW_SOURCE_LIMITED] = "new_source_limited",
 	};
 
 	return reason < SLUICE_R_MAX ? names[reason] : "unknown";

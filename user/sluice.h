@@ -146,7 +146,8 @@ int pins_set_access(const char *dir, gid_t gid);
 	X(config)							\
 	X(counters)							\
 	X(policy_counters)						\
-	X(meta)
+	X(meta)								\
+	X(events)
 #define SLUICE_MAP_FD_FIELD(name) int name;
 struct sluice_maps {
 	char iface[IF_NAMESIZE];

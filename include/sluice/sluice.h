@@ -35,6 +35,9 @@
  * packet is rejected unjudged only past them all. */
 #define SLUICE_CAS_INLINE_TRIES		2
 #define SLUICE_CAS_TRIES		1024
+/* Attempts at the new-source budget's CAS (each lost one is another CPU's
+ * admission). */
+#define SLUICE_BUDGET_TRIES		8
 /* Attempts at resolving a packet's rule while commits flip the policy. */
 #define SLUICE_RESOLVE_TRIES		2
 /* Attempts at converting a bucket's TAT to a new policy (see rebind). */
@@ -66,13 +69,22 @@ enum sluice_reason {
 	SLUICE_R_NO_BUCKET,		/* drop: limited, but no bucket could be had */
 	SLUICE_R_MONITORED,		/* pass: a --monitor rule would have dropped it */
 	SLUICE_R_BANNED,		/* drop: its bucket is banned (--ban) */
+	SLUICE_R_NEW_SOURCE_LIMITED,	/* drop: a new source over the budget */
 	SLUICE_R_MAX,
+};
+
+/* Events counted beside the reasons (per CPU): what happened to the source
+ * table, not to a packet. */
+enum sluice_event {
+	SLUICE_EV_NEW_SOURCE_ADMITTED = 0,	/* a new entry was taken */
+	SLUICE_EV_MAX,
 };
 
 static inline int sluice_reason_is_drop(__u32 reason)
 {
 	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED ||
-	       reason == SLUICE_R_NO_BUCKET || reason == SLUICE_R_BANNED;
+	       reason == SLUICE_R_NO_BUCKET || reason == SLUICE_R_BANNED ||
+	       reason == SLUICE_R_NEW_SOURCE_LIMITED;
 }
 
 /* What a limit counts. */
@@ -207,6 +219,18 @@ struct sluice_config {
 	 * before the flip: a bucket re-bound later carries the tokens it had
 	 * at that moment and has refilled at the new rate since. */
 	__u64 active_since_ns[SLUICE_POLICY_SLOTS];
+	/* The new-source budget (limit new-sources): one GCRA bucket that every
+	 * packet taking a new entry of the source table must pass. The CLI
+	 * stores interval and tolerance (interval 0: off; interval first when
+	 * turning it off, last when turning it on); the datapath changes
+	 * new_tat only, by CAS, and only when it admits. */
+	__u64 new_interval;
+	__u64 new_tolerance;
+	__u64 new_tat;
+	__u64 new_rate;		/* as written, for the CLI: per period */
+	__u64 new_burst;
+	__u32 new_period;
+	__u32 pad;
 };
 #define SLUICE_GEN_SLOT(gs)		((__u32)((gs) & 1))
 #define SLUICE_GEN_WRITING		2ULL
