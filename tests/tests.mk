@@ -50,11 +50,11 @@ $(BUILD)/tests/sluice_nobucket.bpf.o: tests/bpf/sluice_nobucket.bpf.c bpf/sluice
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
 $(BUILD)/tests/sluice_nobucket.skel.h: $(BUILD)/tests/sluice_nobucket.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_nobucket_bpf > $@
-$(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules: $(BUILD)/tests/%: tests/bpf/%.c \
+$(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
-TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules
+TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)

@@ -180,6 +180,10 @@ int policy_read(const struct sluice_maps *m, struct policy *p);
  * while their identity stays. Prints the error and returns its exit code;
  * a policy refused before writing (EXIT_USAGE) changes nothing. */
 int policy_commit(struct sluice_maps *m, struct policy *p);
+/* The new-source budget (limit new-sources): rate units per period with
+ * burst; rate 0 is off. Print the error and return its exit code. */
+int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst);
+int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __u64 *burst);
 /* Rules are one rule when their CIDR and match are the same. */
 bool rule_same_identity(const struct rule *a, const struct rule *b);
 /* The trie entry of CIDR at in policy p: its candidate rules, in the order

@@ -490,3 +490,43 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
 	return 0;
 }
+
+/*
+ * The new-source budget, stored word by word through the config map's
+ * shared mapping like the generation: turning it on writes the interval
+ * last, turning it off writes it (0) first, so the datapath never sees an
+ * interval without its tolerance. rate 0 turns it off. Its TAT is left as
+ * it is: a changed budget keeps what was spent.
+ */
+int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst)
+{
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
+	struct sluice_config *live;
+	__u64 interval = rate ? gcra_interval_per(rate, period) : 0;
+
+	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	if (live == MAP_FAILED)
+		return runtime_err("cannot map the config map: %s", strerror(errno));
+	if (!rate)
+		__atomic_store_n(&live->new_interval, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&live->new_rate, rate, __ATOMIC_RELEASE);
+	__atomic_store_n(&live->new_burst, rate ? burst : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&live->new_period, rate ? period : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&live->new_tolerance, gcra_cost(interval, burst), __ATOMIC_RELEASE);
+	if (rate)
+		__atomic_store_n(&live->new_interval, interval, __ATOMIC_RELEASE);
+	munmap(live, len);
+	return 0;
+}
+
+int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __u64 *burst)
+{
+	struct sluice_config cfg;
+
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	*rate = cfg.new_interval ? cfg.new_rate : 0;
+	*period = cfg.new_period;
+	*burst = cfg.new_burst;
+	return 0;
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The source table under floods of never-seen sources, through
+ * BPF_PROG_TEST_RUN with a tiny table, deterministically: the new-source
+ * budget admits exactly its burst, sources already known keep their
+ * buckets and counts, and a client sending between the flood's packets is
+ * never evicted while the budget holds. */
+#include <unistd.h>
+#include "fixture.h"
+#include "check.h"
+
+#define TINY_TABLE	SLUICE_MAX_SOURCES_MIN	/* 1024 entries */
+
+static struct fixture fx;
+
+static int setup(__u32 max_sources, const char *policy)
+{
+	fixture_close(&fx);
+	if (fixture_open(&fx, max_sources))
+		return -1;
+	return fixture_policy(&fx, policy);
+}
+
+/* The n-th source of a flood: distinct for n < 2^17, all in 198.18.0.0/15
+ * but outside 198.18.0.0/24, where the clients are. */
+static void flood_source(unsigned int n, char *buf, size_t len)
+{
+	n += 256;
+	snprintf(buf, len, "198.%u.%u.%u", 18 + (n >> 16 & 1), n >> 8 & 0xff, n & 0xff);
+}
+
+static __u64 events_now(__u32 ev)
+{
+	__u64 *v = calloc((size_t)fx.m.ncpus, sizeof(*v)), sum = 0;
+
+	if (v && !bpf_map_lookup_elem(fx.m.events, &ev, v))
+		for (int c = 0; c < fx.m.ncpus; c++)
+			sum += v[c];
+	free(v);
+	return sum;
+}
+
+/* The budget admits exactly its burst of new sources; the rest are dropped
+ * as new_source_limited and take no entry. */
+static void budget_admits_its_burst(void)
+{
+	struct sluice_counter c[SLUICE_R_MAX];
+	struct frame f;
+	char src[32];
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 5") == 0, "setup");
+	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, 100) == 0, "budget");
+	for (unsigned int n = 0; n < 1000; n++) {
+		flood_source(n, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	counters_now(&fx, c);
+	CHECK(c[SLUICE_R_WITHIN_LIMIT].packets == 100 &&
+	      c[SLUICE_R_NEW_SOURCE_LIMITED].packets == 900,
+	      "within %llu, new_source_limited %llu; want 100 and 900",
+	      (unsigned long long)c[SLUICE_R_WITHIN_LIMIT].packets,
+	      (unsigned long long)c[SLUICE_R_NEW_SOURCE_LIMITED].packets);
+	CHECK(events_now(SLUICE_EV_NEW_SOURCE_ADMITTED) == 100, "%llu new entries counted",
+	      (unsigned long long)events_now(SLUICE_EV_NEW_SOURCE_ADMITTED));
+	CHECK(count_sources(&fx.m) == 100, "%ld entries in the table, want 100",
+	      count_sources(&fx.m));
+	/* the admitted ones are known now: judged by their own buckets */
+	flood_source(0, src, sizeof(src));
+	frame_udp_from(&f, src);
+	CHECK(run_frame(&fx, &f, 4, NULL) == XDP_PASS, "a known source");
+	CHECK(run_frame(&fx, &f, 1, NULL) == XDP_DROP, "a known source's own limit");
+}
+
+/* Allow and deny take no entry, so the budget does not touch them. */
+static void budget_spares_allow_and_deny(void)
+{
+	struct frame f;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 5;allow 198.18.0.0/24") == 0,
+	      "setup");
+	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, 1) == 0, "budget");
+	frame_udp_from(&f, "198.19.0.1");
+	CHECK(run_frame(&fx, &f, 1, NULL) == XDP_PASS, "the budget's one");
+	frame_udp_from(&f, "198.19.0.2");
+	CHECK(run_frame(&fx, &f, 1, NULL) == XDP_DROP, "over the budget");
+	frame_udp_from(&f, "198.18.0.9");
+	CHECK(run_frame(&fx, &f, 10, NULL) == XDP_PASS, "allowed, budget or not");
+}
+
+/* Clients that were seen before the flood send one packet between every
+ * `gap` flood packets of never-seen sources; returns how many of them
+ * kept their bucket with every packet counted. */
+static int clients_through_flood(unsigned int flood, unsigned int gap)
+{
+	struct sluice_bucket b;
+	struct frame f;
+	char src[32];
+	unsigned int sent[8] = { 0 };
+	int kept = 0;
+
+	for (unsigned int n = 0; n < flood; n++) {
+		if (n % gap == 0) {
+			unsigned int k = n / gap % 8;
+
+			snprintf(src, sizeof(src), "198.18.0.%u", k + 1);
+			frame_udp_from(&f, src);
+			run_frame(&fx, &f, 1, NULL);
+			sent[k]++;
+		}
+		flood_source(n, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	for (unsigned int k = 0; k < 8; k++) {
+		snprintf(src, sizeof(src), "198.18.0.%u", k + 1);
+		if (!bucket_of(&fx, src, &b) && b.passed + b.dropped == sent[k] + 1)
+			kept++;
+	}
+	return kept;
+}
+
+static void prime_clients(void)
+{
+	struct frame f;
+	char src[32];
+
+	for (unsigned int k = 0; k < 8; k++) {
+		snprintf(src, sizeof(src), "198.18.0.%u", k + 1);
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+}
+
+/* With the budget, a flood of 20 x the table's size leaves every client
+ * its bucket and its counts. */
+static void clients_keep_buckets_with_budget(void)
+{
+	int kept;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1000000 --burst 1000000") == 0, "setup");
+	prime_clients();
+	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, TINY_TABLE / 2) == 0, "budget");
+	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
+	CHECK(kept == 8, "%d of 8 clients kept their buckets", kept);
+}
+
+/* Without it, the same flood evicts clients (what the budget is for). */
+static void clients_evicted_without_budget(void)
+{
+	int kept;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1000000 --burst 1000000") == 0, "setup");
+	prime_clients();
+	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
+	printf("  without a budget, %d of 8 clients kept their buckets\n", kept);
+	CHECK(kept < 8, "every client survived a flood 20 x the table without a budget: "
+	      "this test shows nothing");
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	if (fixture_open(&fx, 0)) {
+		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
+		return 1;
+	}
+	RUN(budget_admits_its_burst);
+	RUN(budget_spares_allow_and_deny);
+	RUN(clients_keep_buckets_with_budget);
+	RUN(clients_evicted_without_budget);
+	fixture_close(&fx);
+	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
+}
