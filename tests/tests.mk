@@ -50,12 +50,18 @@ $(BUILD)/tests/sluice_nobucket.bpf.o: tests/bpf/sluice_nobucket.bpf.c bpf/sluice
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
 $(BUILD)/tests/sluice_nobucket.skel.h: $(BUILD)/tests/sluice_nobucket.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_nobucket_bpf > $@
+$(BUILD)/tests/sluice_random.bpf.o: tests/bpf/sluice_random.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
+$(BUILD)/tests/sluice_random.skel.h: $(BUILD)/tests/sluice_random.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_random_bpf > $@
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
-$(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
+$(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
+		$(BUILD)/tests/sluice_random.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "fixture.h"
+#include "sluice_random.skel.h"
 
 #define BENCH_REPEAT	1000000
 #define BENCH_ROUNDS	7
@@ -197,6 +198,48 @@ static int apply_policy(struct fixture *fx, bool v2)
 	return fixture_policy(fx, policy);
 }
 
+static struct sluice_bpf *open_random(void)
+{
+	return (struct sluice_bpf *)sluice_random_bpf__open();
+}
+
+/*
+ * Floods of never-seen sources next to a known source, on one program (the
+ * benchmark variant that gives each packet from 198.19.255.0/24 a random
+ * source of 198.18.0.0/15), in a table of 65536: a known source over its limit; random
+ * sources with no new-source budget (each takes an entry, evicting once the
+ * table is full); random sources over a budget (dropped without an entry).
+ */
+static void random_sources(double base)
+{
+	struct fixture fx;
+	struct frame f;
+	double known, ns;
+
+	if (fixture_open_with(&fx, 65536, open_random) ||
+	    fixture_policy(&fx, "limit default --rate 1 --burst 1")) {
+		fprintf(stderr, "bench: cannot load the random-source variant\n");
+		return;
+	}
+	printf("\nnever-seen sources (one program, a table of 65536):\n");
+	frame_udp_from(&f, "198.18.0.1");
+	run_frame(&fx, &f, 2, NULL);
+	known = per_packet_ns(fx.prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   %.2f Mpps per CPU\n", "known source, rate limited (drop)",
+	       known, known / base, 1e3 / known);
+	frame_udp_from(&f, "198.19.255.1");	/* becomes a random source */
+	ns = per_packet_ns(fx.prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   %.2f Mpps per CPU, %.2f x known\n",
+	       "random sources, no budget (each takes an entry)", ns, ns / base, 1e3 / ns,
+	       ns / known);
+	new_sources_write(&fx.m, 1000, SLUICE_PERIOD_SEC, 1000);
+	run_frame(&fx, &f, 10000, NULL);	/* spend the budget's burst */
+	ns = per_packet_ns(fx.prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   %.2f Mpps per CPU, %.2f x known\n",
+	       "random sources over a budget (drop)", ns, ns / base, 1e3 / ns, ns / known);
+	fixture_close(&fx);
+}
+
 int main(void)
 {
 	/* Plain CIDR rules: the figures to compare with earlier versions. */
@@ -260,10 +303,15 @@ int main(void)
 	}
 	fixture_close(&fx2);
 	fixture_close(&fx);
+	random_sources(base);
 	close(bare);
 
 	printf("\nsource table memory (the kernel's memlock accounting):\n");
-	for (__u32 n = 4096; n <= 262144; n *= 64)
-		printf("  --max-sources %-8u %ld bytes per source\n", n, table_bytes_per_source(n));
+	for (__u32 n = 4096; n <= 1048576; n *= 16) {
+		long per = table_bytes_per_source(n);
+
+		printf("  --max-sources %-8u %ld bytes per source, %.1f MiB in all\n", n, per,
+		       (double)per * n / (1 << 20));
+	}
 	return 0;
 }
