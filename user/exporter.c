@@ -170,7 +170,8 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 	}
 	s->sources = tracked_sources(ex, &m);
 	s->capacity = map_capacity(m.src_buckets);
-	if (s->sources < 0)
+	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
+	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
 		goto out;
 	err = 0;
 out:

@@ -292,6 +292,11 @@ int read_policy_counter(const struct sluice_maps *m, __u32 idx,
 	return 0;
 }
 
+int read_event(const struct sluice_maps *m, __u32 event, __u64 *out)
+{
+	return sum_percpu(m->events, event, m->ncpus, 1, out) ? EXIT_RUNTIME : 0;
+}
+
 int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 {
 	__u32 zero = 0;

@@ -227,6 +227,42 @@ int prom_write(FILE *f, const struct prom_scrape *s)
 		fprintf(f, "} %u\n", s->ifaces[i].capacity);
 	}
 
+	put_family(f, "sluice_new_sources_total", "counter",
+		   "Entries the source table took for sources (or keyed prefixes) never seen before.");
+	for (size_t i = 0; i < s->nifaces; i++) {
+		fputs("sluice_new_sources_total{", f);
+		put_label(f, "interface", s->ifaces[i].name, true);
+		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].new_sources);
+	}
+	put_family(f, "sluice_source_evictions_total", "counter",
+		   "Entries evicted to make room: entries taken less those still tracked.");
+	for (size_t i = 0; i < s->nifaces; i++) {
+		const struct prom_iface *ifc = &s->ifaces[i];
+		long tracked = ifc->sources > 0 ? ifc->sources : 0;
+
+		fputs("sluice_source_evictions_total{", f);
+		put_label(f, "interface", ifc->name, true);
+		fprintf(f, "} %llu\n", ifc->new_sources > (__u64)tracked ?
+			(unsigned long long)(ifc->new_sources - (__u64)tracked) : 0ULL);
+	}
+	put_family(f, "sluice_new_source_budget_per_second", "gauge",
+		   "New sources the source table admits per second (limit new-sources); 0 is off.");
+	for (size_t i = 0; i < s->nifaces; i++) {
+		const struct prom_iface *ifc = &s->ifaces[i];
+
+		fputs("sluice_new_source_budget_per_second{", f);
+		put_label(f, "interface", ifc->name, true);
+		fprintf(f, "} %.17g\n", ifc->budget_period ?
+			(double)ifc->budget_rate / ifc->budget_period : 0.0);
+	}
+	put_family(f, "sluice_new_source_budget_burst", "gauge",
+		   "New sources the budget admits at once; 0 when it is off.");
+	for (size_t i = 0; i < s->nifaces; i++) {
+		fputs("sluice_new_source_budget_burst{", f);
+		put_label(f, "interface", s->ifaces[i].name, true);
+		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].budget_burst);
+	}
+
 	put_family(f, "sluice_rule_info", "gauge",
 		   "Each rule of the live policy, by its CIDR and match, and what it does; always 1.");
 	for (size_t i = 0; i < s->nifaces; i++)

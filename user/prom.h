@@ -50,6 +50,10 @@ struct prom_iface {
 	unsigned int nreasons;
 	long sources;			/* tracked now */
 	__u32 capacity;
+	__u64 new_sources;		/* entries taken for new sources, ever */
+	__u64 budget_rate;		/* new-source budget per period, 0 off */
+	__u32 budget_period;		/* SLUICE_PERIOD_*, 0 when off */
+	__u64 budget_burst;
 	struct prom_rule *rules;	/* the default first, then the rules */
 	unsigned int nrules;
 };

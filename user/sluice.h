@@ -196,6 +196,8 @@ int read_counters(const struct sluice_maps *m, struct sluice_counter out[SLUICE_
 int read_policy_counter(const struct sluice_maps *m, __u32 idx,
 			struct sluice_policy_counter *out);
 int read_meta(const struct sluice_maps *m, struct sluice_meta *out);
+/* An enum sluice_event's count, summed over CPUs. */
+int read_event(const struct sluice_maps *m, __u32 event, __u64 *out);
 long count_sources(const struct sluice_maps *m);
 __u32 map_capacity(int fd);
 __u32 map_id(int fd);

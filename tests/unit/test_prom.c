@@ -44,7 +44,7 @@ static void fail(const char *fmt, ...)
 /* The reasons in enum order, as reason_name() names them. */
 static const char *const reason_names[SLUICE_R_MAX] = {
 	"within_limit", "allowed", "non_ip", "malformed", "rate_limited",
-	"denied", "no_bucket", "monitored", "banned",
+	"denied", "no_bucket", "monitored", "banned", "new_source_limited",
 };
 
 /* Every reason, with packets base+r and bytes 100 * that. */
@@ -279,6 +279,12 @@ static void case_two_ifaces(void)
 	iface_init(&ifc[0], "eth1", 7);
 	fill_reasons(&ifc[0], 10);
 	ifc[0].sources = 262144;
+	/* a full table that has turned over: 300000 taken, 37856 evicted;
+	 * a budget of 600 a minute (10 per second) */
+	ifc[0].new_sources = 300000;
+	ifc[0].budget_rate = 600;
+	ifc[0].budget_period = SLUICE_PERIOD_MIN;
+	ifc[0].budget_burst = 50;
 	ifc[0].rules = r0;
 	ifc[0].nrules = ARRAY_LEN(r0);
 	iface_init(&ifc[1], "eth2", 8);
