@@ -398,14 +398,14 @@ static int pin_prog(const char *dir, int prog_fd)
 enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_GROUP };
 
 static const struct cli_opt attach_opts[] = {
-	[ATTACH_MODE] = { "mode", 0, "native|skb|auto",
-			  "XDP mode; auto tries native, then skb (the default)", 0, NULL },
-	[ATTACH_MAX_SOURCES] = { "max-sources", 0, "N",
-				 "size of the source table, 1024..16777216 (default 262144)", 0, NULL },
-	[ATTACH_GROUP] = { "group", 0, "NAME",
+	[ATTACH_MODE] = CLI_OPT("mode", 0, "native|skb|auto",
+			  "XDP mode; auto tries native, then skb (the default)", 0, NULL),
+	[ATTACH_MAX_SOURCES] = CLI_OPT("max-sources", 0, "N",
+				 "size of the source table, 1024..16777216 (default 262144)", 0, NULL),
+	[ATTACH_GROUP] = CLI_OPT("group", 0, "NAME",
 			   "group that may read the pins (default 'sluice', created if missing)",
-			   0, NULL },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+			   0, NULL),
+	CLI_OPT_END,
 };
 
 static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
@@ -572,8 +572,8 @@ const struct cli_cmd attach_cmd = {
 };
 
 static const struct cli_opt detach_opts[] = {
-	{ "force", 0, NULL, "remove the pins of an interface that no longer exists", 0, NULL },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+	CLI_OPT("force", 0, NULL, "remove the pins of an interface that no longer exists", 0, NULL),
+	CLI_OPT_END,
 };
 
 static int detach_run(const struct cli_cmd *c, struct cli_args *a)

@@ -15,12 +15,18 @@
 /* One option: --name [ARG], or -s [ARG]. */
 struct cli_opt {
 	const char *name;	/* long name without "--", or NULL for a short-only one */
-	char short_name;	/* 'n' for -n, or 0 */
 	const char *arg;	/* the value's metavariable ("N[/s|/m|/h]"), NULL for a flag */
 	const char *help;	/* one line */
-	unsigned int only;	/* bits of the commands (cli_cmd.on) that take it; 0 = all */
 	const char *later;	/* set: refused as not supported yet, this says why */
+	unsigned int only;	/* bits of the commands (cli_cmd.on) that take it; 0 = all */
+	char short_name;	/* 'n' for -n, or 0 */
 };
+/* One table entry, in the order the words are written; CLI_OPT_END ends a
+ * table. */
+#define CLI_OPT(long_name, short_opt, arg_name, help_text, only_on, later_why)	\
+	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
+	  .later = (later_why), .only = (only_on), .short_name = (short_opt) }
+#define CLI_OPT_END	{ .name = NULL }
 
 /* What one command line said, by the option table's positions. */
 struct cli_args {

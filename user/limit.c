@@ -147,9 +147,12 @@ static void list_one_text(const char *cidr, const struct rule *r,
 
 	rule_match_words(&r->match, match, sizeof(match));
 	if (r->action == SLUICE_ACT_LIMIT) {
-		rule_rate_words(r, rate, sizeof(rate) - 8);
-		if (r->unit == SLUICE_UNIT_BYTES)
-			strcat(rate, " bytes");
+		rule_rate_words(r, rate, sizeof(rate));
+		if (r->unit == SLUICE_UNIT_BYTES) {
+			size_t n = strlen(rate);
+
+			snprintf(rate + n, sizeof(rate) - n, " bytes");
+		}
 		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)r->burst);
 		if (r->per == SLUICE_PER_PREFIX)
 			snprintf(more, sizeof(more), "per /%u", r->per_len);

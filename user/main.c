@@ -16,11 +16,11 @@ struct options opts;
 /* The options every command takes, wherever they stand on the line. */
 enum { G_JSON, G_IFACE, G_BPFFS };
 static const struct cli_opt global_opts[] = {
-	[G_JSON] = { "json", 'j', NULL, "print JSON", 0, NULL },
-	[G_IFACE] = { "interface", 'i', "IFACE", "the interface (needed when more than one is attached)",
-		      0, NULL },
-	[G_BPFFS] = { "bpffs", 0, "DIR", "the bpffs holding the pins (default: the host's)", 0, NULL },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+	[G_JSON] = CLI_OPT("json", 'j', NULL, "print JSON", 0, NULL),
+	[G_IFACE] = CLI_OPT("interface", 'i', "IFACE", "the interface (needed when more than one is attached)",
+		      0, NULL),
+	[G_BPFFS] = CLI_OPT("bpffs", 0, "DIR", "the bpffs holding the pins (default: the host's)", 0, NULL),
+	CLI_OPT_END,
 };
 
 static int version_run(const struct cli_cmd *c, struct cli_args *a)

@@ -18,34 +18,34 @@ enum {
 };
 
 const struct cli_opt rule_opts[] = {
-	[O_RATE] = { "rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
-		     ON_LIMIT, NULL },
-	[O_BYTES] = { "bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
-		      ON_LIMIT, NULL },
-	[O_REQUESTS] = { "requests", 0, "N[/s|/m|/h]", "HTTP requests", ON_LIMIT,
-			 "request limits come with the check server; use --rate or --bytes" },
-	[O_BURST] = { "burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
-		      ON_LIMIT, NULL },
-	[O_PROTO] = { "proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
-		      ON_MATCH, NULL },
-	[O_DPORT] = { "dport", 0, "N[-M]", "only TCP/UDP to these destination ports (with --proto tcp|udp)",
-		      ON_MATCH, NULL },
-	[O_SYN] = { "syn", 0, NULL, "only TCP SYN without ACK: new connections (implies --proto tcp)",
-		    ON_MATCH, NULL },
-	[O_PER] = { "per", 0, "source|/LEN|rule",
+	[O_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
+		     ON_LIMIT, NULL),
+	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
+		      ON_LIMIT, NULL),
+	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]", "HTTP requests", ON_LIMIT,
+			 "request limits come with the check server; use --rate or --bytes"),
+	[O_BURST] = CLI_OPT("burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
+		      ON_LIMIT, NULL),
+	[O_PROTO] = CLI_OPT("proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
+		      ON_MATCH, NULL),
+	[O_DPORT] = CLI_OPT("dport", 0, "N[-M]", "only TCP/UDP to these destination ports (with --proto tcp|udp)",
+		      ON_MATCH, NULL),
+	[O_SYN] = CLI_OPT("syn", 0, NULL, "only TCP SYN without ACK: new connections (implies --proto tcp)",
+		    ON_MATCH, NULL),
+	[O_PER] = CLI_OPT("per", 0, "source|/LEN|rule",
 		    "a bucket per address (default), per /LEN of it, or one for the rule",
-		    ON_LIMIT, NULL },
-	[O_BAN] = { "ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
-		    ON_LIMIT, NULL },
-	[O_MONITOR] = { "monitor", 0, NULL, "count would-be drops as monitored, drop nothing",
-			ON_LIMIT, NULL },
-	[O_ALGO] = { "algo", 0, "ALGORITHM", "the limit's algorithm", ON_LIMIT,
-		     "every limit is a token bucket (GCRA) for now" },
-	[O_WINDOW] = { "window", 0, "DURATION", "window of a window algorithm", ON_LIMIT,
-		       "every limit is a token bucket (GCRA) for now" },
-	[O_CLUSTER] = { "cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
-			"cluster-wide limits come with 'sluice cluster join'" },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+		    ON_LIMIT, NULL),
+	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
+		    ON_LIMIT, NULL),
+	[O_MONITOR] = CLI_OPT("monitor", 0, NULL, "count would-be drops as monitored, drop nothing",
+			ON_LIMIT, NULL),
+	[O_ALGO] = CLI_OPT("algo", 0, "ALGORITHM", "the limit's algorithm", ON_LIMIT,
+		     "every limit is a token bucket (GCRA) for now"),
+	[O_WINDOW] = CLI_OPT("window", 0, "DURATION", "window of a window algorithm", ON_LIMIT,
+		       "every limit is a token bucket (GCRA) for now"),
+	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
+			"cluster-wide limits come with 'sluice cluster join'"),
+	CLI_OPT_END,
 };
 
 const struct cli_cmd rule_cmd_set = {
@@ -521,9 +521,10 @@ static void put(char *buf, size_t len, const char *fmt, ...)
 	size_t used = strlen(buf);
 	va_list ap;
 
+	if (used + 1 >= len)
+		return;
 	va_start(ap, fmt);
-	if (used + 1 < len)
-		vsnprintf(buf + used, len - used, fmt, ap);
+	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
 	va_end(ap);
 }
 

@@ -80,8 +80,8 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 }
 
 static const struct cli_opt stats_opts[] = {
-	{ "watch", 0, "SECONDS", "print again every SECONDS (1..86400) until interrupted", 0, NULL },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+	CLI_OPT("watch", 0, "SECONDS", "print again every SECONDS (1..86400) until interrupted", 0, NULL),
+	CLI_OPT_END,
 };
 
 static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
@@ -286,8 +286,8 @@ void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
 }
 
 static const struct cli_opt top_opts[] = {
-	{ NULL, 'n', "N", "how many sources (default 10, at most 100000)", 0, NULL },
-	{ NULL, 0, NULL, NULL, 0, NULL },
+	CLI_OPT(NULL, 'n', "N", "how many sources (default 10, at most 100000)", 0, NULL),
+	CLI_OPT_END,
 };
 
 static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
