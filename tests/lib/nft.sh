@@ -11,6 +11,7 @@
 #   rule_row CIDR [JQ_CONDITION] # the limit list -j row of CIDR (and the condition)
 #   rule_field CIDR FIELD [JQ_CONDITION]
 #   gcra_max BURST RATE SECONDS  # most a fresh bucket admits over SECONDS
+#   flood_wait                   # wait for the flood_bg flood, forget its PID
 #
 # nftables at the netdev ingress hook sees the packet after the Ethernet
 # header was pulled: its counters count IP packet bytes, 14 fewer per packet
@@ -64,4 +65,16 @@ rule_field() { # CIDR FIELD [JQ_CONDITION]
 # down to whole packets (or bytes).
 gcra_max() { # BURST RATE SECONDS
 	calc "$1 + $2 * $3 + 1" %d
+}
+
+# Wait for the flood_bg flood and forget its PID, so the cleanup never
+# signals a PID the system may have reused since.
+flood_wait() {
+	local rc=0 pid keep=()
+	wait "$FLOOD_PID" || rc=$?
+	for pid in "${NETNS_PIDS[@]}"; do
+		[[ $pid == "$FLOOD_PID" ]] || keep+=("$pid")
+	done
+	NETNS_PIDS=("${keep[@]}")
+	return "$rc"
 }
