@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # e2e/per_prefix: with --per /24, 256 sources inside one /24 share one
 # bucket: between them they get the burst (plus the refill during the
-# flood), not a burst each; nftables behind sluice and sluice's own
-# counters (the rule's row, stats) agree.
+# flood), not a burst each; so do 256 IPv6 sources of one /64 under
+# --per /64. nftables behind sluice and sluice's own counters (the rule's
+# row, stats) agree.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
 # shellcheck source=tests/lib/nft.sh
 . "$(dirname "$0")/../lib/nft.sh"
 
-NET=198.18.4.0/24
 NSRC=256
 PER_SRC=10
 RATE=1
@@ -19,30 +19,40 @@ DPORT=5001
 netns_init pp
 netns_setup
 sluice_attach
-sluice_rx limit set "$NET" --per /24 --rate "$RATE" --burst "$BURST"
-assert_eq "$(sluice_jq ".[] | select(.cidr == \"$NET\") | .action" limit list)" limit "rule installed"
 nft_rx_init
-nft_rx_counter pfx ip saddr "$NET" udp dport "$DPORT"
 
-s0=$(stats_snap)
-# 198.18.4.0 .. 198.18.4.255 in turn, 10 packets each: 2560 in about 0.5 s.
-out=$(flood --src 198.18.4.0 --sources "$NSRC" --dport "$DPORT" \
-	--count $((NSRC * PER_SRC)) --pps 5000 --seconds 10)
-echo "flood: $out"
-sleep 0.2 # the last frames leave the veth's ring
-s1=$(stats_snap)
-sent=$(flood_field "$out" .sent)
-secs=$(flood_field "$out" .seconds)
-assert_eq "$sent" $((NSRC * PER_SRC)) "flood sent all its packets"
+check() { # NAME NET PER FIRST_SOURCE STEP NFT_FAMILY
+	local name=$1 net=$2 per=$3 first=$4 step=$5 fam=$6 s0 s1 out sent secs passed
+	sluice_rx limit set "$net" --per "$per" --rate "$RATE" --burst "$BURST"
+	assert_eq "$(rule_field "$net" action)" limit "rule for $net installed"
+	nft_rx_counter "$name" "$fam" saddr "$net" udp dport "$DPORT"
+	s0=$(stats_snap)
+	# FIRST, FIRST+STEP, ... FIRST+255xSTEP in turn, 10 packets each: 2560
+	# in about 0.5 s.
+	out=$(flood --src "$first" --sources "$NSRC" --src-step "$step" --dport "$DPORT" \
+		--count $((NSRC * PER_SRC)) --pps 5000 --seconds 10)
+	echo "flood from $net: $out"
+	sleep 0.2 # the last frames leave the veth's ring
+	s1=$(stats_snap)
+	sent=$(flood_field "$out" .sent)
+	secs=$(flood_field "$out" .seconds)
+	assert_eq "$sent" $((NSRC * PER_SRC)) "flood from $net sent all its packets"
 
-passed=$(nft_rx_packets pfx)
-# One bucket for the /24: its burst, plus at most what it refilled at RATE
-# during the flood. Per-source buckets would pass all 2560.
-assert_ge "$passed" "$BURST" "passed by the whole /24 (its burst)"
-assert_le "$passed" "$(gcra_max "$BURST" "$RATE" "$secs")" \
-	"passed by the whole /24 (burst + rate x ${secs}s + 1)"
-assert_eq "$(rule_field "$NET" passed)" "$passed" "rule's passed equals nftables' count"
-assert_eq "$(rule_field "$NET" dropped)" $((sent - passed)) "rule's dropped is the rest of the flood"
-assert_eq "$(stats_delta "$s0" "$s1" packets drop rate_limited)" $((sent - passed)) \
-	"stats rate_limited delta"
-assert_eq "$(stats_delta "$s0" "$s1" packets pass within_limit)" "$passed" "stats within_limit delta"
+	passed=$(nft_rx_packets "$name")
+	# One bucket for the prefix: its burst, plus at most what it refilled at
+	# RATE during the flood. Per-source buckets would pass all 2560.
+	assert_ge "$passed" "$BURST" "passed by the whole $net (its burst)"
+	assert_le "$passed" "$(gcra_max "$BURST" "$RATE" "$secs")" \
+		"passed by the whole $net (burst + rate x ${secs}s + 1)"
+	assert_eq "$(rule_field "$net" passed)" "$passed" "$net rule's passed equals nftables' count"
+	assert_eq "$(rule_field "$net" dropped)" $((sent - passed)) \
+		"$net rule's dropped is the rest of the flood"
+	assert_eq "$(stats_delta "$s0" "$s1" packets drop rate_limited)" $((sent - passed)) \
+		"stats rate_limited delta"
+	assert_eq "$(stats_delta "$s0" "$s1" packets pass within_limit)" "$passed" \
+		"stats within_limit delta"
+}
+
+check v4 198.18.4.0/24 /24 198.18.4.0 1 ip
+# 2001:2:0:4::1, 2001:2:0:4::100:1, ... 2001:2:0:4::ff00:1
+check v6 2001:2:0:4::/64 /64 2001:2:0:4::1 16777216 ip6
