@@ -62,12 +62,13 @@
 #define XDP_BATCH		64		/* frames the kernel sends at once */
 
 static const char usage[] =
-	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources N]\n"
+	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources S]\n"
 	"       [--src-step K] [--dst ADDR] [--proto udp|tcp] [--tcp-flags FLAGS]\n"
 	"       [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
-	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the N sources\n"
-	"  ADDR, ADDR+K, ADDR+2K, ... (K defaults to 1) in turn, at RATE packets/s\n"
-	"  (0 = as fast as possible), for at most T seconds (default 10, max 120).\n"
+	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the S sources\n"
+	"  ADDR, ADDR+K, ... ADDR+(S-1)K in turn (S and K default to 1), at RATE\n"
+	"  packets/s (0 = as fast as possible), for at most T seconds (default 10,\n"
+	"  max 120).\n"
 	"  Addresses must lie in 198.18.0.0/15 or 2001:2::/48, or be\n"
 	"  ::ffff:198.18.x.y as an IPv6 source (defaults 198.18.0.1 -> 198.18.0.2,\n"
 	"  or 2001:2::1 -> 2001:2::2); so must every source, the last included.\n"
