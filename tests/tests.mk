@@ -11,7 +11,7 @@ TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer
 
 # Unit tests: one self-contained C file each, the math with a fake clock.
-UNIT_TEST_SRCS	:= $(wildcard tests/unit/test_*.c)
+UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c,$(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
 
 TEST_BINS	:= $(UNIT_TEST_BINS)
@@ -20,6 +20,12 @@ BENCH_BINS	:=
 $(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+
+# The Prometheus writer's golden-text tests: user/prom.c alone, no libbpf.
+$(BUILD)/tests/test_prom: tests/unit/test_prom.c user/prom.c user/prom.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) -I user tests/unit/test_prom.c user/prom.c -o $@
+TEST_BINS	+= $(BUILD)/tests/test_prom
 
 # Bounded traffic generator for the e2e tests and the demo.
 $(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c
@@ -50,6 +56,7 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules: $(BU
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood
 

@@ -9,5 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 echo "== XDP program cost, BPF_PROG_TEST_RUN =="
 build/tests/bench_xdp
+echo
+echo "== Plain CIDR rules: this tree next to the version before policy model v2 =="
+tools/bench-before.sh
 tools/bench-veth.sh
 BENCH_GEN=xdp tools/bench-veth.sh

@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 #include "sluice.h"
 #include "privdrop.h"
+#include "prom.h"
 #include "sources.h"
 
 #ifndef SLUICE_VERSION
@@ -41,7 +42,6 @@
 #define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
 #define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
 #define MAX_IFACES		1024
-#define POLICY_LABEL_LEN	64
 
 static const char exporter_usage[] =
 	"exporter [--listen ADDR:PORT] [--user USER] [--group GROUP]";
@@ -83,22 +83,6 @@ struct exporter {
 	struct conns conns;
 };
 
-struct policy_sample {
-	char label[POLICY_LABEL_LEN];
-	struct sluice_policy_counter c;
-};
-
-/* One interface, read in one go so that its series are all or nothing. */
-struct iface_sample {
-	char iface[IF_NAMESIZE];
-	struct sluice_meta meta;
-	struct sluice_counter c[SLUICE_R_MAX];
-	long sources;
-	__u32 capacity;
-	unsigned int npol;
-	struct policy_sample *pol;
-};
-
 static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
 {
 	__u32 id;
@@ -113,7 +97,30 @@ static long tracked_sources(const struct exporter *ex, const struct sluice_maps 
 	return sources_walk(m->src_buckets);
 }
 
-static int sample_policies(const struct sluice_maps *m, struct iface_sample *s)
+static void rule_sample(const struct rule *r, bool is_default, struct prom_rule *out)
+{
+	if (is_default)
+		snprintf(out->policy, sizeof(out->policy), "default");
+	else
+		rule_cidr_str(r, out->policy, sizeof(out->policy));
+	out->match_flags = r->match.flags;
+	out->proto = r->match.proto;
+	out->dport_lo = r->match.dport_lo;
+	out->dport_hi = r->match.dport_hi;
+	out->action = r->action;
+	out->kind = action_name(r->action);
+	out->unit = r->unit;
+	out->rate = r->rate;
+	out->period = r->period;
+	out->burst = r->burst;
+	out->per = r->per;
+	out->per_len = r->per_len;
+	out->ban_ns = r->ban_ns;
+	out->monitor = r->monitor;
+}
+
+/* The default first, then each rule, with its counters. */
+static int sample_rules(const struct sluice_maps *m, struct prom_iface *s)
 {
 	struct policy *p = malloc(sizeof(*p));
 	int err = -1;
@@ -122,16 +129,14 @@ static int sample_policies(const struct sluice_maps *m, struct iface_sample *s)
 		return -1;
 	if (policy_read(m, p))
 		goto out;
-	s->pol = calloc(p->n + 1, sizeof(*s->pol));
-	if (!s->pol)
+	s->rules = calloc(p->n + 1, sizeof(*s->rules));
+	if (!s->rules)
 		goto out;
-	snprintf(s->pol[0].label, POLICY_LABEL_LEN, "default");
-	if (read_policy_counter(m, SLUICE_POLICY_DEFAULT, &s->pol[0].c))
-		goto out;
-	s->npol = 1;
-	for (unsigned int i = 0; i < p->n; i++, s->npol++) {
-		rule_cidr_str(&p->rules[i], s->pol[s->npol].label, POLICY_LABEL_LEN);
-		if (read_policy_counter(m, p->rules[i].index, &s->pol[s->npol].c))
+	for (unsigned int i = 0; i <= p->n; i++, s->nrules++) {
+		const struct rule *r = i ? &p->rules[i - 1] : &p->def;
+
+		rule_sample(r, i == 0, &s->rules[i]);
+		if (read_policy_counter(m, i ? r->index : SLUICE_POLICY_DEFAULT, &s->rules[i].c))
 			goto out;
 	}
 	err = 0;
@@ -142,17 +147,27 @@ out:
 
 /* Everything about one interface, or -1 if its pins could not be read
  * (detached meanwhile, say): then it is left out of this scrape. */
-static int sample_iface(const struct exporter *ex, const char *iface, struct iface_sample *s)
+static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s)
 {
+	struct sluice_counter c[SLUICE_R_MAX];
 	struct sluice_maps m;
+	struct sluice_meta meta;
 	int err = -1;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->iface, sizeof(s->iface), "%s", iface);
+	snprintf(s->name, sizeof(s->name), "%s", iface);
 	if (maps_try_open_ro(iface, &m))
 		return -1;
-	if (read_meta(&m, &s->meta) || read_counters(&m, s->c) || sample_policies(&m, s))
+	if (read_meta(&m, &meta) || read_counters(&m, c) || sample_rules(&m, s))
 		goto out;
+	s->mode = mode_name(meta.xdp_mode);
+	s->prog_id = meta.prog_id;
+	s->multiprog = meta.multiprog;
+	for (__u32 r = 0; r < SLUICE_R_MAX; r++, s->nreasons++) {
+		s->reasons[r].name = reason_name(r);
+		s->reasons[r].drop = sluice_reason_is_drop(r);
+		s->reasons[r].c = c[r];
+	}
 	s->sources = tracked_sources(ex, &m);
 	s->capacity = map_capacity(m.src_buckets);
 	if (s->sources < 0)
@@ -161,121 +176,10 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct ifa
 out:
 	maps_close(&m);
 	if (err) {
-		free(s->pol);
-		s->pol = NULL;
+		free(s->rules);
+		s->rules = NULL;
 	}
 	return err;
-}
-
-/* A label value: backslash, double quote and newline escaped. */
-static void put_label(FILE *f, const char *name, const char *val, bool last)
-{
-	fprintf(f, "%s=\"", name);
-	for (const char *c = val; *c; c++) {
-		if (*c == '\\' || *c == '"')
-			fprintf(f, "\\%c", *c);
-		else if (*c == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*c, f);
-	}
-	fputs(last ? "\"" : "\",", f);
-}
-
-static void put_family(FILE *f, const char *name, const char *type, const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void put_reason_family(FILE *f, const struct iface_sample *s, size_t n, bool bytes)
-{
-	const char *name = bytes ? "sluice_bytes_total" : "sluice_packets_total";
-
-	put_family(f, name, "counter", bytes ?
-		   "Bytes seen by the XDP program, by what it did and why." :
-		   "Packets seen by the XDP program, by what it did and why.");
-	for (size_t i = 0; i < n; i++)
-		for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
-			fprintf(f, "%s{", name);
-			put_label(f, "interface", s[i].iface, false);
-			put_label(f, "action", sluice_reason_is_drop(r) ? "drop" : "pass", false);
-			put_label(f, "reason", reason_name(r), true);
-			fprintf(f, "} %llu\n", (unsigned long long)(bytes ? s[i].c[r].bytes :
-								     s[i].c[r].packets));
-		}
-}
-
-static void put_policy_family(FILE *f, const struct iface_sample *s, size_t n, bool bytes)
-{
-	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
-
-	put_family(f, name, "counter", bytes ?
-		   "Bytes from sources under each policy of the live policy, passed or dropped." :
-		   "Packets from sources under each policy of the live policy, passed or dropped.");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned int k = 0; k < s[i].npol; k++)
-			for (int drop = 0; drop < 2; drop++) {
-				const struct sluice_policy_counter *c = &s[i].pol[k].c;
-				__u64 v = bytes ? (drop ? c->drop_bytes : c->pass_bytes) :
-						  (drop ? c->drop_packets : c->pass_packets);
-
-				fprintf(f, "%s{", name);
-				put_label(f, "interface", s[i].iface, false);
-				put_label(f, "policy", s[i].pol[k].label, false);
-				put_label(f, "action", drop ? "drop" : "pass", true);
-				fprintf(f, "} %llu\n", (unsigned long long)v);
-			}
-}
-
-static void put_metrics(FILE *f, const struct iface_sample *s, size_t n,
-			unsigned int skipped, double secs)
-{
-	char id[16];
-
-	put_family(f, "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.");
-	fputs("sluice_build_info{", f);
-	put_label(f, "version", SLUICE_VERSION, true);
-	fputs("} 1\n", f);
-
-	put_family(f, "sluice_program_info", "gauge",
-		   "The XDP program attached to each interface; always 1.");
-	for (size_t i = 0; i < n; i++) {
-		snprintf(id, sizeof(id), "%u", s[i].meta.prog_id);
-		fputs("sluice_program_info{", f);
-		put_label(f, "interface", s[i].iface, false);
-		put_label(f, "mode", mode_name(s[i].meta.xdp_mode), false);
-		put_label(f, "prog_id", id, false);
-		put_label(f, "libxdp", s[i].meta.multiprog ? "dispatcher" : "single", true);
-		fputs("} 1\n", f);
-	}
-
-	put_reason_family(f, s, n, false);
-	put_reason_family(f, s, n, true);
-
-	put_family(f, "sluice_tracked_sources", "gauge",
-		   "Sources that currently hold a bucket in the source table.");
-	for (size_t i = 0; i < n; i++) {
-		fputs("sluice_tracked_sources{", f);
-		put_label(f, "interface", s[i].iface, true);
-		fprintf(f, "} %ld\n", s[i].sources);
-	}
-	put_family(f, "sluice_tracked_sources_capacity", "gauge",
-		   "Size of the source table; past it the least recently seen source is evicted.");
-	for (size_t i = 0; i < n; i++) {
-		fputs("sluice_tracked_sources_capacity{", f);
-		put_label(f, "interface", s[i].iface, true);
-		fprintf(f, "} %u\n", s[i].capacity);
-	}
-
-	put_policy_family(f, s, n, false);
-	put_policy_family(f, s, n, true);
-
-	put_family(f, "sluice_scrape_skipped_interfaces", "gauge",
-		   "Pin directories that could not be read during this scrape.");
-	fprintf(f, "sluice_scrape_skipped_interfaces %u\n", skipped);
-	put_family(f, "sluice_scrape_duration_seconds", "gauge",
-		   "Time this scrape took to read the maps.");
-	fprintf(f, "sluice_scrape_duration_seconds %.6f\n", secs);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -288,13 +192,14 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 			    unsigned int *nifaces, unsigned int *nskipped)
 {
 	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
-	struct iface_sample *s = NULL;
+	struct prom_scrape scrape = { .version = SLUICE_VERSION };
+	struct prom_iface *s = NULL;
 	unsigned int skipped = 0;
 	__u64 t0 = mono_now_ns();
 	size_t n = 0;
 	char *body = NULL;
 	FILE *f;
-	int count;
+	int count, err;
 
 	*len = 0;
 	if (!names)
@@ -315,8 +220,12 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	f = open_memstream(&body, len);
 	if (!f)
 		goto out;
-	put_metrics(f, s, n, skipped, (double)(mono_now_ns() - t0) / SLUICE_NS_PER_SEC);
-	if (fclose(f)) {
+	scrape.ifaces = s;
+	scrape.nifaces = n;
+	scrape.skipped = skipped;
+	scrape.duration_s = (double)(mono_now_ns() - t0) / SLUICE_NS_PER_SEC;
+	err = prom_write(f, &scrape);
+	if (fclose(f) || err) {
 		free(body);
 		body = NULL;
 	}
@@ -326,7 +235,7 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 		*nskipped = skipped;
 out:
 	for (size_t i = 0; i < n; i++)
-		free(s[i].pol);
+		free(s[i].rules);
 	free(s);
 	free(names);
 	return body;

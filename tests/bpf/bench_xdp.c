@@ -2,7 +2,10 @@
 /* Per-packet cost of sluice's XDP program next to a bare XDP_DROP, measured
  * side by side through BPF_PROG_TEST_RUN in one run (the machine is noisy,
  * so only ratios measured together mean anything). */
+#define _GNU_SOURCE
 #include <linux/bpf.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "fixture.h"
@@ -47,73 +50,220 @@ static double per_packet_ns(int prog_fd, const struct frame *f)
 	return v[BENCH_ROUNDS / 2];
 }
 
-struct bench_case {
-	const char *name;
-	const char *src;	/* NULL: an ARP frame */
+/* What a case sends. */
+enum frame_kind {
+	F_UDP,		/* UDP to port 5000 */
+	F_UDP53,	/* UDP to port 53 */
+	F_SYN,		/* TCP SYN to port 80 */
+	F_ARP,		/* not IP */
 };
 
-int main(void)
-{
-	static const struct bench_case cases[] = {
-		{ "ipv4 known source, within limit (pass)", "198.18.1.1" },
-		{ "ipv4 known source, rate limited (drop)", "198.18.2.1" },
-		{ "ipv4 denied source (drop)", "198.18.3.1" },
-		{ "ipv4 allowed source (pass)", "198.18.4.1" },
-		{ "ipv6 known source, rate limited (drop)", "2001:2::1" },
-		{ "non-IP frame (pass)", NULL },
-	};
-	struct fixture fx;
-	struct frame f;
-	char policy[64 * 1024];
-	size_t off;
-	int bare;
-	double base;
+struct bench_case {
+	const char *name;
+	const char *src;
+	enum frame_kind kind;
+	size_t size;	/* frame length; 0 for the smallest */
+};
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "bench: needs root for BPF_PROG_TEST_RUN\n");
-		return 77;
+static void build_frame(struct frame *f, const struct bench_case *c)
+{
+	switch (c->kind) {
+	case F_ARP:
+		frame_eth(f, ETH_P_ARP);
+		frame_put(f, NULL, 28);
+		break;
+	case F_UDP53:
+		frame_udp_to(f, c->src, 53);
+		break;
+	case F_SYN:
+		frame_tcp(f, c->src, 80, 1, 0);
+		break;
+	default:
+		if (c->size)
+			frame_l4(f, c->src, IPPROTO_UDP, sizeof(struct udphdr), c->size);
+		else
+			frame_udp_from(f, c->src);
 	}
-	bare = load_bare_drop();
-	if (bare < 0 || fixture_open(&fx, 0)) {
-		fprintf(stderr, "bench: cannot load programs: %s\n", strerror(errno));
-		return 1;
+}
+
+/* One thread per CPU runs a frame at once, each from its own source. */
+struct hot_worker {
+	pthread_t tid;
+	int cpu, prog_fd;
+	struct frame f;
+	double ns;
+};
+
+static void *hot_run(void *arg)
+{
+	struct hot_worker *w = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	w->ns = per_packet_ns(w->prog_fd, &w->f);
+	return NULL;
+}
+
+/* Two CPUs, two sources, one shared bucket: the mean of their ns/packet. */
+static double hot_aggregate_ns(int prog_fd, const char *const src[2])
+{
+	struct hot_worker w[2];
+
+	for (int i = 0; i < 2; i++) {
+		w[i].cpu = i;
+		w[i].prog_fd = prog_fd;
+		frame_udp_from(&w[i].f, src[i]);
+		pthread_create(&w[i].tid, NULL, hot_run, &w[i]);
 	}
-	/* A realistic policy: a default and 1000 other prefixes in the trie. */
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i].tid, NULL);
+	return (w[0].ns + w[1].ns) / 2;
+}
+
+/* The source table's memory as the kernel accounts it (fdinfo memlock,
+ * what `bpftool map show` prints), per entry, for a table of max_sources. */
+static long table_bytes_per_source(__u32 max_sources)
+{
+	struct fixture fx;
+	char path[64], line[128];
+	long memlock = -1;
+	FILE *f;
+
+	if (fixture_open(&fx, max_sources))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fx.m.src_buckets);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %ld", &memlock) == 1)
+			break;
+	if (f)
+		fclose(f);
+	fixture_close(&fx);
+	return memlock < 0 ? -1 : memlock / (long)max_sources;
+}
+
+/* Run each case (the first packets take the bucket and spend its burst);
+ * print ns per packet against the bare program, and against `ref` when it
+ * is not 0. */
+static void run_cases(struct fixture *fx, const struct bench_case *cases, size_t n,
+		      double base, double ref)
+{
+	struct frame f;
+
+	for (size_t i = 0; i < n; i++) {
+		double ns;
+
+		build_frame(&f, &cases[i]);
+		run_frame(fx, &f, 2, NULL);
+		ns = per_packet_ns(fx->prog_fd, &f);
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare", cases[i].name, ns, ns / base,
+		       ns - base);
+		if (ref > 0)
+			printf(", %+.1f over a plain rule", ns - ref);
+		printf("\n");
+	}
+}
+
+/* The policy every case runs under: a default and 1000 other prefixes in
+ * the trie, and (with v2) one rule of each kind of policy model v2. */
+static int apply_policy(struct fixture *fx, bool v2)
+{
+	static char policy[64 * 1024];
+	size_t off;
+
 	off = (size_t)snprintf(policy, sizeof(policy),
 			       "limit default --rate 100 --burst 100;"
 			       "limit set 198.18.1.0/24 --rate 1000000000 --burst 1000000000;"
 			       "limit set 198.18.2.0/24 --rate 1 --burst 1;"
 			       "deny 198.18.3.0/24;allow 198.18.4.0/24;"
 			       "limit set 2001:2::/64 --rate 1 --burst 1;");
+	if (v2)
+		off += (size_t)snprintf(policy + off, sizeof(policy) - off,
+			"limit set 198.18.0.0/16 --rate 1 --burst 1;"
+			"limit set 198.18.5.0/24 --proto udp --dport 53 --rate 1 --burst 1;"
+			"limit set 198.18.6.0/24 --syn --rate 1 --burst 1;"
+			"limit set 198.18.7.0/24 --per /24 --rate 1 --burst 1;"
+			"limit set 198.18.8.0/24 --per rule --rate 1 --burst 1;"
+			"limit set 198.18.9.0/24 --bytes 1 --burst 1000;"
+			"limit set 198.18.10.0/24 --rate 1 --burst 1 --monitor;"
+			"limit set 198.18.11.0/24 --rate 1 --burst 1 --ban 1h;"
+			"limit set 198.18.12.0/24 --per rule --rate 1000000000 --burst 1000000000;");
 	for (int i = 0; i < 1000 && off < sizeof(policy) - 64; i++)
 		off += (size_t)snprintf(policy + off, sizeof(policy) - off,
 					"limit set 198.19.%d.%d/30 --rate 10 --burst 10;",
 					i / 64, (i % 64) * 4);
-	if (fixture_policy(&fx, policy)) {
+	return fixture_policy(fx, policy);
+}
+
+int main(void)
+{
+	/* Plain CIDR rules: the figures to compare with earlier versions. */
+	static const struct bench_case plain[] = {
+		{ "ipv4 known source, within limit (pass)", "198.18.1.1", F_UDP, 0 },
+		{ "ipv4 known source, rate limited (drop)", "198.18.2.1", F_UDP, 0 },
+		{ "ipv4 denied source (drop)", "198.18.3.1", F_UDP, 0 },
+		{ "ipv4 allowed source (pass)", "198.18.4.1", F_UDP, 0 },
+		{ "ipv6 known source, rate limited (drop)", "2001:2::1", F_UDP, 0 },
+		{ "non-IP frame (pass)", NULL, F_ARP, 0 },
+	};
+	static const struct bench_case v2[] = {
+		{ "--proto udp --dport 53, limited (drop)", "198.18.5.1", F_UDP53, 0 },
+		{ "  same source, other port: the /16 (drop)", "198.18.5.1", F_UDP, 0 },
+		{ "--syn, limited (drop)", "198.18.6.1", F_SYN, 0 },
+		{ "--per /24, limited (drop)", "198.18.7.1", F_UDP, 0 },
+		{ "--per rule, limited (drop)", "198.18.8.1", F_UDP, 0 },
+		{ "--bytes, 1500-byte frames, limited (drop)", "198.18.9.1", F_UDP, 1500 },
+		{ "--monitor, would drop (pass)", "198.18.10.1", F_UDP, 0 },
+		{ "--ban, banned (drop)", "198.18.11.1", F_UDP, 0 },
+	};
+	static const char *const hot_src[2] = { "198.18.12.1", "198.18.12.2" };
+	struct fixture fx, fx2;
+	struct frame f;
+	double base, ref;
+	int bare;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench: needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	bare = load_bare_drop();
+	if (bare < 0 || fixture_open(&fx, 0) || fixture_open(&fx2, 0)) {
+		fprintf(stderr, "bench: cannot load programs: %s\n", strerror(errno));
+		return 1;
+	}
+	if (apply_policy(&fx, false) || apply_policy(&fx2, true)) {
 		fprintf(stderr, "bench: cannot apply the policy\n");
 		return 1;
 	}
 
 	frame_udp_from(&f, "198.18.1.1");
 	base = per_packet_ns(bare, &f);
-	printf("%-44s %8s %8s\n", "case (BPF_PROG_TEST_RUN, median of 7 x 1M)", "ns/pkt",
+	printf("%-46s %8s %8s\n", "case (BPF_PROG_TEST_RUN, median of 7 x 1M)", "ns/pkt",
 	       "x bare");
-	printf("%-44s %8.1f %8.2f\n", "bare XDP_DROP (baseline)", base, 1.0);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		double ns;
+	printf("%-46s %8.1f %8.2f\n", "bare XDP_DROP (baseline)", base, 1.0);
+	run_cases(&fx, plain, sizeof(plain) / sizeof(plain[0]), base, 0);
 
-		if (cases[i].src) {
-			frame_udp_from(&f, cases[i].src);
-		} else {
-			frame_eth(&f, ETH_P_ARP);
-			frame_put(&f, NULL, 28);
-		}
-		run_frame(&fx, &f, 1, NULL);	/* create the bucket */
-		ns = per_packet_ns(fx.prog_fd, &f);
-		printf("%-44s %8.1f %8.2f   (+%.1f ns over bare)\n", cases[i].name, ns,
-		       ns / base, ns - base);
+	printf("\npolicy model v2, one rule of each kind added to the same policy:\n");
+	frame_udp_from(&f, "198.18.2.1");
+	run_frame(&fx2, &f, 2, NULL);
+	ref = per_packet_ns(fx2.prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n", "plain rule, limited (drop)", ref,
+	       ref / base, ref - base);
+	run_cases(&fx2, v2, sizeof(v2) / sizeof(v2[0]), base, ref);
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+		double ns = hot_aggregate_ns(fx2.prog_fd, hot_src);
+
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n",
+		       "--per rule, 2 CPUs admit at once (pass)", ns, ns / base, ns - base);
 	}
+	fixture_close(&fx2);
 	fixture_close(&fx);
 	close(bare);
+
+	printf("\nsource table memory (the kernel's memlock accounting):\n");
+	for (__u32 n = 4096; n <= 262144; n *= 64)
+		printf("  --max-sources %-8u %ld bytes per source\n", n, table_bytes_per_source(n));
 	return 0;
 }

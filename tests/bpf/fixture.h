@@ -11,6 +11,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/udp.h>
+#include <netinet/tcp.h>
 #include <linux/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,48 @@ static inline void frame_udp_from(struct frame *f, const char *src)
 		frame_ipv4(f, src, 5);
 	}
 	frame_udp(f);
+}
+
+/* Ethernet + IPv4 or IPv6 from src with L4 protocol proto, and room for
+ * an L4 header of l4_len bytes; the frame is padded to size bytes. */
+static inline void *frame_l4(struct frame *f, const char *src, __u8 proto, size_t l4_len, size_t size)
+{
+	struct iphdr *ip;
+	void *l4;
+
+	if (strchr(src, ':')) {
+		frame_eth(f, ETH_P_IPV6);
+		frame_ipv6(f, src, proto)->payload_len = htons((__u16)l4_len);
+	} else {
+		frame_eth(f, ETH_P_IP);
+		ip = frame_ipv4(f, src, 5);
+		ip->protocol = proto;
+		ip->tot_len = htons((__u16)(sizeof(*ip) + l4_len));
+	}
+	l4 = frame_put(f, NULL, l4_len);
+	if (size > f->len && size <= sizeof(f->buf))
+		frame_put(f, NULL, size - f->len);
+	return l4;
+}
+
+static inline void frame_udp_to(struct frame *f, const char *src, __u16 dport)
+{
+	struct udphdr *u = frame_l4(f, src, IPPROTO_UDP, sizeof(*u), 0);
+
+	u->source = htons(4000);
+	u->dest = htons(dport);
+	u->len = htons(sizeof(*u));
+}
+
+static inline void frame_tcp(struct frame *f, const char *src, __u16 dport, int syn, int ack)
+{
+	struct tcphdr *t = frame_l4(f, src, IPPROTO_TCP, sizeof(*t), 0);
+
+	t->source = htons(40000);
+	t->dest = htons(dport);
+	t->doff = sizeof(*t) / 4;
+	t->syn = syn ? 1 : 0;
+	t->ack = ack ? 1 : 0;
 }
 
 /* Run the frame `repeat` times; returns the last XDP action or -errno. */

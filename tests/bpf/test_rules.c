@@ -3,7 +3,6 @@
  * keys, --bytes, protocol, port and SYN matches and their precedence,
  * --monitor and --ban, with exact admission counts. Limits are per hour
  * where refill during a case must not change the count. */
-#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 #include "fixture.h"
@@ -18,48 +17,6 @@ static int setup(const char *policy)
 	if (fixture_open(&fx, 0))
 		return -1;
 	return fixture_policy(&fx, policy);
-}
-
-/* Ethernet + IPv4 or IPv6 from src with L4 protocol proto, and room for
- * an L4 header of l4_len bytes; the frame is padded to size bytes. */
-static void *frame_l4(struct frame *f, const char *src, __u8 proto, size_t l4_len, size_t size)
-{
-	struct iphdr *ip;
-	void *l4;
-
-	if (strchr(src, ':')) {
-		frame_eth(f, ETH_P_IPV6);
-		frame_ipv6(f, src, proto)->payload_len = htons((__u16)l4_len);
-	} else {
-		frame_eth(f, ETH_P_IP);
-		ip = frame_ipv4(f, src, 5);
-		ip->protocol = proto;
-		ip->tot_len = htons((__u16)(sizeof(*ip) + l4_len));
-	}
-	l4 = frame_put(f, NULL, l4_len);
-	if (size > f->len && size <= sizeof(f->buf))
-		frame_put(f, NULL, size - f->len);
-	return l4;
-}
-
-static void frame_udp_to(struct frame *f, const char *src, __u16 dport)
-{
-	struct udphdr *u = frame_l4(f, src, IPPROTO_UDP, sizeof(*u), 0);
-
-	u->source = htons(4000);
-	u->dest = htons(dport);
-	u->len = htons(sizeof(*u));
-}
-
-static void frame_tcp(struct frame *f, const char *src, __u16 dport, int syn, int ack)
-{
-	struct tcphdr *t = frame_l4(f, src, IPPROTO_TCP, sizeof(*t), 0);
-
-	t->source = htons(40000);
-	t->dest = htons(dport);
-	t->doff = sizeof(*t) / 4;
-	t->syn = syn ? 1 : 0;
-	t->ack = ack ? 1 : 0;
 }
 
 /* Counts of one reason across a run. */

@@ -3,7 +3,8 @@
 # sources, IPv4 and IPv6), /metrics passes `promtool check metrics`, has
 # HELP and TYPE for every family of the reference, and every value equals
 # what `sluice stats -j`, `limit list -j`, `status -j` and `version` print
-# at the same moment. A second interface whose name holds a quote and a
+# at the same moment; every rule has its sluice_rule_info, the reasons
+# monitored and banned are there. A second interface whose name holds a quote and a
 # backslash comes out escaped, and still passes promtool.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -50,6 +51,7 @@ declare -A types=(
 	[sluice_packets_total]=counter [sluice_bytes_total]=counter
 	[sluice_tracked_sources]=gauge [sluice_tracked_sources_capacity]=gauge
 	[sluice_policy_packets_total]=counter [sluice_policy_bytes_total]=counter
+	[sluice_rule_info]=gauge
 	[sluice_scrape_duration_seconds]=gauge [sluice_scrape_skipped_interfaces]=gauge
 )
 for fam in "${!types[@]}"; do
@@ -75,6 +77,12 @@ for unit in packets bytes; do
 	done
 done
 ok "sluice_packets_total and sluice_bytes_total equal stats -j for every action and reason"
+# The v2 reasons, whether or not this version's stats -j lists them.
+for r in pass/monitored drop/banned; do
+	got=$(series "$m" "sluice_packets_total{$L,action=\"${r%/*}\",reason=\"${r#*/}\"}")
+	[[ $got =~ ^[0-9]+$ ]] || fail "no sluice_packets_total for action ${r%/*}, reason ${r#*/}: $got"
+done
+ok "reasons monitored (pass) and banned (drop) are exported"
 assert_ge "$(jq .packets.drop.rate_limited <<<"$stats")" 1000 "rate-limited drops in the flood"
 assert_ge "$(jq .packets.drop.denied <<<"$stats")" 300 "denied drops in the flood"
 assert_ge "$(jq .packets.pass.allowed <<<"$stats")" 300 "allowed passes in the flood"
@@ -88,21 +96,32 @@ assert_ge "$(series "$m" "sluice_tracked_sources{$L}")" 4 "sources tracked (the 
 assert_eq "$(series "$m" "sluice_tracked_sources_capacity{$L}")" "$(jq .capacity <<<"$stats")" \
 	"sluice_tracked_sources_capacity equals stats -j"
 
+# These rules have no match: the match labels are there, empty.
+NOMATCH='proto="",dport="",syn=""'
 npol=0
-while IFS=$'\t' read -r cidr passed dropped; do
+while IFS=$'\t' read -r cidr action rate burst passed dropped; do
+	P="$L,policy=\"$cidr\",$NOMATCH"
 	for a in pass drop; do
 		want=$passed
 		[[ $a == drop ]] && want=$dropped
-		got=$(series "$m" "sluice_policy_packets_total{$L,policy=\"$cidr\",action=\"$a\"}")
+		got=$(series "$m" "sluice_policy_packets_total{$P,action=\"$a\"}")
 		[[ $got == "$want" ]] || fail "policy $cidr $a: exporter $got, limit list -j $want"
 	done
+	if [[ $action == limit ]]; then
+		what="unit=\"packets\",rate=\"$rate/s\",burst=\"$burst\",per=\"source\",ban_seconds=\"0\""
+	else
+		what='unit="",rate="",burst="",per="",ban_seconds=""'
+	fi
+	info="sluice_rule_info{$P,kind=\"$action\",$what,monitor=\"false\"}"
+	assert_eq "$(series "$m" "$info")" 1 "$info"
 	npol=$((npol + 1))
-done < <(jq -r '.[] | [.cidr, .passed, .dropped] | @tsv' <<<"$list")
+done < <(jq -r '.[] | [.cidr, .action, .rate, .burst, .passed, .dropped] | @tsv' <<<"$list")
 assert_eq "$npol" 4 "policies in limit list (default and three rules)"
 assert_eq "$(grep -c "^sluice_policy_packets_total{$L" "$m")" $((npol * 2)) \
 	"policy packet series (pass and drop per policy)"
 assert_eq "$(grep -c "^sluice_policy_bytes_total{$L" "$m")" $((npol * 2)) \
 	"policy byte series (pass and drop per policy)"
+assert_eq "$(grep -c "^sluice_rule_info{$L" "$m")" "$npol" "rule info series (one per policy)"
 ok "sluice_policy_packets_total equals limit list -j for every policy"
 
 st=$(sluice_rx -j status | jq -c ".interfaces[] | select(.interface == \"$IF_RX\")")

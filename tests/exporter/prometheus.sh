@@ -92,6 +92,9 @@ wait_promql "count(sluice_program_info{interface=\"$IF_RX\",mode=\"native\"})" 1
 wait_promql "sum(sluice_policy_packets_total{policy=\"198.18.6.0/24\",action=\"drop\"})" \
 	"$(sluice_rx -j limit list | jq '.[] | select(.cidr == "198.18.6.0/24") | .dropped')" \
 	"drops of policy 198.18.6.0/24"
+# The rule's info series, ingested: its empty match labels are absent ones.
+wait_promql "count(sluice_rule_info{interface=\"$IF_RX\",policy=\"198.18.6.0/24\",kind=\"limit\",proto=\"\",syn=\"\"})" \
+	1 "rule info of 198.18.6.0/24"
 
 # Every query of the Grafana dashboard in contrib/ is valid PromQL and has
 # data here, its variables set as Grafana would for "All".

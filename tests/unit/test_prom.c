@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Golden-text tests of the Prometheus writer (user/prom.c): each case builds
+ * a scrape by hand, and the writer's output must equal
+ * tests/unit/golden/NAME.prom byte for byte. When promtool is installed each
+ * golden file must also pass `promtool check metrics` cleanly. Needs neither
+ * root nor a network namespace. Prints "ok NAME" or "FAIL NAME: detail" per
+ * case and exits 1 if any case failed.
+ *
+ * usage: test_prom [CASE]    only the cases whose name contains CASE
+ * SLUICE_GOLDEN_DIR          where the golden files are (default
+ *                            tests/unit/golden, from the repository root)
+ * SLUICE_GOLDEN_UPDATE=1     write the golden files instead of comparing:
+ *                            then review the diff before committing it */
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "prom.h"
+
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+#define MS		1000000ULL	/* ns */
+
+static int case_failed;
+static char case_detail[1024];
+
+__attribute__((format(printf, 1, 2)))
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (case_failed++)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(case_detail, sizeof(case_detail), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- building samples ---- */
+
+/* The reasons in enum order, as reason_name() names them. */
+static const char *const reason_names[SLUICE_R_MAX] = {
+	"within_limit", "allowed", "non_ip", "malformed", "rate_limited",
+	"denied", "no_bucket", "monitored", "banned",
+};
+
+/* Every reason, with packets base+r and bytes 100 * that. */
+static void fill_reasons(struct prom_iface *ifc, __u64 base)
+{
+	for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
+		ifc->reasons[r].name = reason_names[r];
+		ifc->reasons[r].drop = sluice_reason_is_drop(r);
+		ifc->reasons[r].c.packets = base + r;
+		ifc->reasons[r].c.bytes = 100 * (base + r);
+	}
+	ifc->nreasons = SLUICE_R_MAX;
+}
+
+static void iface_init(struct prom_iface *ifc, const char *name, __u32 prog_id)
+{
+	memset(ifc, 0, sizeof(*ifc));
+	snprintf(ifc->name, sizeof(ifc->name), "%s", name);
+	ifc->mode = "native";
+	ifc->prog_id = prog_id;
+	ifc->capacity = 262144;
+}
+
+static struct prom_rule rule_allow(const char *policy)
+{
+	struct prom_rule r = { .action = SLUICE_ACT_ALLOW, .kind = "allow" };
+
+	snprintf(r.policy, sizeof(r.policy), "%s", policy);
+	return r;
+}
+
+static struct prom_rule rule_deny(const char *policy)
+{
+	struct prom_rule r = rule_allow(policy);
+
+	r.action = SLUICE_ACT_DENY;
+	r.kind = "deny";
+	return r;
+}
+
+static struct prom_rule rule_limit(const char *policy, __u64 rate, __u64 burst)
+{
+	struct prom_rule r = rule_allow(policy);
+
+	r.action = SLUICE_ACT_LIMIT;
+	r.kind = "limit";
+	r.rate = rate;
+	r.period = SLUICE_PERIOD_SEC;
+	r.burst = burst;
+	return r;
+}
+
+static void counts(struct prom_rule *r, __u64 pass, __u64 drop)
+{
+	r->c.pass_packets = pass;
+	r->c.drop_packets = drop;
+	r->c.pass_bytes = 60 * pass;
+	r->c.drop_bytes = 60 * drop;
+}
+
+static struct prom_scrape scrape_of(const struct prom_iface *ifaces, size_t n)
+{
+	struct prom_scrape s = {
+		.version = "0.1.0",
+		.ifaces = ifaces,
+		.nifaces = n,
+		.duration_s = 0.000125,
+	};
+	return s;
+}
+
+/* ---- comparing with the golden file ---- */
+
+static const char *golden_dir(void)
+{
+	const char *d = getenv("SLUICE_GOLDEN_DIR");
+
+	return d && *d ? d : "tests/unit/golden";
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0;
+	FILE *m;
+
+	if (!f)
+		return NULL;
+	m = open_memstream(&buf, &cap);
+	if (m) {
+		char chunk[4096];
+		size_t n;
+
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			fwrite(chunk, 1, n, m);
+		if (fclose(m)) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	*len = cap;
+	return buf;
+}
+
+/* The line of the first difference, for the failure message. */
+static void first_diff(const char *got, size_t glen, const char *want, size_t wlen)
+{
+	size_t i = 0, line = 1, bol = 0, eol;
+
+	for (; i < glen && i < wlen && got[i] == want[i]; i++)
+		if (got[i] == '\n') {
+			line++;
+			bol = i + 1;
+		}
+	for (eol = bol; eol < glen && got[eol] != '\n'; eol++)
+		;
+	fail("differs from the golden file at line %zu, column %zu; got '%.*s'%s", line,
+	     i - bol + 1, (int)(eol - bol), got + bol,
+	     i == wlen ? " (the golden file ends before it)" :
+	     i == glen ? " (the output ends early)" : "");
+}
+
+/* `promtool check metrics` on the golden file: no output, exit 0. */
+static void promtool_check(const char *path)
+{
+	char cmd[600], out[512];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	if (system("command -v promtool >/dev/null 2>&1") != 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	if (!p) {
+		fail("cannot run promtool");
+		return;
+	}
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	if (st != 0 || n)
+		fail("promtool check metrics %s (exit %d): %s", path,
+		     WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
+}
+
+static void check_golden(const char *name, const struct prom_scrape *s)
+{
+	char path[512], *got = NULL, *want;
+	size_t glen = 0, wlen = 0;
+	FILE *f = open_memstream(&got, &glen);
+
+	if (!f) {
+		fail("open_memstream failed");
+		return;
+	}
+	if (prom_write(f, s))
+		fail("prom_write reported an error on a memory stream");
+	if (fclose(f)) {
+		fail("writing to a memory stream failed");
+		free(got);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s.prom", golden_dir(), name);
+	if (getenv("SLUICE_GOLDEN_UPDATE")) {
+		FILE *out = fopen(path, "w");
+
+		if (!out || fwrite(got, 1, glen, out) != glen || fclose(out))
+			fail("cannot write %s", path);
+		free(got);
+		return;
+	}
+	want = read_file(path, &wlen);
+	if (!want)
+		fail("cannot read %s: run from the repository root, or set SLUICE_GOLDEN_DIR", path);
+	else if (glen != wlen || memcmp(got, want, glen))
+		first_diff(got, glen, want, wlen);
+	else
+		promtool_check(path);
+	free(want);
+	free(got);
+}
+
+/* ---- cases ---- */
+
+/* No interface attached: the families are still all there, without series. */
+static void case_empty(void)
+{
+	struct prom_scrape s = scrape_of(NULL, 0);
+
+	check_golden("empty", &s);
+}
+
+/* One interface: every reason, the default and a few plain CIDR rules. */
+static void case_one_iface(void)
+{
+	struct prom_rule rules[4] = {
+		rule_limit("default", 100, 200),
+		rule_limit("198.18.6.0/24", 10, 10),
+		rule_deny("198.18.7.0/24"),
+		rule_allow("2001:2::100/120"),
+	};
+	struct prom_iface ifc;
+	struct prom_scrape s;
+
+	counts(&rules[0], 1000, 5);
+	counts(&rules[1], 40, 960);
+	counts(&rules[2], 0, 300);
+	counts(&rules[3], 300, 0);
+	iface_init(&ifc, "veth0", 42);
+	fill_reasons(&ifc, 1);
+	ifc.sources = 7;
+	ifc.rules = rules;
+	ifc.nrules = ARRAY_LEN(rules);
+	s = scrape_of(&ifc, 1);
+	check_golden("one_iface", &s);
+}
+
+/* Two interfaces in the order given; one skipped; the second in skb mode
+ * under libxdp's dispatcher, with the default never set (allow). */
+static void case_two_ifaces(void)
+{
+	struct prom_rule r0[2] = { rule_limit("default", 5, 5), rule_deny("198.18.0.0/16") };
+	struct prom_rule r1[1] = { rule_allow("default") };
+	struct prom_iface ifc[2];
+	struct prom_scrape s;
+
+	counts(&r0[0], 18446744073709551615ULL, 1);
+	counts(&r0[1], 0, 2);
+	iface_init(&ifc[0], "eth1", 7);
+	fill_reasons(&ifc[0], 10);
+	ifc[0].sources = 262144;
+	ifc[0].rules = r0;
+	ifc[0].nrules = ARRAY_LEN(r0);
+	iface_init(&ifc[1], "eth2", 8);
+	ifc[1].mode = "skb";
+	ifc[1].multiprog = true;
+	ifc[1].capacity = 1024;
+	fill_reasons(&ifc[1], 0);
+	ifc[1].rules = r1;
+	ifc[1].nrules = ARRAY_LEN(r1);
+	s = scrape_of(ifc, 2);
+	s.skipped = 1;
+	s.duration_s = 1.5;
+	check_golden("two_ifaces", &s);
+}
+
+/* Rules on one CIDR told apart by their match, and every limit option:
+ * bytes, /m and /h, --per /LEN and rule, --ban, --monitor. */
+static void case_rules_with_matches(void)
+{
+	struct prom_rule rules[9];
+	struct prom_iface ifc;
+	struct prom_scrape s;
+
+	rules[0] = rule_limit("default", 1000, 1000);
+	rules[1] = rule_limit("0.0.0.0/0", 100000, 200000);
+	rules[1].per = SLUICE_PER_RULE;
+	rules[2] = rule_limit("0.0.0.0/0", 20, 40);	/* --proto udp --dport 53 */
+	rules[2].match_flags = SLUICE_MATCH_PROTO | SLUICE_MATCH_PORT;
+	rules[2].proto = IPPROTO_UDP;
+	rules[2].dport_lo = rules[2].dport_hi = 53;
+	rules[2].ban_ns = 2000 * MS;
+	rules[3] = rule_limit("0.0.0.0/0", 600, 60);	/* --proto tcp --dport 1000-2000 --syn */
+	rules[3].match_flags = SLUICE_MATCH_ALL;
+	rules[3].proto = IPPROTO_TCP;
+	rules[3].dport_lo = 1000;
+	rules[3].dport_hi = 2000;
+	rules[3].period = SLUICE_PERIOD_MIN;
+	rules[3].monitor = true;
+	rules[4] = rule_limit("0.0.0.0/0", 10, 10);	/* --proto icmp */
+	rules[4].match_flags = SLUICE_MATCH_PROTO;
+	rules[4].proto = IPPROTO_ICMP;
+	rules[4].ban_ns = 250 * MS;
+	rules[5] = rule_deny("0.0.0.0/0");		/* --proto 47 */
+	rules[5].match_flags = SLUICE_MATCH_PROTO;
+	rules[5].proto = 47;
+	rules[6] = rule_limit("2001:2::/48", 1000000, 1500000);	/* --bytes, --per /64 */
+	rules[6].unit = SLUICE_UNIT_BYTES;
+	rules[6].per = SLUICE_PER_PREFIX;
+	rules[6].per_len = 64;
+	rules[6].ban_ns = 3600000 * MS + 1;
+	rules[7] = rule_limit("2001:2::/48", 3600, 100);	/* --proto icmpv6, /h */
+	rules[7].match_flags = SLUICE_MATCH_PROTO;
+	rules[7].proto = IPPROTO_ICMPV6;
+	rules[7].period = SLUICE_PERIOD_HOUR;
+	rules[8] = rule_limit("198.18.0.0/15", 1, 10);	/* --per /24 */
+	rules[8].per = SLUICE_PER_PREFIX;
+	rules[8].per_len = 24;
+	for (unsigned int i = 0; i < ARRAY_LEN(rules); i++)
+		counts(&rules[i], 100 * i, 10 * i);
+	iface_init(&ifc, "veth0", 42);
+	fill_reasons(&ifc, 1);
+	ifc.sources = 3;
+	ifc.rules = rules;
+	ifc.nrules = ARRAY_LEN(rules);
+	s = scrape_of(&ifc, 1);
+	check_golden("rules_with_matches", &s);
+}
+
+/* Backslash, double quote and newline in label values come out escaped. */
+static void case_label_escaping(void)
+{
+	struct prom_rule rules[1] = { rule_limit("a\\b\"c\nd", 1, 1) };
+	struct prom_iface ifc;
+	struct prom_scrape s;
+
+	iface_init(&ifc, "x\"q\\\n", 1);
+	fill_reasons(&ifc, 0);
+	ifc.rules = rules;
+	ifc.nrules = 1;
+	s = scrape_of(&ifc, 1);
+	s.version = "1.0\"-\\rc";
+	check_golden("label_escaping", &s);
+}
+
+/* A stream that cannot be written: prom_write says so. */
+static void case_write_error(void)
+{
+	struct prom_scrape s = scrape_of(NULL, 0);
+	FILE *f = fopen("/dev/null", "r");
+
+	if (!f) {
+		fail("cannot open /dev/null");
+		return;
+	}
+	if (prom_write(f, &s) != -1)
+		fail("prom_write to a read-only stream returned success");
+	fclose(f);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} cases[] = {
+	{ "empty", case_empty },
+	{ "one_iface", case_one_iface },
+	{ "two_ifaces", case_two_ifaces },
+	{ "rules_with_matches", case_rules_with_matches },
+	{ "label_escaping", case_label_escaping },
+	{ "write_error", case_write_error },
+};
+
+int main(int argc, char **argv)
+{
+	int failed = 0, ran = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		if (argc > 1 && !strstr(cases[i].name, argv[1]))
+			continue;
+		case_failed = 0;
+		case_detail[0] = '\0';
+		cases[i].run();
+		ran++;
+		if (case_failed) {
+			printf("FAIL %s: %s\n", cases[i].name, case_detail);
+			failed++;
+		} else {
+			printf("ok %s\n", cases[i].name);
+		}
+		fflush(stdout);
+	}
+	if (!ran) {
+		fprintf(stderr, "test_prom: no case matches '%s'\n", argv[1]);
+		return 2;
+	}
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The Prometheus text writer: one scrape's samples in, exposition text
+ * (format 0.0.4) out. Pure: it reads no map, no clock, no network, so
+ * tests/unit/test_prom.c checks it byte for byte against golden files. */
+#ifndef SLUICE_PROM_H
+#define SLUICE_PROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <net/if.h>
+#include "sluice/sluice.h"
+
+#define PROM_POLICY_LEN		64	/* a CIDR, or "default" */
+
+/* One reason's counters; names come from the caller (reason_name()). */
+struct prom_reason {
+	const char *name;
+	bool drop;
+	struct sluice_counter c;
+};
+
+/* One rule of the live policy: its identity (policy and match), what it
+ * does, and its counters. */
+struct prom_rule {
+	char policy[PROM_POLICY_LEN];	/* the CIDR as `limit list` prints it, or "default" */
+	__u8 match_flags;		/* SLUICE_MATCH_* */
+	__u8 proto;			/* IPPROTO_*, with SLUICE_MATCH_PROTO */
+	__u16 dport_lo, dport_hi;	/* with SLUICE_MATCH_PORT */
+	__u32 action;			/* enum sluice_action */
+	const char *kind;		/* its name, action_name(action) */
+	__u32 unit;			/* enum sluice_unit */
+	__u64 rate;			/* units per period */
+	__u32 period;			/* SLUICE_PERIOD_*; 0 is per second */
+	__u64 burst;
+	__u32 per;			/* enum sluice_per */
+	__u32 per_len;			/* --per /LEN */
+	__u64 ban_ns;			/* 0 for none */
+	bool monitor;
+	struct sluice_policy_counter c;
+};
+
+/* One interface, sampled in one go: its series are all or nothing. */
+struct prom_iface {
+	char name[IF_NAMESIZE];
+	const char *mode;		/* mode_name() */
+	__u32 prog_id;
+	bool multiprog;			/* libxdp dispatcher */
+	struct prom_reason reasons[SLUICE_R_MAX];
+	unsigned int nreasons;
+	long sources;			/* tracked now */
+	__u32 capacity;
+	struct prom_rule *rules;	/* the default first, then the rules */
+	unsigned int nrules;
+};
+
+/* One whole scrape. */
+struct prom_scrape {
+	const char *version;		/* sluice_build_info */
+	const struct prom_iface *ifaces;
+	size_t nifaces;
+	unsigned int skipped;		/* pin directories that could not be read */
+	double duration_s;		/* time taken to sample */
+};
+
+/* Writes the exposition text of s to f; 0, or -1 if f reports an error. */
+int prom_write(FILE *f, const struct prom_scrape *s);
+
+#endif /* SLUICE_PROM_H */
