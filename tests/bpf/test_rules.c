@@ -108,7 +108,7 @@ static void bytes_limit(void)
 	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
 	struct frame f;
 
-	CHECK(setup("limit default --bytes 1/h --burst 1000") == 0, "setup");
+	CHECK(setup("limit default --bytes 1/m --burst 1000") == 0, "setup");
 	frame_l4(&f, "198.18.0.30", IPPROTO_UDP, sizeof(struct udphdr), 300);
 	counters_now(&fx, before);
 	CHECK(send_n(&f, 5) == 3, "300-byte frames under a 1000-byte burst: want 3");
