@@ -19,6 +19,7 @@ netns_init ban
 netns_setup
 sluice_attach
 sluice_rx limit set "$NET" --rate "$RATE" --burst "$BURST" --ban "${BAN}s"
+assert_eq "$(rule_field "$NET" ban_ms)" $((BAN * 1000)) "rule's ban_ms"
 nft_rx_init
 for p in 1 2 3; do
 	nft_rx_counter "p$p" ip saddr "$SRC" udp dport "500$p"
@@ -26,15 +27,8 @@ done
 
 # This source's entry in `ban list -j` (empty when it has none).
 ban_entry() {
-	sluice_rx -j ban list | jq -c --arg a "$SRC" \
-		'[.[] | select(any(.[]; type == "string" and (. == $a or startswith($a + "/"))))] | .[0] // empty' ||
+	sluice_rx -j ban list | jq -c --arg a "$SRC" '[.[] | select(.source == $a)] | .[0] // empty' ||
 		fail "sluice ban list -j failed or printed no array"
-}
-# Its time left in seconds, from the entry's key that says "left".
-ban_left() {
-	jq -er 'to_entries | map(select(.key | test("left"))) | .[0] |
-		if .key | test("_ns$") then .value / 1e9 elif .key | test("_ms$") then .value / 1e3
-		else .value end' <<<"$1" || fail "no time left in the ban entry: $1"
 }
 
 flood_phase() { # WHAT DPORT COUNT PPS: prints the flood's JSON after checking it sent all
@@ -56,6 +50,7 @@ t0=$(now)
 out=$(flood_phase "over the limit" 5001 50 1000)
 flood_phase "during the ban" 5002 20 100 >/dev/null
 entry=$(ban_entry)
+q=$(sluice_rx -j query "$SRC") || fail "sluice query $SRC failed"
 elapsed=$(calc "$(now) - $t0")
 awk -v e="$elapsed" -v b="$BAN" 'BEGIN { exit !(e < b - 0.1) }' ||
 	fail "the machine was too slow: the ban list was read ${elapsed}s after the ban began"
@@ -72,7 +67,13 @@ assert_eq "$(stats_delta "$s0" "$s1" packets drop banned)" $((50 - passed - 1 + 
 	"banned (the rest of the flood and all 20 during the ban)"
 [[ -n $entry ]] || fail "ban list -j showed no ban for $SRC during the ban"
 echo "ban list entry: $entry"
-left=$(ban_left "$entry")
+left=$(jq -er .left_seconds <<<"$entry") || fail "no left_seconds in the ban entry: $entry"
+assert_eq "$(jq -r .policy <<<"$entry")" "$NET" "the ban's rule"
+assert_eq "$(jq -r .dropped <<<"$entry")" $((50 - passed + 20)) "the ban entry's dropped"
+assert_eq "$(jq -r .banned <<<"$q")" true "query $SRC during the ban: banned"
+assert_ge "$(jq -r .ban_left_ms <<<"$q")" 1 "query $SRC during the ban: ban_left_ms"
+assert_le "$(jq -r '(.left_ms - .left_seconds * 1000) | fabs' <<<"$entry")" 1 \
+	"left_ms and left_seconds agree (within 1 ms)"
 assert_le "$left" "$BAN" "time left of the ban"
 assert_ge "$left" "$(calc "$BAN - $elapsed - 0.05")" \
 	"time left of the ban (${BAN}s less the ${elapsed}s since the flood began)"

@@ -18,6 +18,7 @@ netns_init by
 netns_setup
 sluice_attach
 sluice_rx limit set "$NET" --bytes "$RATE" --burst "$BURST"
+assert_eq "$(rule_field "$NET" unit)" bytes "rule's unit"
 nft_rx_init
 
 # One source per frame size (each has its own bucket): about 1.5 s at ten

@@ -24,6 +24,7 @@ netns_setup
 sluice_attach
 sluice_rx limit default --rate "$DEF_RATE" --burst "$DEF_BURST"
 sluice_rx limit set "$NET" --proto udp --dport 53 --rate "$DNS_RATE" --burst "$DNS_BURST"
+assert_eq "$(rule_field "$NET" match)" "--proto udp --dport 53" "rule's match"
 nft_rx_init
 nft_rx_counter dns ip saddr "$SRC" udp dport 53
 nft_rx_counter discard ip saddr "$SRC" udp dport 9

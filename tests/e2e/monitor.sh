@@ -35,6 +35,7 @@ run() { # SRC: one flood, prints the stats before and after
 
 # Dry run.
 sluice_rx limit set "$NET" --rate "$RATE" --burst "$BURST" --monitor
+assert_eq "$(rule_field "$NET" monitor)" true "rule's monitor"
 run 198.18.9.10
 monitored=$(stats_delta "$S0" "$S1" packets pass monitored)
 assert_eq "$(nft_rx_packets c198_18_9_10)" "$COUNT" "packets that arrived under --monitor (all)"
@@ -50,6 +51,7 @@ assert_eq "$(rule_field "$NET" dropped)" 0 "rule's dropped under --monitor"
 # The same rule enforcing (limit set with the same identity replaces it),
 # the same traffic from a source with a fresh bucket.
 sluice_rx limit set "$NET" --rate "$RATE" --burst "$BURST"
+assert_eq "$(rule_field "$NET" monitor)" false "rule's monitor, replaced"
 run 198.18.9.20
 limited=$(stats_delta "$S0" "$S1" packets drop rate_limited)
 assert_eq "$(nft_rx_packets c198_18_9_20)" "$BURST" "packets that arrived when enforced (the burst)"

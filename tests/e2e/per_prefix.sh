@@ -24,7 +24,8 @@ nft_rx_init
 check() { # NAME NET PER FIRST_SOURCE STEP NFT_FAMILY
 	local name=$1 net=$2 per=$3 first=$4 step=$5 fam=$6 s0 s1 out sent secs passed
 	sluice_rx limit set "$net" --per "$per" --rate "$RATE" --burst "$BURST"
-	assert_eq "$(rule_field "$net" action)" limit "rule for $net installed"
+	assert_eq "$(rule_field "$net" per)/$(rule_field "$net" per_len)" "prefix/${per#/}" \
+		"rule for $net: per and per_len"
 	nft_rx_counter "$name" "$fam" saddr "$net" udp dport "$DPORT"
 	s0=$(stats_snap)
 	# FIRST, FIRST+STEP, ... FIRST+255xSTEP in turn, 10 packets each: 2560

@@ -23,6 +23,7 @@ nft_rx_init
 check() { # NAME NET FIRST_SOURCE STEP DPORT (each check its own, for nftables)
 	local name=$1 net=$2 first=$3 step=$4 dport=$5 s0 s1 out sent secs passed
 	sluice_rx limit set "$net" --per rule --rate "$RATE" --burst "$BURST"
+	assert_eq "$(rule_field "$net" per)" rule "rule for $net: per"
 	nft_rx_counter "$name" ip saddr "$net" udp dport "$dport"
 	s0=$(stats_snap)
 	# 5120 packets at 5000/s, about 1 s: 50 times the rule's rate, the

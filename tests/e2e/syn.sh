@@ -21,6 +21,7 @@ netns_init syn
 netns_setup
 sluice_attach
 sluice_rx limit set "$NET" --proto tcp --syn --rate "$RATE" --burst "$BURST"
+assert_eq "$(rule_field "$NET" syn)" true "rule's syn"
 nft_rx_init
 nft_rx_counter syn ip saddr "$NET" tcp dport "$DPORT" tcp flags '&' '(syn|ack)' == syn
 nft_rx_counter ack ip saddr "$NET" tcp dport "$DPORT" tcp flags '&' '(syn|ack)' == ack
