@@ -44,7 +44,8 @@ flood_phase() { # WHAT DPORT COUNT PPS: prints the flood's JSON after checking i
 # ban, even at a rate far below the limit, nothing passes, and ban list
 # shows the ban. Each phase to its own port, so nftables tells them apart;
 # the checks wait until both are done, for the ban is short.
-assert_eq "$(ban_entry)" "" "no ban before the flood"
+entry=$(ban_entry)
+assert_eq "$entry" "" "no ban before the flood"
 s0=$(stats_snap)
 t0=$(now)
 out=$(flood_phase "over the limit" 5001 50 1000)
@@ -72,7 +73,9 @@ assert_eq "$(jq -r .policy <<<"$entry")" "$NET" "the ban's rule"
 assert_eq "$(jq -r .dropped <<<"$entry")" $((50 - passed + 20)) "the ban entry's dropped"
 assert_eq "$(jq -r .banned <<<"$q")" true "query $SRC during the ban: banned"
 assert_ge "$(jq -r .ban_left_ms <<<"$q")" 1 "query $SRC during the ban: ban_left_ms"
-assert_le "$(jq -r '(.left_ms - .left_seconds * 1000) | fabs' <<<"$entry")" 1 \
+ms_off=$(jq -er '(.left_ms - .left_seconds * 1000) | fabs' <<<"$entry") ||
+	fail "no left_ms next to left_seconds in the ban entry: $entry"
+assert_le "$ms_off" 1 \
 	"left_ms and left_seconds agree (within 1 ms)"
 assert_le "$left" "$BAN" "time left of the ban"
 assert_ge "$left" "$(calc "$BAN - $elapsed - 0.05")" \
@@ -81,7 +84,8 @@ assert_ge "$left" "$(calc "$BAN - $elapsed - 0.05")" \
 # 3. After the ban (and half a second's refill): admitted again, within the limit.
 wait_s=$(calc "$t0 + $BAN + 0.6 - $(now)")
 awk -v w="$wait_s" 'BEGIN { exit !(w > 0) }' && sleep "$wait_s"
-assert_eq "$(ban_entry)" "" "no ban left after ${BAN}s"
+entry=$(ban_entry)
+assert_eq "$entry" "" "no ban left after ${BAN}s"
 flood_phase "after the ban" 5003 8 8 >/dev/null
 sleep 0.2 # the last frames leave the veth's ring
 s2=$(stats_snap)

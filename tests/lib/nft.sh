@@ -56,7 +56,8 @@ rule_row() { # CIDR [JQ_CONDITION]
 rule_field() { # CIDR FIELD [JQ_CONDITION]
 	local row
 	row=$(rule_row "$1" "${3:-true}")
-	jq -er ".$2" <<<"$row" || fail "limit list -j row of $1 has no .$2: $row"
+	jq -e --arg k "$2" 'has($k)' <<<"$row" >/dev/null || fail "limit list -j row of $1 has no .$2: $row"
+	jq -r --arg k "$2" '.[$k]' <<<"$row"
 }
 
 # GCRA: a fresh bucket admits its burst at once, then RATE per second; over
