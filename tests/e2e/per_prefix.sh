@@ -21,8 +21,8 @@ netns_setup
 sluice_attach
 nft_rx_init
 
-check() { # NAME NET PER FIRST_SOURCE STEP NFT_FAMILY
-	local name=$1 net=$2 per=$3 first=$4 step=$5 fam=$6 s0 s1 out sent secs passed
+check() { # NAME NET PER FIRST_SOURCE STEP NFT_FAMILY ONE_SOURCE
+	local name=$1 net=$2 per=$3 first=$4 step=$5 fam=$6 one=$7 s0 s1 out sent secs passed q
 	sluice_rx limit set "$net" --per "$per" --rate "$RATE" --burst "$BURST"
 	assert_eq "$(rule_field "$net" per)/$(rule_field "$net" per_len)" "prefix/${per#/}" \
 		"rule for $net: per and per_len"
@@ -52,8 +52,13 @@ check() { # NAME NET PER FIRST_SOURCE STEP NFT_FAMILY
 		"stats rate_limited delta"
 	assert_eq "$(stats_delta "$s0" "$s1" packets pass within_limit)" "$passed" \
 		"stats within_limit delta"
+	# Any one of the sources is judged by the prefix's bucket.
+	q=$(sluice_rx -j query "$one") || fail "sluice query $one failed"
+	assert_eq "$(jq -r .bucket <<<"$q")" "$net" "query $one: its bucket"
+	assert_eq "$(jq -r .passed <<<"$q")/$(jq -r .dropped <<<"$q")" "$passed/$((sent - passed))" \
+		"query $one: the bucket's passed/dropped"
 }
 
-check v4 198.18.4.0/24 /24 198.18.4.0 1 ip
+check v4 198.18.4.0/24 /24 198.18.4.0 1 ip 198.18.4.77
 # 2001:2:0:4::1, 2001:2:0:4::100:1, ... 2001:2:0:4::ff00:1
-check v6 2001:2:0:4::/64 /64 2001:2:0:4::1 16777216 ip6
+check v6 2001:2:0:4::/64 /64 2001:2:0:4::1 16777216 ip6 2001:2:0:4::4d00:1

@@ -20,8 +20,8 @@ netns_setup
 sluice_attach
 nft_rx_init
 
-check() { # NAME NET FIRST_SOURCE STEP DPORT (each check its own, for nftables)
-	local name=$1 net=$2 first=$3 step=$4 dport=$5 s0 s1 out sent secs passed
+check() { # NAME NET FIRST_SOURCE STEP DPORT (each check its own, for nftables) ONE_SOURCE
+	local name=$1 net=$2 first=$3 step=$4 dport=$5 one=$6 s0 s1 out sent secs passed q
 	sluice_rx limit set "$net" --per rule --rate "$RATE" --burst "$BURST"
 	assert_eq "$(rule_field "$net" per)" rule "rule for $net: per"
 	nft_rx_counter "$name" ip saddr "$net" udp dport "$dport"
@@ -50,12 +50,17 @@ check() { # NAME NET FIRST_SOURCE STEP DPORT (each check its own, for nftables)
 		"stats rate_limited delta"
 	assert_eq "$(stats_delta "$s0" "$s1" packets pass within_limit)" "$passed" \
 		"stats within_limit delta"
+	# Any address the rule covers is judged by its one bucket.
+	q=$(sluice_rx -j query "$one") || fail "sluice query $one failed"
+	assert_eq "$(jq -r .bucket <<<"$q")" "$net" "query $one: its bucket"
+	assert_eq "$(jq -r .passed <<<"$q")/$(jq -r .dropped <<<"$q")" "$passed/$((sent - passed))" \
+		"query $one: the bucket's passed/dropped"
 }
 
 # 198.19.0.0, 198.19.1.1, ... 198.19.255.255: one in each /24 of the /16.
-check net 198.19.0.0/16 198.19.0.0 257 5001
+check net 198.19.0.0/16 198.19.0.0 257 5001 198.19.77.77
 # The whole interface: 198.18.0.0, 198.18.2.1, ... 198.19.254.255, over
 # both /16s of the benchmarking range (the /16 rule deleted first, for it
 # would decide its half).
 sluice_rx limit del 198.19.0.0/16
-check global 0.0.0.0/0 198.18.0.0 513 5002
+check global 0.0.0.0/0 198.18.0.0 513 5002 198.19.48.2

@@ -51,3 +51,15 @@ assert_eq "$(rule_field "$NET" passed)" "$syn" "SYN rule's passed equals nftable
 assert_eq "$(rule_field "$NET" dropped)" $((count - syn)) "SYN rule's dropped is the rest of the SYNs"
 assert_eq "$(stats_delta "$s0" "$s1" packets drop rate_limited)" $((count - syn)) \
 	"stats rate_limited delta (SYNs only)"
+
+# Each source has its own SYN bucket (top lists it under the rule) that
+# passed its burst and no more than its rate allows.
+rows=$(sluice_rx -j top -n 100000) || fail "sluice top -j failed"
+rows=$(jq -c --arg p "$NET --syn" '[.[] | select(.policy == $p)]' <<<"$rows")
+assert_eq "$(jq length <<<"$rows")" "$NSRC" "SYN buckets in top"
+assert_eq "$(jq 'map(.passed + .dropped) | unique' -c <<<"$rows")" "[$PER_SRC]" \
+	"SYNs judged per source (each $PER_SRC)"
+assert_ge "$(jq 'map(.passed) | min' <<<"$rows")" "$BURST" "fewest SYNs passed by one source"
+assert_le "$(jq 'map(.passed) | max' <<<"$rows")" "$(gcra_max "$BURST" "$RATE" "$secs")" \
+	"most SYNs passed by one source"
+assert_eq "$(jq 'map(.passed) | add' <<<"$rows")" "$syn" "the SYN buckets' passes add up to nftables' count"
