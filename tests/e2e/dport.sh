@@ -63,3 +63,11 @@ assert_ge "$def" "$other" "default's passed delta (port 9 and TCP port 53)"
 assert_le "$def" $((other + 20)) "default's passed delta (port 9 and TCP port 53)"
 assert_eq "$(stats_delta "$s0" "$s1" packets drop rate_limited)" $((3 * COUNT - dns - other)) \
 	"stats rate_limited delta"
+
+# The source has two buckets, one per deciding rule, each with its own counts.
+rows=$(sluice_rx -j top -n 100000) || fail "sluice top -j failed"
+rows=$(jq -c --arg s "$SRC" '[.[] | select(.source == $s)]' <<<"$rows")
+assert_eq "$(jq -r --arg p "$NET --proto udp --dport 53" '.[] | select(.policy == $p) | .passed' <<<"$rows")" \
+	"$dns" "top: $SRC's port 53 bucket passed"
+assert_eq "$(jq -r '.[] | select(.policy == "default") | .passed' <<<"$rows")" \
+	"$(nft_rx_packets discard)" "top: $SRC's default bucket passed"
