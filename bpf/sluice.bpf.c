@@ -317,7 +317,7 @@ struct judge {
 	struct sluice_config *cfg;
 	struct sluice_bucket *b;
 	const struct pkt *p;
-	__u64 now;		/* GCRA units, read on the first GCRA step */
+	__u64 now;		/* GCRA units, read at each GCRA step */
 	__u32 idx;		/* the deciding policy */
 	__u32 reason;
 };
@@ -386,12 +386,14 @@ static __always_inline int judge_step(struct judge *j)
 		j->reason = SLUICE_R_DENIED;
 		return 1;
 	}
-	if (!j->now)
-		j->now = gcra_now(bpf_ktime_get_ns());
 	tat = READ_ONCE(b->tat);
 	barrier();
 	if (READ_ONCE(b->bound) != bound)
 		return 0;	/* rebound since: judge again */
+	/* The clock after TAT: any CPU that moved TAT read the clock before
+	 * it did, so TAT - now never exceeds the tolerance by a stale clock
+	 * (which would look like a ban). Read again at each attempt. */
+	j->now = gcra_now(bpf_ktime_get_ns());
 	if (!gcra_admit(tat, j->now,
 			v.unit == SLUICE_UNIT_BYTES ? gcra_cost(v.interval, j->p->bytes) : v.interval,
 			v.tolerance, &next))

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* sluice-flood: a bounded UDP traffic generator over an AF_PACKET socket,
+/* sluice-flood: a bounded UDP or TCP traffic generator over an AF_PACKET socket,
  * for the end-to-end tests and the demo. It only sends from and to the
  * benchmarking ranges (198.18.0.0/15, 2001:2::/48), only from inside a
  * namespace made by `ip netns add` (never the host's), and always stops
@@ -18,6 +18,7 @@
 #include <net/if.h>
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
+#include <netinet/tcp.h>
 #include <netinet/udp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,6 +52,9 @@
 #define FRAME_SLOT		9024		/* per buffer, a multiple of 8 */
 #define FRAME_ALIGN		2		/* so the IP header is 4-byte aligned */
 #define SPORT			40000
+#define TCP_SEQ			1000000		/* any: nothing tracks these flows */
+#define TCP_ACK_SEQ		2000000
+#define TCP_WINDOW		65535
 #define DPORT_DEFAULT		9		/* discard */
 #define NS_PER_SEC		1000000000ULL
 #define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
@@ -58,19 +62,26 @@
 #define XDP_BATCH		64		/* frames the kernel sends at once */
 
 static const char usage[] =
-	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources N]\n"
-	"       [--dst ADDR] [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
-	"  Sends N UDP frames on IF (raw, no ARP/ND) from ADDR, ADDR+1, ... ADDR+N-1\n"
-	"  in turn, at RATE packets/s (0 = as fast as possible), for at most T\n"
-	"  seconds (default 10, max 120). Addresses must lie in 198.18.0.0/15 or\n"
-	"  2001:2::/48, or be ::ffff:198.18.x.y as an IPv6 source (defaults\n"
-	"  198.18.0.1 -> 198.18.0.2, or 2001:2::1 -> 2001:2::2).\n"
-	"  --dst-mac defaults to broadcast; --dport to 9. --size is the Ethernet\n"
-	"  frame length without FCS (default 60 for IPv4, 64 for IPv6).\n"
+	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources S]\n"
+	"       [--src-step K] [--dst ADDR] [--proto udp|tcp] [--tcp-flags FLAGS]\n"
+	"       [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
+	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the S sources\n"
+	"  ADDR, ADDR+K, ... ADDR+(S-1)K in turn (S and K default to 1), at RATE\n"
+	"  packets/s (0 = as fast as possible), for at most T seconds (default 10,\n"
+	"  max 120).\n"
+	"  Addresses must lie in 198.18.0.0/15 or 2001:2::/48, or be\n"
+	"  ::ffff:198.18.x.y as an IPv6 source (defaults 198.18.0.1 -> 198.18.0.2,\n"
+	"  or 2001:2::1 -> 2001:2::2); so must every source, the last included.\n"
+	"  --dst-mac defaults to broadcast; --dport to 9; --proto to udp. With\n"
+	"  --proto tcp each frame is one TCP segment (source port 40000, no\n"
+	"  options) with FLAGS set: a comma-separated list of fin, syn, rst, psh,\n"
+	"  ack, urg, or synack for syn,ack (default syn).\n"
+	"  --size is the Ethernet frame length without FCS (default 60 for IPv4,\n"
+	"  74 for TCP/IPv6, 64 for UDP/IPv6); the payload is zeros.\n"
 	"  --xdp sends through BPF_PROG_TEST_RUN's live-frames mode (XDP_TX on IF):\n"
 	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second;\n"
-	"  then --pps must be 0, and --sources works for IPv4 only (the frames\n"
-	"  then carry no UDP checksum).\n"
+	"  then --pps must be 0, and --sources works for UDP over IPv4 with K = 1\n"
+	"  only (the frames then carry no UDP checksum).\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
 	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y}; seconds runs from the\n"
 	"  first packet sent to the last.\n";
@@ -84,9 +95,11 @@ struct flood_opts {
 	const char *iface;
 	uint8_t dst_mac[ETH_ALEN];
 	struct addr src, dst;
-	uint64_t sources, count, pps;
+	uint64_t sources, src_step, count, pps;
 	double seconds;
 	unsigned int dport, size;
+	uint8_t proto;		/* IPPROTO_UDP or IPPROTO_TCP */
+	uint8_t tcp_flags;	/* TH_*, with IPPROTO_TCP */
 	bool xdp;
 };
 
@@ -184,11 +197,44 @@ static bool addr_is_bench(const struct addr *a)
 	return !memcmp(a->a, v6, sizeof(v6));
 }
 
-/* The last of n consecutive sources, or false if the range wraps. */
-static bool addr_last(const struct addr *a, uint64_t n, struct addr *last)
+/* The last of n sources step apart, or false if the range wraps. Both
+ * bounds are at most 2^24, so (n - 1) * step cannot overflow. */
+static bool addr_last(const struct addr *a, uint64_t n, uint64_t step, struct addr *last)
 {
-	addr_add(a, n - 1, last);
+	addr_add(a, (n - 1) * step, last);
 	return memcmp(last->a, a->a, sizeof(a->a)) >= 0;
+}
+
+/* --tcp-flags: a comma-separated list of flag names, "synack" for both. */
+static bool parse_tcp_flags(const char *s, uint8_t *out)
+{
+	static const struct {
+		const char *name;
+		uint8_t flags;
+	} names[] = {
+		{ "fin", TH_FIN }, { "syn", TH_SYN }, { "rst", TH_RST }, { "psh", TH_PUSH },
+		{ "ack", TH_ACK }, { "urg", TH_URG }, { "synack", TH_SYN | TH_ACK },
+	};
+	uint8_t flags = 0;
+
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strlen(names[i].name) == len && !strncmp(s, names[i].name, len)) {
+				flags |= names[i].flags;
+				known = true;
+			}
+		}
+		if (!known)
+			return false;
+		s += len;
+		if (*s == ',' && !*++s)
+			return false;	/* trailing comma */
+	}
+	*out = flags;
+	return flags != 0;
 }
 
 /* True when this process runs in a namespace made by `ip netns add` (one
@@ -260,28 +306,65 @@ static size_t l3_len(int family)
 	return family == AF_INET ? sizeof(struct iphdr) : sizeof(struct ip6_hdr);
 }
 
-static size_t headers_len(int family)
+static size_t l4_len(uint8_t proto)
 {
-	return sizeof(struct ether_header) + l3_len(family) + sizeof(struct udphdr);
+	return proto == IPPROTO_TCP ? sizeof(struct tcphdr) : sizeof(struct udphdr);
+}
+
+static size_t headers_len(int family, uint8_t proto)
+{
+	return sizeof(struct ether_header) + l3_len(family) + l4_len(proto);
+}
+
+/* The L4 header for build_frame: UDP with its length, or TCP with the
+ * flags asked for; checksums are left zero for the caller to fill in. */
+static void build_l4(uint8_t *l4, const struct flood_opts *o, size_t len)
+{
+	if (o->proto == IPPROTO_TCP) {
+		struct tcphdr *tcp = (struct tcphdr *)l4;
+
+		memset(tcp, 0, sizeof(*tcp));
+		tcp->th_sport = htons(SPORT);
+		tcp->th_dport = htons((uint16_t)o->dport);
+		tcp->th_seq = htonl(TCP_SEQ);
+		if (o->tcp_flags & TH_ACK)
+			tcp->th_ack = htonl(TCP_ACK_SEQ);
+		tcp->th_off = sizeof(*tcp) / 4;
+		tcp->th_flags = o->tcp_flags;
+		tcp->th_win = htons(TCP_WINDOW);
+	} else {
+		struct udphdr *udp = (struct udphdr *)l4;
+
+		udp->source = htons(SPORT);
+		udp->dest = htons((uint16_t)o->dport);
+		udp->len = htons((uint16_t)len);
+		udp->check = 0;
+	}
+}
+
+static void set_l4_csum(uint8_t *l4, uint8_t proto, uint16_t csum)
+{
+	uint16_t *check = proto == IPPROTO_TCP ? &((struct tcphdr *)l4)->th_sum :
+						 &((struct udphdr *)l4)->check;
+
+	/* For UDP 0 means "no checksum" (and is illegal for v6): send all ones. */
+	*check = htons(!csum && proto == IPPROTO_UDP ? 0xffff : csum);
 }
 
 /* Write the whole frame for source src into f (payload stays as it is:
- * zero, so it adds nothing to the UDP checksum). */
+ * zero, so it adds nothing to the L4 checksum). */
 static void build_frame(uint8_t *f, const struct flood_opts *o, const uint8_t *src_mac,
 			const struct addr *src)
 {
 	struct ether_header *eth = (struct ether_header *)f;
 	uint8_t *l3 = f + sizeof(*eth);
-	struct udphdr *udp = (struct udphdr *)(l3 + l3_len(o->dst.family));
-	size_t udp_len = o->size - sizeof(*eth) - l3_len(o->dst.family);
+	uint8_t *l4 = l3 + l3_len(o->dst.family);
+	size_t seg_len = o->size - sizeof(*eth) - l3_len(o->dst.family);
 	uint32_t sum;
 
 	memcpy(eth->ether_dhost, o->dst_mac, ETH_ALEN);
 	memcpy(eth->ether_shost, src_mac, ETH_ALEN);
-	udp->source = htons(SPORT);
-	udp->dest = htons((uint16_t)o->dport);
-	udp->len = htons((uint16_t)udp_len);
-	udp->check = 0;
+	build_l4(l4, o, seg_len);
 
 	if (o->dst.family == AF_INET) {
 		struct iphdr *ip = (struct iphdr *)l3;
@@ -293,11 +376,11 @@ static void build_frame(uint8_t *f, const struct flood_opts *o, const uint8_t *s
 		ip->tot_len = htons((uint16_t)(o->size - sizeof(*eth)));
 		ip->frag_off = htons(IP_DF);
 		ip->ttl = 64;
-		ip->protocol = IPPROTO_UDP;
+		ip->protocol = o->proto;
 		memcpy(&ip->saddr, src->a, 4);
 		memcpy(&ip->daddr, o->dst.a, 4);
 		ip->check = htons(csum_fold(csum_add(0, ip, sizeof(*ip))));
-		/* pseudo header: addresses, protocol, UDP length */
+		/* pseudo header: addresses, protocol, L4 length */
 		sum = csum_add(0, &ip->saddr, 8);
 	} else {
 		struct ip6_hdr *ip6 = (struct ip6_hdr *)l3;
@@ -305,18 +388,16 @@ static void build_frame(uint8_t *f, const struct flood_opts *o, const uint8_t *s
 		eth->ether_type = htons(ETHERTYPE_IPV6);
 		memset(ip6, 0, sizeof(*ip6));
 		ip6->ip6_flow = htonl(6U << 28);
-		ip6->ip6_plen = htons((uint16_t)udp_len);
-		ip6->ip6_nxt = IPPROTO_UDP;
+		ip6->ip6_plen = htons((uint16_t)seg_len);
+		ip6->ip6_nxt = o->proto;
 		ip6->ip6_hlim = 64;
 		memcpy(&ip6->ip6_src, src->a, 16);
 		memcpy(&ip6->ip6_dst, o->dst.a, 16);
 		sum = csum_add(0, &ip6->ip6_src, 32);
 	}
-	sum += IPPROTO_UDP + (uint32_t)udp_len;
-	sum = csum_add(sum, udp, udp_len);
-	udp->check = htons(csum_fold(sum));
-	if (!udp->check)
-		udp->check = 0xffff;	/* 0 means "no checksum" (and is illegal for v6) */
+	sum += o->proto + (uint32_t)seg_len;
+	sum = csum_add(sum, l4, seg_len);
+	set_l4_csum(l4, o->proto, csum_fold(sum));
 }
 
 static int parse_opts(int argc, char **argv, struct flood_opts *o)
@@ -326,6 +407,9 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "dst-mac", required_argument, NULL, 'm' },
 		{ "src", required_argument, NULL, 's' },
 		{ "sources", required_argument, NULL, 'n' },
+		{ "src-step", required_argument, NULL, 'k' },
+		{ "proto", required_argument, NULL, 'P' },
+		{ "tcp-flags", required_argument, NULL, 'f' },
 		{ "dst", required_argument, NULL, 'd' },
 		{ "dport", required_argument, NULL, 'p' },
 		{ "count", required_argument, NULL, 'c' },
@@ -336,15 +420,19 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_src = false, have_dst = false, have_size = false;
+	bool have_src = false, have_dst = false, have_size = false, have_flags = false;
 	struct addr last;
 	uint64_t v;
+	size_t hdrs;
 	char *end;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	memset(o->dst_mac, 0xff, sizeof(o->dst_mac));	/* broadcast */
 	o->sources = 1;
+	o->src_step = 1;
+	o->proto = IPPROTO_UDP;
+	o->tcp_flags = TH_SYN;
 	o->seconds = SECONDS_DEFAULT;
 	o->dport = DPORT_DEFAULT;
 
@@ -374,6 +462,25 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			if (!parse_u64(optarg, 1, SOURCES_MAX, &o->sources))
 				return usage_err("bad --sources '%s': give 1..%llu", optarg,
 						 (unsigned long long)SOURCES_MAX);
+			break;
+		case 'k':
+			if (!parse_u64(optarg, 1, SOURCES_MAX, &o->src_step))
+				return usage_err("bad --src-step '%s': give 1..%llu", optarg,
+						 (unsigned long long)SOURCES_MAX);
+			break;
+		case 'P':
+			if (!strcmp(optarg, "udp"))
+				o->proto = IPPROTO_UDP;
+			else if (!strcmp(optarg, "tcp"))
+				o->proto = IPPROTO_TCP;
+			else
+				return usage_err("bad --proto '%s': give udp or tcp", optarg);
+			break;
+		case 'f':
+			if (!parse_tcp_flags(optarg, &o->tcp_flags))
+				return usage_err("bad --tcp-flags '%s': give a comma-separated list "
+						 "of fin, syn, rst, psh, ack, urg, synack", optarg);
+			have_flags = true;
 			break;
 		case 'p':
 			if (!parse_u64(optarg, 1, 65535, &v))
@@ -424,6 +531,11 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--count is required: see '" PROG " --help'");
 	if (o->xdp && o->pps)
 		return usage_err("--xdp sends as fast as it can: leave out --pps");
+	if (have_flags && o->proto != IPPROTO_TCP)
+		return usage_err("--tcp-flags needs --proto tcp");
+	if (o->xdp && o->sources > 1 && (o->proto != IPPROTO_UDP || o->src_step != 1))
+		return usage_err("--xdp with --sources sends UDP from consecutive sources only: "
+				 "leave out --proto tcp and --src-step, or --xdp");
 
 	/* Defaults follow the family of whichever address was given. */
 	if (!have_src)
@@ -435,18 +547,22 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--src and --dst must both be IPv4 or both IPv6");
 	if (!addr_is_bench(&o->dst))
 		return usage_err("refusing destination outside 198.18.0.0/15 and 2001:2::/48");
-	if (!addr_last(&o->src, o->sources, &last) || !addr_is_bench(&o->src) ||
+	if (!addr_last(&o->src, o->sources, o->src_step, &last) || !addr_is_bench(&o->src) ||
 	    !addr_is_bench(&last))
 		return usage_err("refusing source%s outside 198.18.0.0/15 and 2001:2::/48",
 				 o->sources > 1 ? "s" : "");
 
-	if (!have_size)
+	hdrs = headers_len(o->dst.family, o->proto);
+	if (!have_size) {
 		o->size = FRAME_MIN + (o->dst.family == AF_INET6 ? 4 : 0);
-	if (o->size < headers_len(o->dst.family) || o->size < FRAME_MIN)
-		return usage_err("bad --size %u: a UDP/IPv%d frame needs at least %zu bytes",
-				 o->size, o->dst.family == AF_INET ? 4 : 6,
-				 headers_len(o->dst.family) > FRAME_MIN ?
-				 headers_len(o->dst.family) : (size_t)FRAME_MIN);
+		if (o->size < hdrs)
+			o->size = (unsigned int)hdrs;
+	}
+	if (o->size < hdrs || o->size < FRAME_MIN)
+		return usage_err("bad --size %u: a %s/IPv%d frame needs at least %zu bytes",
+				 o->size, o->proto == IPPROTO_TCP ? "TCP" : "UDP",
+				 o->dst.family == AF_INET ? 4 : 6,
+				 hdrs > FRAME_MIN ? hdrs : (size_t)FRAME_MIN);
 	return 0;
 }
 
@@ -609,7 +725,7 @@ int main(int argc, char **argv)
 			for (uint64_t i = 0; i < n; i++) {
 				struct addr src;
 
-				addr_add(&o.src, next_src, &src);
+				addr_add(&o.src, next_src * o.src_step, &src);
 				build_frame(frames[i], &o, src_mac, &src);
 				next_src = next_src + 1 == o.sources ? 0 : next_src + 1;
 			}

@@ -2,7 +2,6 @@
 /* attach, detach, status: loading the XDP program through libxdp, pinning
  * it and its maps under <pin root>/<iface>/ (see pins.c), and reporting on it. */
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <signal.h>
 #include <linux/if_link.h>
@@ -15,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "sluice.h"
+#include "cli.h"
 #include "sluice.skel.h"
 
 /* Test-only: SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops)
@@ -377,9 +377,6 @@ static int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifin
 	return 0;
 }
 
-static const char attach_usage[] =
-	"attach IFACE [--mode native|skb|auto] [--max-sources N] [--group NAME]";
-
 /* The new program is on the link: pin it under a temporary name and rename
  * that over the old pin, so that the program pin is never missing. */
 static int pin_prog(const char *dir, int prog_fd)
@@ -398,17 +395,23 @@ static int pin_prog(const char *dir, int prog_fd)
 	return 0;
 }
 
-int cmd_attach(int argc, char **argv)
+enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_GROUP };
+
+static const struct cli_opt attach_opts[] = {
+	[ATTACH_MODE] = CLI_OPT("mode", 0, "native|skb|auto",
+			  "XDP mode; auto tries native, then skb (the default)", 0, NULL),
+	[ATTACH_MAX_SOURCES] = CLI_OPT("max-sources", 0, "N",
+				 "size of the source table, 1024..16777216 (default 262144)", 0, NULL),
+	[ATTACH_GROUP] = CLI_OPT("group", 0, "NAME",
+			   "group that may read the pins (default 'sluice', created if missing)",
+			   0, NULL),
+	CLI_OPT_END,
+};
+
+static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
-	static const struct option longopts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "max-sources", required_argument, NULL, 'n' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	enum xdp_attach_mode modes[2] = { XDP_MODE_NATIVE, XDP_MODE_SKB };
-	int nmodes = 2, ifindex, c, err, used = -1, old_fd = -1;
+	int nmodes = 2, ifindex, err, used = -1, old_fd = -1;
 	__u64 max_sources = SLUICE_MAX_SOURCES_DEFAULT;
 	bool max_given = false, multiprog = false, had_pins;
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts);
@@ -416,7 +419,7 @@ int cmd_attach(int argc, char **argv)
 	struct xdp_program *prog = NULL, *old;
 	struct sluice_bpf *skel = NULL;
 	char dir[SLUICE_DIR_MAX], path[SLUICE_PATH_MAX], msg[160];
-	const char *iface, *group = NULL;
+	const char *iface, *group = a->val[ATTACH_GROUP], *mode = a->val[ATTACH_MODE];
 	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC, swapped_mode = XDP_MODE_UNSPEC;
 	struct pin_ids ids;
 	const char *kept;
@@ -424,46 +427,26 @@ int cmd_attach(int argc, char **argv)
 	__u32 old_id = 0;
 	gid_t gid;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (!strcmp(optarg, "native")) {
-				nmodes = 1;
-			} else if (!strcmp(optarg, "skb")) {
-				modes[0] = XDP_MODE_SKB;
-				nmodes = 1;
-			} else if (strcmp(optarg, "auto") != 0) {
-				return usage_err("bad --mode '%s': use native, skb or auto", optarg);
-			}
-			break;
-		case 'n':
-			if (!parse_u64(optarg, SLUICE_MAX_SOURCES_MIN, SLUICE_MAX_SOURCES_MAX,
-				       &max_sources))
-				return usage_err("bad --max-sources '%s': give %u..%u sources",
-						 optarg, SLUICE_MAX_SOURCES_MIN,
-						 SLUICE_MAX_SOURCES_MAX);
-			max_given = true;
-			break;
-		case 'g':
-			group = optarg;
-			break;
-		case 'h':
-			printf("Usage: sluice %s\n"
-			       "  Pins are root's; the maps are readable by group NAME (default '%s',\n"
-			       "  created if missing).\n", attach_usage, SLUICE_PIN_GROUP);
-			return 0;
-		default:
-			return getopt_err(c, argv, attach_usage);
+	(void)cmd;
+	if (mode) {
+		if (!strcmp(mode, "native")) {
+			nmodes = 1;
+		} else if (!strcmp(mode, "skb")) {
+			modes[0] = XDP_MODE_SKB;
+			nmodes = 1;
+		} else if (strcmp(mode, "auto") != 0) {
+			return usage_err("bad --mode '%s': use native, skb or auto", mode);
 		}
 	}
-	if (optind >= argc)
-		return usage_err("attach needs an interface: sluice %s", attach_usage);
-	if (optind + 1 < argc)
-		return usage_err("unexpected argument '%s': sluice %s", argv[optind + 1],
-				 attach_usage);
-	iface = argv[optind];
+	if (a->val[ATTACH_MAX_SOURCES]) {
+		if (!parse_u64(a->val[ATTACH_MAX_SOURCES], SLUICE_MAX_SOURCES_MIN,
+			       SLUICE_MAX_SOURCES_MAX, &max_sources))
+			return usage_err("bad --max-sources '%s': give %u..%u sources",
+					 a->val[ATTACH_MAX_SOURCES], SLUICE_MAX_SOURCES_MIN,
+					 SLUICE_MAX_SOURCES_MAX);
+		max_given = true;
+	}
+	iface = a->pos[0];
 	if (check_ifname(iface))
 		return EXIT_USAGE;
 	if (!(ifindex = (int)if_nametoindex(iface)))
@@ -581,40 +564,31 @@ out:
 	return err;
 }
 
-static const char detach_usage[] = "detach IFACE [--force]";
+const struct cli_cmd attach_cmd = {
+	.name = "attach", .path = "attach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
+	.opts = attach_opts, .run = attach_run,
+	.help = "Loads sluice on IFACE, or replaces the program there keeping its maps and\n"
+		"policy. Pins are root's; the maps are readable by the pins' group.",
+};
 
-int cmd_detach(int argc, char **argv)
+static const struct cli_opt detach_opts[] = {
+	CLI_OPT("force", 0, NULL, "remove the pins of an interface that no longer exists", 0, NULL),
+	CLI_OPT_END,
+};
+
+static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	enum xdp_attach_mode was_mode;
 	struct xdp_multiprog *mp;
 	struct xdp_program *ours;
-	const char *iface = NULL;
-	bool force = false;
+	const char *iface = a->pos[0];
+	bool force = a->val[0] != NULL;
 	struct pin_ids ids;
 	char dir[SLUICE_DIR_MAX];
 	int ifindex, err;
 	__u32 prog_id;
 
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			printf("Usage: sluice %s\n"
-			       "  Removes the program and its pins; --force removes the pins of an\n"
-			       "  interface that no longer exists.\n", detach_usage);
-			return 0;
-		}
-		if (!strcmp(argv[i], "--force"))
-			force = true;
-		else if (argv[i][0] == '-')
-			return usage_err("unknown option '%s': usage: sluice %s", argv[i],
-					 detach_usage);
-		else if (iface)
-			return usage_err("unexpected argument '%s': usage: sluice %s", argv[i],
-					 detach_usage);
-		else
-			iface = argv[i];
-	}
-	if (!iface)
-		return usage_err("detach needs an interface: usage: sluice %s", detach_usage);
+	(void)c;
 	if (check_ifname(iface))
 		return EXIT_USAGE;
 	err = pin_root_check();
@@ -771,19 +745,15 @@ static void print_status_text(const struct iface_status *st)
 	printf("  pins: readable by group %s\n", st->group);
 }
 
-int cmd_status(int argc, char **argv)
+static int status_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	char names[64][IF_NAMESIZE];
 	struct iface_status st;
 	struct json j;
 	int n, err = 0;
 
-	if (argc == 2 && is_help(argv[1])) {
-		printf("Usage: sluice status [-j] [-i IFACE]\n");
-		return 0;
-	}
-	if (argc > 1)
-		return usage_err("unexpected argument '%s': usage: sluice status [-j]", argv[1]);
+	(void)c;
+	(void)a;
 	err = pin_root_readable();
 	if (err)
 		return err;
@@ -825,3 +795,14 @@ int cmd_status(int argc, char **argv)
 	}
 	return err;
 }
+
+const struct cli_cmd detach_cmd = {
+	.name = "detach", .path = "detach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
+	.opts = detach_opts, .run = detach_run,
+	.help = "Removes the program and its pins from IFACE.",
+};
+
+const struct cli_cmd status_cmd = {
+	.name = "status", .path = "status", .json = true, .run = status_run,
+	.help = "Each attached interface (or -i IFACE's): mode, program, sources, rules, pins.",
+};

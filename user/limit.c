@@ -2,16 +2,15 @@
 /* limit, allow, deny, policy: editing the policy of an attached interface.
  * Every edit is validated whole, then committed to the inactive slot and
  * switched to atomically; a rejected edit changes nothing. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "sluice.h"
+#include "rule.h"
 
-#define WHY_LEN 256
+#define WHY_LEN 512
 #define POLICY_LINE_MAX 1024	/* characters, newline included */
-#define POLICY_WORDS_MAX 16
 
 static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 {
@@ -22,54 +21,53 @@ static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 	return err;
 }
 
-/* Apply one edit given as words (CLI argv from the object name on). */
-static int edit_words(int argc, char **argv)
+/* One live edit: limit set/default/del, allow, deny. */
+int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	char why[WHY_LEN], cidr[64];
+	char why[WHY_LEN], label[128], words[RULE_TEXT_MAX];
 	struct sluice_maps m;
 	struct policy *p;
-	bool is_default, is_del;
-	struct rule r;
+	struct rule r, *old;
 	int err;
 
-	if (parse_rule_words(argc, argv, &r, &is_default, &is_del, why, sizeof(why)))
+	if (rule_from_args(c, a, &r, why, sizeof(why)))
 		return usage_err("%s", why);
 	err = open_policy(&m, &p, true);
 	if (err)
 		return err;
-	rule_cidr_str(&r, cidr, sizeof(cidr));
-	if (is_default) {
-		p->def.action = r.action;
-		p->def.rate = r.rate;
-		p->def.burst = r.burst;
-	} else if (is_del) {
-		struct rule *old = policy_find(p, &r.cidr);
-
+	rule_label(&r, c->id == RULE_DEFAULT, label, sizeof(label));
+	switch (c->id) {
+	case RULE_DEFAULT:
+		r.index = SLUICE_POLICY_DEFAULT;
+		p->def = r;
+		break;
+	case RULE_DEL:
+		old = policy_find_rule(p, &r);
 		if (!old) {
 			policy_end(&m, p, false);
-			return usage_err("no rule for %s: see 'sluice limit list'", cidr);
+			return usage_err("no rule for %s: see 'sluice limit list'", label);
 		}
 		*old = p->rules[--p->n];
-	} else if (policy_put(p, &r, why, sizeof(why))) {
-		policy_end(&m, p, false);
-		return usage_err("%s", why);
+		break;
+	default:
+		if (policy_put(p, &r, why, sizeof(why))) {
+			policy_end(&m, p, false);
+			return usage_err("%s", why);
+		}
 	}
 	err = policy_end(&m, p, true);
-	if (!err && !opts.json) {
-		if (is_default)
-			printf("default: limit %llu/s burst %llu\n",
-			       (unsigned long long)r.rate, (unsigned long long)r.burst);
-		else if (is_del)
-			printf("%s: rule deleted\n", cidr);
-		else if (r.action == SLUICE_ACT_LIMIT)
-			printf("%s: limit %llu/s burst %llu\n", cidr,
-			       (unsigned long long)r.rate, (unsigned long long)r.burst);
-		else
-			printf("%s: %s\n", cidr, action_name(r.action));
+	if (err || opts.json)
+		return err;
+	if (c->id == RULE_DEL) {
+		printf("%s: rule deleted\n", label);
+	} else {
+		rule_format(&r, c->id == RULE_DEFAULT, words, sizeof(words));
+		printf("%s\n", words);
 	}
-	return err;
+	return 0;
 }
 
+/* Rules in a stable order: IPv4 first, by address, prefix, then match. */
 static int rule_cmp(const void *a, const void *b)
 {
 	const struct rule *x = a, *y = b;
@@ -81,10 +79,54 @@ static int rule_cmp(const void *a, const void *b)
 	c = memcmp(&x->cidr.addr, &y->cidr.addr, sizeof(x->cidr.addr));
 	if (c)
 		return c;
-	return (int)x->cidr.prefixlen - (int)y->cidr.prefixlen;
+	if (x->cidr.prefixlen != y->cidr.prefixlen)
+		return (int)x->cidr.prefixlen - (int)y->cidr.prefixlen;
+	if (x->match.flags != y->match.flags)
+		return x->match.flags - y->match.flags;
+	if (x->match.proto != y->match.proto)
+		return x->match.proto - y->match.proto;
+	if (x->match.dport_lo != y->match.dport_lo)
+		return x->match.dport_lo - y->match.dport_lo;
+	return x->match.dport_hi - y->match.dport_hi;
 }
 
-static void list_one_json(struct json *j, const char *cidr, const struct rule *r,
+/* The keys every rule listing has (limit list -j, query -j adds its own). */
+void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
+{
+	char buf[RULE_TEXT_MAX];
+
+	json_str(j, "unit", unit_name(r->unit));
+	json_u64(j, "period", r->period ? r->period : SLUICE_PERIOD_SEC);
+	json_str(j, "per", per_name(r->per));
+	if (r->per == SLUICE_PER_PREFIX)
+		json_u64(j, "per_len", r->per_len);
+	else
+		json_null(j, "per_len");
+	if (r->match.flags & SLUICE_MATCH_PROTO) {
+		proto_name(r->match.proto, buf, sizeof(buf));
+		json_str(j, "proto", buf);
+	} else {
+		json_null(j, "proto");
+	}
+	if (r->match.flags & SLUICE_MATCH_PORT) {
+		if (r->match.dport_lo == r->match.dport_hi)
+			snprintf(buf, sizeof(buf), "%u", r->match.dport_lo);
+		else
+			snprintf(buf, sizeof(buf), "%u-%u", r->match.dport_lo, r->match.dport_hi);
+		json_str(j, "dport", buf);
+	} else {
+		json_null(j, "dport");
+	}
+	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
+	json_bool(j, "monitor", r->monitor);
+	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
+	rule_match_words(&r->match, buf, sizeof(buf));
+	json_str(j, "match", buf);
+	rule_format(r, is_default, buf, sizeof(buf));
+	json_str(j, "rule", buf);
+}
+
+static void list_one_json(struct json *j, const char *cidr, const struct rule *r, bool is_default,
 			  const struct sluice_policy_counter *pc)
 {
 	json_obj_open(j, NULL);
@@ -92,6 +134,7 @@ static void list_one_json(struct json *j, const char *cidr, const struct rule *r
 	json_str(j, "action", action_name(r->action));
 	json_u64(j, "rate", r->rate);
 	json_u64(j, "burst", r->burst);
+	rule_json_fields(j, r, is_default);
 	json_u64(j, "passed", pc->pass_packets);
 	json_u64(j, "dropped", pc->drop_packets);
 	json_obj_close(j);
@@ -100,28 +143,49 @@ static void list_one_json(struct json *j, const char *cidr, const struct rule *r
 static void list_one_text(const char *cidr, const struct rule *r,
 			  const struct sluice_policy_counter *pc)
 {
-	char rate[24] = "-", burst[24] = "-";
+	char rate[40] = "-", burst[24] = "-", match[64], more[64] = "", ban[24];
 
+	rule_match_words(&r->match, match, sizeof(match));
 	if (r->action == SLUICE_ACT_LIMIT) {
-		snprintf(rate, sizeof(rate), "%llu", (unsigned long long)r->rate);
+		rule_rate_words(r, rate, sizeof(rate));
+		if (r->unit == SLUICE_UNIT_BYTES) {
+			size_t n = strlen(rate);
+
+			snprintf(rate + n, sizeof(rate) - n, " bytes");
+		}
 		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)r->burst);
+		if (r->per == SLUICE_PER_PREFIX)
+			snprintf(more, sizeof(more), "per /%u", r->per_len);
+		else if (r->per == SLUICE_PER_RULE)
+			snprintf(more, sizeof(more), "per rule");
+		if (r->ban_ns) {
+			size_t n = strlen(more);
+
+			duration_words(r->ban_ns, ban, sizeof(ban));
+			snprintf(more + n, sizeof(more) - n, "%sban %s", n ? " " : "", ban);
+		}
+		if (r->monitor) {
+			size_t n = strlen(more);
+
+			snprintf(more + n, sizeof(more) - n, "%smonitor", n ? " " : "");
+		}
 	}
-	printf("%-43s %-6s %12s %12s %14llu %14llu\n", cidr, action_name(r->action),
-	       rate, burst, (unsigned long long)pc->pass_packets,
-	       (unsigned long long)pc->drop_packets);
+	printf("%-31s %-22s %-6s %14s %10s %14llu %14llu  %s\n", cidr, *match ? match : "-",
+	       action_name(r->action), rate, burst, (unsigned long long)pc->pass_packets,
+	       (unsigned long long)pc->drop_packets, *more ? more : "-");
 }
 
-static int limit_list(int argc, char **argv)
+static int limit_list(const struct cli_cmd *c, struct cli_args *a)
 {
 	struct sluice_policy_counter pc;
 	struct sluice_maps m;
 	struct policy *p;
 	struct json j;
-	char cidr[64];
+	char cidr[SLUICE_CIDR_STR_MAX];
 	int err;
 
-	if (argc > 1)
-		return usage_err("unexpected argument '%s': usage: sluice limit list [-j]", argv[1]);
+	(void)c;
+	(void)a;
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
@@ -131,8 +195,8 @@ static int limit_list(int argc, char **argv)
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
 	} else {
-		printf("%-43s %-6s %12s %12s %14s %14s\n", "CIDR", "ACTION", "RATE/S",
-		       "BURST", "PASSED", "DROPPED");
+		printf("%-31s %-22s %-6s %14s %10s %14s %14s  %s\n", "CIDR", "MATCH", "ACTION",
+		       "RATE", "BURST", "PASSED", "DROPPED", "OPTIONS");
 	}
 	for (unsigned int i = 0; i <= p->n && !err; i++) {
 		const struct rule *r = i == 0 ? &p->def : &p->rules[i - 1];
@@ -145,7 +209,7 @@ static int limit_list(int argc, char **argv)
 		else
 			rule_cidr_str(r, cidr, sizeof(cidr));
 		if (opts.json)
-			list_one_json(&j, cidr, r, &pc);
+			list_one_json(&j, cidr, r, i == 0, &pc);
 		else
 			list_one_text(cidr, r, &pc);
 	}
@@ -158,76 +222,27 @@ static int limit_list(int argc, char **argv)
 	return err;
 }
 
-static const char limit_usage[] =
-	"limit { default --rate PPS [--burst N] | set CIDR --rate PPS [--burst N] |\n"
-	"                del CIDR | list [-j] }";
+static const struct cli_cmd limit_list_cmd = {
+	.name = "list", .path = "limit list", .json = true, .run = limit_list,
+	.help = "Lists the default and every rule, most general first, with their packet counts.",
+};
 
-int cmd_limit(int argc, char **argv)
-{
-	if (argc < 2 || is_help(argv[1]) || (argc > 2 && is_help(argv[argc - 1]))) {
-		FILE *f = argc < 2 ? stderr : stdout;
+static const struct cli_cmd *const limit_cmds[] = {
+	&rule_cmd_default, &rule_cmd_set, &rule_cmd_del, &limit_list_cmd, NULL,
+};
 
-		fprintf(f, "Usage: sluice %s\n"
-			"  PPS is packets per second (%llu..%llu); burst defaults to PPS.\n",
-			limit_usage, SLUICE_RATE_MIN, SLUICE_RATE_MAX);
-		return argc < 2 ? EXIT_USAGE : 0;
-	}
-	if (!strcmp(argv[1], "list"))
-		return limit_list(argc - 1, argv + 1);
-	return edit_words(argc, argv);
-}
-
-int cmd_allow(int argc, char **argv)
-{
-	if (argc == 2 && is_help(argv[1])) {
-		printf("Usage: sluice allow CIDR\n  Sources in CIDR are never limited.\n");
-		return 0;
-	}
-	return edit_words(argc, argv);
-}
-
-int cmd_deny(int argc, char **argv)
-{
-	if (argc == 2 && is_help(argv[1])) {
-		printf("Usage: sluice deny CIDR\n  Packets from CIDR are always dropped.\n");
-		return 0;
-	}
-	return edit_words(argc, argv);
-}
-
-/* Split a line into words in place; '#' starts a comment. */
-static int split_words(char *line, char **words, int max)
-{
-	int n = 0;
-	char *s = line;
-
-	for (;;) {
-		while (isspace((unsigned char)*s))
-			s++;
-		if (!*s || *s == '#')
-			break;
-		if (n == max)
-			return -1;
-		words[n++] = s;
-		while (*s && !isspace((unsigned char)*s) && *s != '#')
-			s++;
-		if (*s == '#') {
-			*s = '\0';
-			break;
-		}
-		if (*s)
-			*s++ = '\0';
-	}
-	return n;
-}
+const struct cli_cmd limit_obj = {
+	.name = "limit", .path = "limit", .sub = limit_cmds,
+	.help = "Rates are N per second, N/s, N/m or N/h: --rate 600/m is 10 per second.\n"
+		"See sluice(8), \"Rules\", for matches, --per, --ban and --monitor.",
+};
 
 /* Parse a whole policy file into p; on error prints "FILE:LINE: why". */
 static int parse_policy_file(const char *path, struct policy *p)
 {
-	char why[WHY_LEN], cidr[64], *line = NULL;
-	char *words[POLICY_WORDS_MAX];
+	char why[WHY_LEN], label[128], *line = NULL;
 	unsigned int lineno = 0, def_line = 0;
-	bool is_default, is_del;
+	enum rule_verb verb;
 	struct stat st;
 	struct rule r;
 	size_t cap = 0;
@@ -254,27 +269,25 @@ static int parse_policy_file(const char *path, struct policy *p)
 			err = usage_err("%s:%u: a NUL byte: this is not a policy file", path, lineno);
 			break;
 		}
-		n = split_words(line, words, POLICY_WORDS_MAX);
+		n = rule_parse_line(line, &r, &verb, why, sizeof(why));
 		if (n == 0)
 			continue;
-		if (n < 0 || parse_rule_words(n, words, &r, &is_default, &is_del,
-					      why, sizeof(why))) {
-			err = usage_err("%s:%u: %s", path, lineno, n < 0 ? "too many words" : why);
-		} else if (is_del) {
+		if (n < 0) {
+			err = usage_err("%s:%u: %s", path, lineno, why);
+		} else if (verb == RULE_DEL) {
 			err = usage_err("%s:%u: a policy file lists rules; leave a rule out to delete it",
 					path, lineno);
-		} else if (is_default) {
+		} else if (verb == RULE_DEFAULT) {
 			if (def_line)
 				err = usage_err("%s:%u: second default (the first is on line %u)",
 						path, lineno, def_line);
 			def_line = lineno;
-			p->def.action = r.action;
-			p->def.rate = r.rate;
-			p->def.burst = r.burst;
-		} else if (policy_find(p, &r.cidr)) {
-			rule_cidr_str(&r, cidr, sizeof(cidr));
+			r.index = SLUICE_POLICY_DEFAULT;
+			p->def = r;
+		} else if (policy_find_rule(p, &r)) {
+			rule_label(&r, false, label, sizeof(label));
 			err = usage_err("%s:%u: %s has a rule already earlier in the file",
-					path, lineno, cidr);
+					path, lineno, label);
 		} else if (policy_put(p, &r, why, sizeof(why))) {
 			err = usage_err("%s:%u: %s", path, lineno, why);
 		}
@@ -286,80 +299,48 @@ static int parse_policy_file(const char *path, struct policy *p)
 	return err;
 }
 
-static void dump_rule(const char *prefix, const struct rule *r, const char *cidr)
+static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 {
-	if (r->action == SLUICE_ACT_LIMIT)
-		printf("limit %s%s --rate %llu --burst %llu\n", prefix, cidr,
-		       (unsigned long long)r->rate, (unsigned long long)r->burst);
-	else
-		printf("%s %s\n", action_name(r->action), cidr);
-}
-
-static int policy_show(void)
-{
+	char words[RULE_TEXT_MAX];
 	struct sluice_maps m;
 	struct policy *p;
-	char cidr[64];
 	int err = open_policy(&m, &p, false);
 
+	(void)c;
+	(void)a;
 	if (err)
 		return err;
 	qsort(p->rules, p->n, sizeof(p->rules[0]), rule_cmp);
 	printf("# sluice policy of %s\n", m.iface);
-	if (p->def.action == SLUICE_ACT_LIMIT)
-		dump_rule("", &p->def, "default");
-	else
+	if (p->def.action == SLUICE_ACT_LIMIT) {
+		rule_format(&p->def, true, words, sizeof(words));
+		printf("%s\n", words);
+	} else {
 		printf("# default: not limited\n");
+	}
 	for (unsigned int i = 0; i < p->n; i++) {
-		rule_cidr_str(&p->rules[i], cidr, sizeof(cidr));
-		dump_rule("set ", &p->rules[i], cidr);
+		rule_format(&p->rules[i], false, words, sizeof(words));
+		printf("%s\n", words);
 	}
 	return policy_end(&m, p, false);
 }
 
-static const char policy_usage[] = "policy { apply FILE | check FILE | show }";
-
-int cmd_policy(int argc, char **argv)
+/* policy apply FILE, policy check FILE (id 1: check only). */
+static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 {
+	const char *path = a->pos[0];
 	struct sluice_maps m;
 	struct policy *next, *cur;
 	int err;
-
-	for (int i = 1; i < argc; i++)
-		if (is_help(argv[i]))
-			argc = -1;
-	if (argc < 0) {
-		printf("Usage: sluice %s\n"
-		       "  apply replaces the whole policy with FILE's, atomically;\n"
-		       "  check only validates FILE; show prints the live policy as a file.\n",
-		       policy_usage);
-		return 0;
-	}
-	if (argc < 2)
-		return usage_err("policy needs apply, check or show: usage: sluice %s", policy_usage);
-	if (!strcmp(argv[1], "show")) {
-		if (argc > 2)
-			return usage_err("unexpected argument '%s': usage: sluice %s", argv[2],
-					 policy_usage);
-		return policy_show();
-	}
-	if (strcmp(argv[1], "apply") != 0 && strcmp(argv[1], "check") != 0)
-		return usage_err("unknown policy command '%s': usage: sluice %s", argv[1],
-				 policy_usage);
-	if (argc < 3)
-		return usage_err("policy %s needs a FILE: usage: sluice %s", argv[1], policy_usage);
-	if (argc > 3)
-		return usage_err("unexpected argument '%s': usage: sluice %s", argv[3],
-				 policy_usage);
 
 	next = malloc(sizeof(*next));
 	if (!next)
 		return runtime_err("out of memory");
 	policy_init(next);
-	err = parse_policy_file(argv[2], next);
-	if (err || !strcmp(argv[1], "check")) {
+	err = parse_policy_file(path, next);
+	if (err || c->id) {
 		if (!err)
-			printf("%s: %u rules, valid\n", argv[2], next->n);
+			printf("%s: %u rules, valid\n", path, next->n);
 		free(next);
 		return err;
 	}
@@ -371,8 +352,34 @@ int cmd_policy(int argc, char **argv)
 	free(cur);
 	err = policy_commit(&m, next);
 	if (!err)
-		printf("%s: applied %u rules to %s\n", argv[2], next->n, m.iface);
+		printf("%s: applied %u rules to %s\n", path, next->n, m.iface);
 	free(next);
 	maps_close(&m);
 	return err;
 }
+
+static const struct cli_cmd policy_apply_cmd = {
+	.name = "apply", .path = "policy apply", .args = "FILE", .min_pos = 1, .max_pos = 1,
+	.run = policy_file, .id = 0,
+	.help = "Replaces the whole policy with FILE's, atomically; a FILE with one bad line is\n"
+		"refused whole. One rule a line, the words of limit default/set, allow and deny\n"
+		"without 'sluice'; '#' starts a comment.",
+};
+static const struct cli_cmd policy_check_cmd = {
+	.name = "check", .path = "policy check", .args = "FILE", .min_pos = 1, .max_pos = 1,
+	.run = policy_file, .id = 1,
+	.help = "Validates FILE as policy apply would, and changes nothing.",
+};
+static const struct cli_cmd policy_show_cmd = {
+	.name = "show", .path = "policy show", .run = policy_show,
+	.help = "Prints the live policy as a file: policy apply of it gives the same policy.",
+};
+
+static const struct cli_cmd *const policy_cmds[] = {
+	&policy_apply_cmd, &policy_check_cmd, &policy_show_cmd, NULL,
+};
+
+const struct cli_cmd policy_obj = {
+	.name = "policy", .path = "policy", .sub = policy_cmds,
+	.help = "A policy file holds the words of the rule commands, one rule a line.",
+};

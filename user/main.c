@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* sluice: `sluice [-j] [-i IFACE] OBJECT COMMAND ...`, dispatched from a table. */
+/* sluice: `sluice [-j] [-i IFACE] OBJECT COMMAND ...`, dispatched from the
+ * command tables (cli.h). */
 #include <errno.h>
 #include <string.h>
 #include "sluice.h"
+#include "cli.h"
+#include "rule.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.0.0"
@@ -10,102 +13,141 @@
 
 struct options opts;
 
-static int cmd_help(int argc, char **argv);
+/* The options every command takes, wherever they stand on the line. */
+enum { G_JSON, G_IFACE, G_BPFFS };
+static const struct cli_opt global_opts[] = {
+	[G_JSON] = CLI_OPT("json", 'j', NULL, "print JSON", 0, NULL),
+	[G_IFACE] = CLI_OPT("interface", 'i', "IFACE", "the interface (needed when more than one is attached)",
+		      0, NULL),
+	[G_BPFFS] = CLI_OPT("bpffs", 0, "DIR", "the bpffs holding the pins (default: the host's)", 0, NULL),
+	CLI_OPT_END,
+};
 
-static int cmd_version(int argc, char **argv)
+static int version_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	if (argc > 1 && is_help(argv[1])) {
-		printf("Usage: sluice version\n  Prints the version of sluice.\n");
-		return 0;
-	}
-	if (argc > 1)
-		return usage_err("unexpected argument '%s': usage: sluice version", argv[1]);
+	(void)c;
+	(void)a;
 	printf("sluice %s\n", SLUICE_VERSION);
 	return 0;
 }
 
-static const struct cmd top_cmds[] = {
-	{ "attach",   cmd_attach,
-	  "attach IFACE [--mode native|skb|auto] [--max-sources N] [--group NAME]" },
-	{ "detach",   cmd_detach,   "detach IFACE [--force]" },
-	{ "status",   cmd_status,   "status [-j]" },
-	{ "limit",    cmd_limit,    "limit default|set|del|list ...   (sluice limit --help)" },
-	{ "allow",    cmd_allow,    "allow CIDR" },
-	{ "deny",     cmd_deny,     "deny CIDR" },
-	{ "policy",   cmd_policy,   "policy apply|check FILE | policy show" },
-	{ "stats",    cmd_stats,    "stats [-j] [--watch SECONDS]" },
-	{ "top",      cmd_top,      "top [-n N] [-j]" },
-	{ "query",    cmd_query,    "query ADDR [-j]" },
-	{ "exporter", cmd_exporter, "exporter [--listen ADDR:PORT] [--user USER] [--group GROUP]" },
-	{ "version",  cmd_version,  "version" },
-	{ "help",     cmd_help,     "help" },
-	{ NULL, NULL, NULL },
+static const struct cli_cmd version_cmd = {
+	.name = "version", .path = "version", .run = version_run,
+	.help = "Prints the version of sluice.",
 };
 
-int print_usage(FILE *f, const char *object, const struct cmd *cmds)
+static const struct cli_cmd exporter_cmd = {
+	.name = "exporter", .path = "exporter",
+	.args = "[--listen ADDR:PORT] [--user USER] [--group GROUP]", .raw = cmd_exporter,
+};
+
+static int help_run(const struct cli_cmd *c, struct cli_args *a);
+
+static const struct cli_cmd help_cmd = {
+	.name = "help", .path = "help", .run = help_run,
+	.help = "Prints this list; 'sluice COMMAND --help' tells about one command.",
+};
+
+static const struct cli_cmd *const top_cmds[] = {
+	&attach_cmd, &detach_cmd, &status_cmd, &limit_obj, &rule_cmd_allow, &rule_cmd_deny,
+	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &version_cmd,
+	&help_cmd, NULL,
+};
+
+static const struct cli_cmd root = {
+	.name = "sluice", .path = "", .sub = top_cmds,
+};
+
+/* Every command's usage line, objects' commands each on its own. */
+static void root_help(FILE *f)
 {
-	fprintf(f, "Usage: sluice [-j] [-i IFACE] %s\n", object);
-	for (const struct cmd *c = cmds; c->name; c++)
-		fprintf(f, "       sluice %s\n", c->usage);
-	fprintf(f, "Options: -j, --json  print JSON; -i, --interface IFACE  pick the interface;\n"
-		   "         --bpffs DIR  the bpffs holding the pins (default: the host's)\n"
-		   "See sluice(8) for the whole manual.\n");
+	char label[32];
+
+	fprintf(f, "Usage: sluice [-j] [-i IFACE] OBJECT COMMAND\n");
+	for (const struct cli_cmd *const *c = top_cmds; *c; c++) {
+		const struct cli_cmd *const *s = (*c)->sub;
+
+		for (; s && *s; s++) {
+			fputs("       ", f);
+			cli_usage_line(f, *s);
+			fputc('\n', f);
+		}
+		if ((*c)->sub)
+			continue;
+		fputs("       ", f);
+		cli_usage_line(f, *c);
+		fputc('\n', f);
+	}
+	fputs("Options:\n", f);
+	for (const struct cli_opt *o = global_opts; o->name; o++) {
+		snprintf(label, sizeof(label), "-%c, --%s%s%s", o->short_name ? o->short_name : '-',
+			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		if (!o->short_name)
+			snprintf(label, sizeof(label), "--%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		fprintf(f, "  %-30s %s\n", label, o->help);
+	}
+	fputs("See sluice(8) for the whole manual; 'sluice COMMAND --help' for one command.\n", f);
+}
+
+static int help_run(const struct cli_cmd *c, struct cli_args *a)
+{
+	(void)c;
+	(void)a;
+	root_help(stdout);
 	return 0;
-}
-
-static int cmd_help(int argc, char **argv)
-{
-	if (argc > 1 && !is_help(argv[1]))
-		return usage_err("unexpected argument '%s': usage: sluice help", argv[1]);
-	return print_usage(stdout, "OBJECT COMMAND", top_cmds);
-}
-
-int dispatch(const char *object, const struct cmd *cmds, int argc, char **argv)
-{
-	for (const struct cmd *c = cmds; c->name; c++)
-		if (!strcmp(c->name, object))
-			return c->fn(argc, argv);
-	return usage_err("unknown command '%s': see 'sluice help'", object);
 }
 
 /* Take the global options out of argv wherever they are, so that both
  * `sluice -j stats` and `sluice stats -j` work. Returns the new argc. */
 static int strip_global_opts(int argc, char **argv, int *bad)
 {
+	const char *val[G_BPFFS + 1] = { NULL };
 	int out = 1;
 
 	*bad = 0;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *w = argv[i], *v = NULL;
+		int k = -1;
 
-		if (!strcmp(a, "--")) {
+		if (!strcmp(w, "--")) {
 			while (i < argc)
 				argv[out++] = argv[i++];
 			break;
 		}
-		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
-			opts.json = true;
-		} else if (!strcmp(a, "-i") || !strcmp(a, "--interface")) {
-			if (i + 1 >= argc) {
-				*bad = usage_err("%s needs an interface name", a);
-				return 0;
-			}
-			opts.iface = argv[++i];
-		} else if (!strncmp(a, "--interface=", 12)) {
-			opts.iface = a + 12;
-		} else if (!strcmp(a, "--bpffs")) {
-			if (i + 1 >= argc) {
-				*bad = usage_err("%s needs a directory: where bpffs is mounted", a);
-				return 0;
-			}
-			opts.bpffs = argv[++i];
-		} else if (!strncmp(a, "--bpffs=", 8)) {
-			opts.bpffs = a + 8;
-		} else {
-			argv[out++] = argv[i];
+		for (int g = 0; g <= G_BPFFS && k < 0; g++) {
+			const struct cli_opt *o = &global_opts[g];
+			size_t n = strlen(o->name);
+
+			if (o->short_name && w[0] == '-' && w[1] == o->short_name && !w[2])
+				k = g;
+			else if (!strncmp(w, "--", 2) && !strncmp(w + 2, o->name, n) &&
+				 (!w[2 + n] || (o->arg && w[2 + n] == '=')))
+				k = g, v = w[2 + n] ? w + 3 + n : NULL;
 		}
+		if (k < 0) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (global_opts[k].arg && !v) {
+			if (i + 1 >= argc) {
+				*bad = usage_err("%s needs %s: %s", w,
+						 k == G_IFACE ? "an interface name" :
+						 "a directory: where bpffs is mounted",
+						 global_opts[k].help);
+				return 0;
+			}
+			v = argv[++i];
+		}
+		val[k] = global_opts[k].arg ? v : "";
 	}
 	argv[out] = NULL;
+	if (val[G_JSON])
+		opts.json = true;
+	if (val[G_IFACE])
+		opts.iface = val[G_IFACE];
+	if (val[G_BPFFS])
+		opts.bpffs = val[G_BPFFS];
 	return out;
 }
 
@@ -123,16 +165,15 @@ int main(int argc, char **argv)
 	 * environment. */
 	pin_root();
 	if (argc < 2) {
-		print_usage(stderr, "OBJECT COMMAND", top_cmds);
+		root_help(stderr);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		return cmd_help(1, argv + 1);
-	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))
-		return cmd_version(1, argv + 1);
-	if (argv[1][0] == '-')
-		return usage_err("unknown option '%s': see 'sluice help'", argv[1]);
-	rc = dispatch(argv[1], top_cmds, argc - 1, argv + 1);
+	if (cli_is_help(argv[1]))
+		rc = help_run(&help_cmd, NULL);
+	else if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))
+		rc = version_run(&version_cmd, NULL);
+	else
+		rc = cli_dispatch(&root, argc, argv);
 	/* Output that did not reach its reader is a failure, not success. */
 	if ((fflush(stdout) || ferror(stdout)) && rc == 0)
 		return runtime_err("cannot write the output: %s", strerror(errno));

@@ -46,11 +46,6 @@ int runtime_err(const char *fmt, ...)
 	return EXIT_RUNTIME;
 }
 
-bool is_help(const char *arg)
-{
-	return !strcmp(arg, "-h") || !strcmp(arg, "--help") || !strcmp(arg, "help");
-}
-
 int getopt_err(int ch, char **argv, const char *usage)
 {
 	const char *opt = optind > 0 ? argv[optind - 1] : "?";

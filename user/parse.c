@@ -91,10 +91,36 @@ const char *parse_source(const char *s, struct sluice_src_key *out)
 
 void format_source(const struct sluice_src_key *k, char *buf, size_t len)
 {
-	if (k->family == SLUICE_FAMILY_V4)
-		inet_ntop(AF_INET, &k->a[12], buf, (socklen_t)len);
+	char a[INET6_ADDRSTRLEN];
+	__u32 bits = k->family == SLUICE_FAMILY_V4 ? 32 : 128;
+	__u32 klen = k->key_len;
+
+	if (k->family == SLUICE_FAMILY_V4) {
+		inet_ntop(AF_INET, &k->a[12], a, sizeof(a));
+		klen = klen > SLUICE_V4_MAPPED_PREFIX ? klen - SLUICE_V4_MAPPED_PREFIX : 0;
+	} else {
+		inet_ntop(AF_INET6, k->a, a, sizeof(a));
+	}
+	/* A home bucket, or a keyed one per address. */
+	if (k->policy == SLUICE_KEY_HOME || klen >= bits)
+		snprintf(buf, len, "%s", a);
 	else
-		inet_ntop(AF_INET6, k->a, buf, (socklen_t)len);
+		snprintf(buf, len, "%s/%u", a, klen);
+}
+
+static void clear_host_bits(struct sluice_addr *a, __u32 plen);
+
+void source_key_mask(const struct sluice_src_key *src, __u32 key_len, __u16 idx,
+		     struct sluice_src_key *out)
+{
+	struct sluice_addr a;
+
+	memcpy(a.a, src->a, sizeof(a.a));
+	clear_host_bits(&a, key_len);
+	*out = *src;
+	memcpy(out->a, a.a, sizeof(out->a));
+	out->key_len = (__u8)key_len;
+	out->policy = idx;
 }
 
 static bool host_bits_clear(const struct sluice_addr *a, __u32 plen)

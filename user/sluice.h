@@ -42,15 +42,9 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int runtime_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Command tables, bpftool style. */
-struct cmd {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *usage;	/* one line, without "sluice " */
-};
-int dispatch(const char *object, const struct cmd *cmds, int argc, char **argv);
-bool is_help(const char *arg);
-int print_usage(FILE *f, const char *object, const struct cmd *cmds);
+/* After getopt_long returned '?' or ':' (optstring starts with ':'), for
+ * the exporter, which parses its own options. */
+int getopt_err(int ch, char **argv, const char *usage);
 
 /* --- parse.c: strict parsing shared by the CLI and policy files --- */
 #define SLUICE_CIDR_STR_MAX	(INET6_ADDRSTRLEN + 8)	/* "addr/len" and a NUL */
@@ -66,7 +60,12 @@ const char *parse_addr(const char *s, struct sluice_addr *out);
 /* A source as the datapath keys it: any IPv6 text (::ffff:a.b.c.d too) is
  * an IPv6 source. */
 const char *parse_source(const char *s, struct sluice_src_key *out);
+/* A bucket key as text: the address, or ADDR/LEN (the family's own terms)
+ * for a keyed bucket shorter than an address. */
 void format_source(const struct sluice_src_key *k, char *buf, size_t len);
+/* src masked to key_len bits of its 128-bit form, keyed to rule idx. */
+void source_key_mask(const struct sluice_src_key *src, __u32 key_len, __u16 idx,
+		     struct sluice_src_key *out);
 bool addr_is_v4(const struct sluice_addr *a);
 __u8 cidr_family(const struct cidr *c);
 /* Whole-string unsigned decimal in [min, max]; false on anything else. */
@@ -74,8 +73,6 @@ bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
 /* Prints and returns EXIT_USAGE unless name could be a Linux interface
  * name (it also names a directory under SLUICE_PIN_ROOT). */
 int check_ifname(const char *name);
-/* After getopt_long returned '?' or ':' (optstring starts with ':'). */
-int getopt_err(int ch, char **argv, const char *usage);
 
 /* --- policy.c: the policy model, read from and committed to the maps --- */
 /* A rule's match: flags is SLUICE_MATCH_*; proto and ports as in
@@ -107,13 +104,11 @@ struct policy {
 	struct rule rules[SLUICE_MAX_POLICIES - 1];
 	unsigned int n;
 };
-/* Parse one rule from words ("limit set CIDR --rate N", "allow CIDR", ...).
- * Returns 0 and fills *r (is_default set for "limit default"), or -1 with a
- * message in why. "limit del CIDR" sets *is_del. */
-int parse_rule_words(int argc, char **argv, struct rule *r, bool *is_default,
-		     bool *is_del, char *why, size_t len);
-void rule_set_limit(struct rule *r, __u64 rate, __u64 burst);
+/* The rule with r's identity (CIDR and match), or NULL. */
+struct rule *policy_find_rule(struct policy *p, const struct rule *r);
+/* The rule of CIDR c without a match, or NULL. */
 struct rule *policy_find(struct policy *p, const struct cidr *c);
+/* Adds r, or replaces the rule with its identity (keeping its index). */
 int policy_put(struct policy *p, const struct rule *r, char *why, size_t len);
 void policy_init(struct policy *p);
 const char *action_name(__u32 action);
@@ -228,17 +223,30 @@ void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 void json_end(struct json *j);
 
-/* Subcommand families. */
-int cmd_attach(int argc, char **argv);
-int cmd_detach(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_limit(int argc, char **argv);
-int cmd_allow(int argc, char **argv);
-int cmd_deny(int argc, char **argv);
-int cmd_policy(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_top(int argc, char **argv);
-int cmd_query(int argc, char **argv);
+/* --- stats.c: buckets and the rules that judge them, shared with ban.c --- */
+struct bucket_row {
+	struct sluice_src_key key;
+	struct sluice_bucket b;
+};
+/* Every bucket; *n rows in *out (caller frees). Prints the error. */
+int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n);
+/* The rule at table index idx of p (the default for 0), or NULL. */
+const struct rule *rule_by_index(const struct policy *p, __u32 idx);
+/* "default", "CIDR" or "CIDR MATCH-WORDS". */
+void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len);
+/* The table entry idx of slot; 0, or -1. */
+int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out);
+/* The config word as it is now (zeroed if unreadable). */
+void live_config(const struct sluice_maps *m, struct sluice_config *cfg);
+
+/* --- limit.c --- */
+/* The keys of a rule's new fields in JSON (limit list -j, query -j). */
+void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
+
+/* The commands (cli.h), each in its object's file. */
+struct cli_cmd;
+extern const struct cli_cmd attach_cmd, detach_cmd, status_cmd, limit_obj, policy_obj,
+	stats_cmd, top_cmd, query_cmd, ban_obj;
 int cmd_exporter(int argc, char **argv);
 
 #endif /* SLUICE_USER_H */

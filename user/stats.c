@@ -2,13 +2,14 @@
 /* stats, top, query: reading counters and buckets of an attached interface. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
+#include "cli.h"
+#include "rule.h"
 #include "sluice/gcra.h"
 
 #define TOP_DEFAULT 10
@@ -78,40 +79,22 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 	fflush(stdout);
 }
 
-static const char stats_usage[] = "stats [-j] [--watch SECONDS]";
+static const struct cli_opt stats_opts[] = {
+	CLI_OPT("watch", 0, "SECONDS", "print again every SECONDS (1..86400) until interrupted", 0, NULL),
+	CLI_OPT_END,
+};
 
-int cmd_stats(int argc, char **argv)
+static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
-	static const struct option longopts[] = {
-		{ "watch", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sluice_counter c[SLUICE_R_MAX], prev[SLUICE_R_MAX];
 	struct sluice_maps m;
 	__u64 watch = 0, t0, t1;
 	bool have_prev = false;
-	int ch, err;
+	int err;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'w':
-			if (!parse_u64(optarg, 1, WATCH_MAX, &watch))
-				return usage_err("bad --watch '%s': give seconds, 1..%d", optarg,
-						 WATCH_MAX);
-			break;
-		case 'h':
-			printf("Usage: sluice %s\n", stats_usage);
-			return 0;
-		default:
-			return getopt_err(ch, argv, stats_usage);
-		}
-	}
-	if (optind < argc)
-		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
-				 stats_usage);
+	(void)cmd;
+	if (a->val[0] && !parse_u64(a->val[0], 1, WATCH_MAX, &watch))
+		return usage_err("bad --watch '%s': give seconds, 1..%d", a->val[0], WATCH_MAX);
 	err = open_picked(&m);
 	if (err)
 		return err;
@@ -138,43 +121,37 @@ int cmd_stats(int argc, char **argv)
 	return err;
 }
 
-struct top_row {
-	struct sluice_src_key addr;
-	struct sluice_bucket b;
-};
-
 static int top_cmp(const void *a, const void *b)
 {
-	const struct top_row *x = a, *y = b;
+	const struct bucket_row *x = a, *y = b;
 
 	if (x->b.dropped != y->b.dropped)
 		return x->b.dropped < y->b.dropped ? 1 : -1;
 	if (x->b.passed != y->b.passed)
 		return x->b.passed < y->b.passed ? 1 : -1;
-	return memcmp(&x->addr, &y->addr, sizeof(x->addr));
+	return memcmp(&x->key, &y->key, sizeof(x->key));
 }
 
-struct top_rows {
-	struct top_row *rows;
+struct bucket_rows {
+	struct bucket_row *rows;
 	size_t n, cap;
 };
 
-static int add_row(const struct sluice_src_key *addr, const struct sluice_bucket *b, void *ctx)
+static int add_row(const struct sluice_src_key *key, const struct sluice_bucket *b, void *ctx)
 {
-	struct top_rows *t = ctx;
+	struct bucket_rows *t = ctx;
 
 	if (t->n == t->cap)	/* the table grew under us: enough */
 		return 1;
-	t->rows[t->n].addr = *addr;
+	t->rows[t->n].key = *key;
 	t->rows[t->n].b = *b;
 	t->n++;
 	return 0;
 }
 
-/* Every bucket; *n rows in *out (caller frees). */
-static int read_buckets(const struct sluice_maps *m, struct top_row **out, size_t *n)
+int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n)
 {
-	struct top_rows t = { .cap = map_capacity(m->src_buckets) };
+	struct bucket_rows t = { .cap = map_capacity(m->src_buckets) };
 	long r;
 
 	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
@@ -190,37 +167,70 @@ static int read_buckets(const struct sluice_maps *m, struct top_row **out, size_
 	return 0;
 }
 
-static void rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
+const struct rule *rule_by_index(const struct policy *p, __u32 idx)
 {
-	if (r == &p->def)
-		snprintf(buf, len, "default");
-	else
-		rule_cidr_str(r, buf, len);
+	if (idx == SLUICE_POLICY_DEFAULT)
+		return &p->def;
+	for (unsigned int i = 0; i < p->n; i++)
+		if (p->rules[i].index == idx)
+			return &p->rules[i];
+	return NULL;
 }
 
-/* The rule the datapath resolves src to in the live policy (longest prefix
- * of src's own family). */
-static const struct rule *resolve_rule(const struct sluice_maps *m, const struct policy *p,
-				       __u64 gen_slot, const struct sluice_src_key *src)
+void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
+{
+	rule_label(r, r == &p->def, buf, len);
+}
+
+/* The trie entry covering src in the live slot; false when none does. */
+static bool lpm_entry(const struct sluice_maps *m, __u64 gen_slot,
+		      const struct sluice_src_key *src, struct sluice_lpm_val *v)
 {
 	struct sluice_lpm_key k = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
 		.slot = (__u8)SLUICE_GEN_SLOT(gen_slot),
 		.family = src->family,
 	};
-	struct sluice_lpm_val v;
 
 	memcpy(k.addr, src->a, sizeof(k.addr));
-	if (bpf_map_lookup_elem(m->policy_lpm, &k, &v))
+	return !bpf_map_lookup_elem(m->policy_lpm, &k, v) && v->n <= SLUICE_MATCH_MAX;
+}
+
+/* The rule the datapath resolves src to in the live policy for a packet
+ * that no rule's match fits: the first candidate without a match, else
+ * the default. */
+static const struct rule *resolve_rule(const struct sluice_maps *m, const struct policy *p,
+				       __u64 gen_slot, const struct sluice_src_key *src)
+{
+	struct sluice_lpm_val v;
+	const struct rule *r;
+
+	if (!lpm_entry(m, gen_slot, src, &v))
 		return &p->def;
-	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == v.m[0].policy)
-			return &p->rules[i];
+	for (__u32 i = 0; i < v.n; i++)
+		if (!v.m[i].flags) {
+			r = rule_by_index(p, v.m[i].policy);
+			return r ? r : &p->def;
+		}
 	return &p->def;
 }
 
-static int table_entry(const struct sluice_maps *m, __u32 slot, __u32 idx,
-		       struct sluice_policy *out)
+/* The rule a bucket is judged by now: a keyed bucket's own, a home
+ * bucket's by its source (the live resolution, whatever it was bound to). */
+static const struct rule *bucket_rule(const struct sluice_maps *m, const struct policy *p,
+				      __u64 gen_slot, const struct sluice_src_key *key)
+{
+	const struct rule *r;
+
+	if (key->policy != SLUICE_KEY_HOME) {
+		r = rule_by_index(p, key->policy);
+		if (r)
+			return r;
+	}
+	return resolve_rule(m, p, gen_slot, key);
+}
+
+int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out)
 {
 	__u32 key = slot * SLUICE_MAX_POLICIES + idx;
 
@@ -237,9 +247,9 @@ struct src_view {
 	__u64 tat;
 };
 
-static void view_source(const struct sluice_maps *m, const struct policy *p,
-			const struct sluice_config *cfg, const struct sluice_src_key *src,
-			const struct sluice_bucket *b, __u64 now, struct src_view *v)
+static void view_source(const struct sluice_maps *m, const struct rule *rule,
+			const struct sluice_config *cfg, const struct sluice_bucket *b, __u64 now,
+			struct src_view *v)
 {
 	__u64 gen_slot = cfg->gen_slot, gen = SLUICE_GEN(gen_slot), old_gen, at = now;
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), old_idx;
@@ -247,7 +257,7 @@ static void view_source(const struct sluice_maps *m, const struct policy *p,
 	bool old_known;
 
 	memset(v, 0, sizeof(*v));
-	v->rule = resolve_rule(m, p, gen_slot, src);
+	v->rule = rule;
 	if (!b)
 		return;
 	v->tracked = true;
@@ -255,11 +265,11 @@ static void view_source(const struct sluice_maps *m, const struct policy *p,
 	v->tat = b->tat;
 	old_gen = SLUICE_BOUND_GEN(b->bound);
 	old_idx = SLUICE_BOUND_IDX(b->bound);
-	if (old_gen == gen || table_entry(m, slot, v->rule->index, &nv))
+	if (old_gen == gen || policy_entry(m, slot, v->rule->index, &nv))
 		return;
 	if ((v->rule->index == old_idx && nv.since <= old_gen) || nv.action != SLUICE_ACT_LIMIT)
 		return;
-	old_known = old_gen + 1 == gen && !table_entry(m, !slot, old_idx, &ov);
+	old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
 	if (old_known && gcra_now(cfg->active_since_ns[slot]) < at)
 		at = gcra_now(cfg->active_since_ns[slot]);
 	v->tat = gcra_rebind(b->tat, at, old_known, old_known ? ov.action : 0,
@@ -267,7 +277,7 @@ static void view_source(const struct sluice_maps *m, const struct policy *p,
 			     nv.action, nv.interval, nv.tolerance);
 }
 
-static void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
+void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
 {
 	__u32 zero = 0;
 
@@ -275,16 +285,15 @@ static void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
 		memset(cfg, 0, sizeof(*cfg));
 }
 
-static const char top_usage[] = "top [-n N] [-j]";
+static const struct cli_opt top_opts[] = {
+	CLI_OPT(NULL, 'n', "N", "how many sources (default 10, at most 100000)", 0, NULL),
+	CLI_OPT_END,
+};
 
-int cmd_top(int argc, char **argv)
+static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char addr[INET6_ADDRSTRLEN], label[64];
-	struct top_row *rows = NULL;
+	char addr[SLUICE_CIDR_STR_MAX], label[RULE_TEXT_MAX];
+	struct bucket_row *rows = NULL;
 	struct sluice_config cfg;
 	struct src_view v;
 	__u64 now;
@@ -293,27 +302,11 @@ int cmd_top(int argc, char **argv)
 	__u64 limit = TOP_DEFAULT;
 	size_t n = 0;
 	struct json j;
-	int ch, err;
+	int err;
 
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n':
-			if (!parse_u64(optarg, 1, TOP_MAX, &limit))
-				return usage_err("bad -n '%s': give a count, 1..%d", optarg, TOP_MAX);
-			break;
-		case 'h':
-			printf("Usage: sluice %s\n  Sources with the most dropped packets first.\n",
-			       top_usage);
-			return 0;
-		default:
-			return getopt_err(ch, argv, top_usage);
-		}
-	}
-	if (optind < argc)
-		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
-				 top_usage);
+	(void)cmd;
+	if (a->val[0] && !parse_u64(a->val[0], 1, TOP_MAX, &limit))
+		return usage_err("bad -n '%s': give a count, 1..%d", a->val[0], TOP_MAX);
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
@@ -330,14 +323,15 @@ int cmd_top(int argc, char **argv)
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
 	} else {
-		printf("%-39s %-24s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED");
+		printf("%-43s %-24s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED");
 	}
 	for (size_t i = 0; i < n; i++) {
-		format_source(&rows[i].addr, addr, sizeof(addr));
+		format_source(&rows[i].key, addr, sizeof(addr));
 		/* Labelled by the live policy, whatever generation the bucket
 		 * was last judged in. */
-		view_source(&m, p, &cfg, &rows[i].addr, &rows[i].b, now, &v);
-		rule_label(p, v.rule, label, sizeof(label));
+		view_source(&m, bucket_rule(&m, p, cfg.gen_slot, &rows[i].key), &cfg, &rows[i].b,
+			    now, &v);
+		policy_rule_label(p, v.rule, label, sizeof(label));
 		if (opts.json) {
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", addr);
@@ -347,7 +341,7 @@ int cmd_top(int argc, char **argv)
 			json_u64(&j, "dropped", rows[i].b.dropped);
 			json_obj_close(&j);
 		} else {
-			printf("%-39s %-24s %14llu %14llu\n", addr, label,
+			printf("%-43s %-24s %14llu %14llu\n", addr, label,
 			       (unsigned long long)rows[i].b.passed,
 			       (unsigned long long)rows[i].b.dropped);
 		}
@@ -363,91 +357,164 @@ out:
 	return err;
 }
 
-static const char query_usage[] = "query ADDR [-j]";
+const struct cli_cmd top_cmd = {
+	.name = "top", .path = "top", .json = true, .opts = top_opts, .run = top_run,
+	.help = "Sources (and keyed prefixes) with the most dropped packets first.",
+};
 
-int cmd_query(int argc, char **argv)
+/* The bucket that holds src's state under rule r (index idx, table entry
+ * sp): its home bucket, or a keyed one. Returns whether it exists. */
+static bool find_bucket(const struct sluice_maps *m, const struct sluice_src_key *src,
+			const struct sluice_policy *sp, __u32 idx, struct sluice_src_key *key,
+			struct sluice_bucket *b)
 {
-	struct sluice_src_key addr;
+	*key = *src;
+	if (sp->key_len >= SLUICE_KEY_LEN_SOURCE && !bpf_map_lookup_elem(m->src_buckets, key, b))
+		return true;
+	source_key_mask(src, sp->key_len, (__u16)idx, key);
+	if (!bpf_map_lookup_elem(m->src_buckets, key, b))
+		return true;
+	if (sp->key_len >= SLUICE_KEY_LEN_SOURCE)
+		*key = *src;
+	return false;
+}
+
+static void query_json(const struct sluice_maps *m, const char *text, const char *bucket,
+		       const struct policy *p, const struct src_view *v, const char *label,
+		       const struct sluice_lpm_val *cands, __u64 tokens, __u64 wait, __u64 ban_left)
+{
+	const struct rule *r = v->rule;
+	char cl[RULE_TEXT_MAX];
+	struct json j;
+
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "interface", m->iface);
+	json_str(&j, "address", text);
+	json_bool(&j, "tracked", v->tracked);
+	json_str(&j, "policy", label);
+	json_str(&j, "action", action_name(r->action));
+	json_u64(&j, "rate", r->rate);
+	json_u64(&j, "burst", r->burst);
+	if (r->action == SLUICE_ACT_LIMIT) {
+		json_u64(&j, "tokens", tokens);
+		json_double(&j, "retry_after_seconds", (double)wait / SLUICE_NS_PER_SEC);
+		json_u64(&j, "retry_after_ns", wait);
+	} else {
+		json_null(&j, "tokens");
+		json_null(&j, "retry_after_seconds");
+		json_null(&j, "retry_after_ns");
+	}
+	json_u64(&j, "passed", v->b.passed);
+	json_u64(&j, "dropped", v->b.dropped);
+	rule_json_fields(&j, r, r == &p->def);
+	json_str(&j, "bucket", bucket);
+	json_bool(&j, "banned", ban_left != 0);
+	json_u64(&j, "ban_left_ms", (ban_left + 999999) / 1000000);
+	/* Rules with a match that decide this source's packets they fit,
+	 * before the policy above. */
+	json_arr_open(&j, "match_rules");
+	for (__u32 i = 0; cands && i < cands->n && cands->m[i].flags; i++) {
+		const struct rule *c = rule_by_index(p, cands->m[i].policy);
+
+		if (!c)
+			continue;
+		policy_rule_label(p, c, cl, sizeof(cl));
+		json_str(&j, NULL, cl);
+	}
+	json_arr_close(&j);
+	json_obj_close(&j);
+	json_end(&j);
+}
+
+static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
+{
+	struct sluice_src_key addr, key;
+	struct sluice_lpm_val cands;
 	struct sluice_config cfg;
+	struct sluice_policy sp;
 	struct sluice_bucket b;
 	struct sluice_maps m;
 	const struct rule *r;
 	struct policy *p;
 	struct src_view v;
-	char label[64], text[INET6_ADDRSTRLEN];
-	__u64 now, interval = 0, tolerance = 0, tokens = 0, wait = 0;
-	bool tracked;
+	char label[RULE_TEXT_MAX], text[SLUICE_CIDR_STR_MAX], bucket[SLUICE_CIDR_STR_MAX];
+	__u64 now, tokens = 0, wait = 0, ban_left = 0;
+	bool tracked, have_cands;
 	const char *e;
 	int err;
 
-	if (argc == 2 && is_help(argv[1])) {
-		printf("Usage: sluice %s\n  One source's policy, tokens left and retry-after.\n",
-		       query_usage);
-		return 0;
-	}
-	if (argc < 2)
-		return usage_err("query needs an address: usage: sluice %s", query_usage);
-	if (argc > 2)
-		return usage_err("unexpected argument '%s': usage: sluice %s", argv[2], query_usage);
-	e = parse_source(argv[1], &addr);
+	(void)cmd;
+	e = parse_source(a->pos[0], &addr);
 	if (e)
-		return usage_err("bad address '%s': %s", argv[1], e);
+		return usage_err("bad address '%s': %s", a->pos[0], e);
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	tracked = !bpf_map_lookup_elem(m.src_buckets, &addr, &b);
 	live_config(&m, &cfg);
+	r = resolve_rule(&m, p, cfg.gen_slot, &addr);
+	have_cands = lpm_entry(&m, cfg.gen_slot, &addr, &cands);
+	if (policy_entry(&m, SLUICE_GEN_SLOT(cfg.gen_slot), r->index, &sp)) {
+		memset(&sp, 0, sizeof(sp));
+		sp.key_len = SLUICE_KEY_LEN_SOURCE;
+	}
+	tracked = find_bucket(&m, &addr, &sp, r->index, &key, &b);
 	now = gcra_now(mono_now_ns());
-	view_source(&m, p, &cfg, &addr, tracked ? &b : NULL, now, &v);
-	r = v.rule;
-	b = v.b;
+	view_source(&m, r, &cfg, tracked ? &b : NULL, now, &v);
 	if (r->action == SLUICE_ACT_LIMIT) {
-		interval = gcra_interval(r->rate);
-		tolerance = gcra_tolerance(r->rate, r->burst);
+		__u64 interval = gcra_interval_per(r->rate, r->period ? r->period : 1);
+		__u64 tolerance = gcra_cost(interval, r->burst);
+
 		tokens = gcra_tokens(v.tat, now, interval, tolerance);
 		wait = gcra_units_to_ns(gcra_wait(v.tat, now, interval, tolerance));
+		ban_left = gcra_units_to_ns(gcra_ban_left(v.tat, now, tolerance));
 	}
-	rule_label(p, r, label, sizeof(label));
+	policy_rule_label(p, r, label, sizeof(label));
 	format_source(&addr, text, sizeof(text));
+	format_source(&key, bucket, sizeof(bucket));
 
 	if (opts.json) {
-		struct json j;
-
-		json_begin(&j, stdout);
-		json_obj_open(&j, NULL);
-		json_str(&j, "interface", m.iface);
-		json_str(&j, "address", text);
-		json_bool(&j, "tracked", tracked);
-		json_str(&j, "policy", label);
-		json_str(&j, "action", action_name(r->action));
-		json_u64(&j, "rate", r->rate);
-		json_u64(&j, "burst", r->burst);
-		if (r->action == SLUICE_ACT_LIMIT) {
-			json_u64(&j, "tokens", tokens);
-			json_double(&j, "retry_after_seconds", (double)wait / SLUICE_NS_PER_SEC);
-			json_u64(&j, "retry_after_ns", wait);
-		} else {
-			json_null(&j, "tokens");
-			json_null(&j, "retry_after_seconds");
-			json_null(&j, "retry_after_ns");
-		}
-		json_u64(&j, "passed", b.passed);
-		json_u64(&j, "dropped", b.dropped);
-		json_obj_close(&j);
-		json_end(&j);
+		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, tokens, wait,
+			   ban_left);
 	} else {
+		char words[RULE_TEXT_MAX];
+
 		printf("%s on %s: %s, policy %s", text, m.iface,
 		       tracked ? "tracked" : "not tracked", label);
-		if (r->action == SLUICE_ACT_LIMIT)
-			printf(" (limit %llu/s burst %llu)\n  tokens left %llu, retry after %.3f s\n",
-			       (unsigned long long)r->rate, (unsigned long long)r->burst,
+		if (r->action == SLUICE_ACT_LIMIT) {
+			rule_format(r, r == &p->def, words, sizeof(words));
+			printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
+			       bucket, r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
 			       (unsigned long long)tokens, (double)wait / SLUICE_NS_PER_SEC);
-		else
+			if (ban_left)
+				printf("  banned for %.3f s more\n", (double)ban_left / SLUICE_NS_PER_SEC);
+		} else {
 			printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
-		printf("  passed %llu, dropped %llu\n", (unsigned long long)b.passed,
-		       (unsigned long long)b.dropped);
+		}
+		for (__u32 i = 0; have_cands && i < cands.n && cands.m[i].flags; i++) {
+			const struct rule *c = rule_by_index(p, cands.m[i].policy);
+
+			if (!c)
+				continue;
+			policy_rule_label(p, c, label, sizeof(label));
+			printf("  packets fitting %s go to that rule first\n", label);
+		}
+		printf("  passed %llu, dropped %llu\n", (unsigned long long)v.b.passed,
+		       (unsigned long long)v.b.dropped);
 	}
 	free(p);
 	maps_close(&m);
 	return 0;
 }
+
+const struct cli_cmd query_cmd = {
+	.name = "query", .path = "query", .args = "ADDR", .min_pos = 1, .max_pos = 1,
+	.json = true, .run = query_run,
+	.help = "One source: the rule that decides it, its bucket's tokens left, retry-after\n"
+		"and ban; rules with a match that its packets may fit first.",
+};
+
+const struct cli_cmd stats_cmd = {
+	.name = "stats", .path = "stats", .json = true, .opts = stats_opts, .run = stats_run,
+	.help = "Packets and bytes passed and dropped, by reason, and the sources tracked.",
+};

@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "../../user/sluice.h"
+#include "../../user/rule.h"
 #include "sluice.skel.h"
 
 struct options opts;
@@ -73,12 +74,13 @@ static inline void fixture_close(struct fixture *fx)
 	sluice_bpf__destroy(fx->skel);
 }
 
-/* Apply a policy written as policy-file lines separated by ';'. */
+/* Apply a policy written as policy-file lines separated by ';', parsed by
+ * the CLI's own rule parser (user/rule.c). */
 static inline int fixture_policy(struct fixture *fx, const char *text)
 {
 	char *copy = strdup(text), *save = NULL, *line, why[256];
 	struct policy *p = malloc(sizeof(*p));
-	int err = 0;
+	int err = 0, n;
 
 	if (!copy || !p) {
 		free(copy);
@@ -87,21 +89,18 @@ static inline int fixture_policy(struct fixture *fx, const char *text)
 	}
 	policy_init(p);
 	for (line = strtok_r(copy, ";", &save); line && !err; line = strtok_r(NULL, ";", &save)) {
-		char *words[16], *w, *s2 = NULL;
-		int n = 0;
-		bool is_def, is_del;
+		enum rule_verb verb;
 		struct rule r;
 
-		for (w = strtok_r(line, " ", &s2); w && n < 16; w = strtok_r(NULL, " ", &s2))
-			words[n++] = w;
-		if (!n)
-			continue;
-		if (parse_rule_words(n, words, &r, &is_def, &is_del, why, sizeof(why))) {
-			fprintf(stderr, "fixture policy: %s\n", why);
+		n = rule_parse_line(line, &r, &verb, why, sizeof(why));
+		if (n < 0 || (n > 0 && verb == RULE_DEL)) {
+			fprintf(stderr, "fixture policy: %s\n", n < 0 ? why : "no limit del here");
 			err = -EINVAL;
-		} else if (is_def) {
+		} else if (n > 0 && verb == RULE_DEFAULT) {
 			p->def = r;
-		} else if (policy_put(p, &r, why, sizeof(why))) {
+			p->def.index = SLUICE_POLICY_DEFAULT;
+		} else if (n > 0 && policy_put(p, &r, why, sizeof(why))) {
+			fprintf(stderr, "fixture policy: %s\n", why);
 			err = -EINVAL;
 		}
 	}

@@ -83,6 +83,7 @@ static int race_bucket(struct sluice_bucket *b)
 
 struct race_result {
 	__u64 total, passed, most, lost, src_passed, src_dropped;
+	char others[256];	/* reasons other than within_limit and rate_limited */
 	int err;
 };
 
@@ -126,6 +127,11 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 	counters_now(&fx, c);
 	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
+	for (__u32 r = 0, off = 0; r < SLUICE_R_MAX; r++)
+		if (c[r].packets && r != SLUICE_R_WITHIN_LIMIT && r != SLUICE_R_RATE_LIMITED &&
+		    off < sizeof(res.others))
+			off += (__u32)snprintf(res.others + off, sizeof(res.others) - off, " %s %llu",
+					       reason_name(r), (unsigned long long)c[r].packets);
 	res.most = burst + (gcra_now(t1) - gcra_now(t0)) / interval + 1;
 	if (race_bucket(&b)) {
 		res.err = ENOENT;
@@ -148,8 +154,9 @@ static void check_result(const struct race_result *r, __u64 burst)
 	__u64 floor_ = burst < r->total ? burst : r->total;
 
 	CHECK(r->err == 0, "run failed: %s", r->err > 0 ? strerror(r->err) : "setup");
-	CHECK(r->total == (__u64)ncpu * RACE_CALLS * RACE_REPEAT, "%llu packets counted",
-	      (unsigned long long)r->total);
+	CHECK(r->total == (__u64)ncpu * RACE_CALLS * RACE_REPEAT,
+	      "%llu packets passed or rate limited; others:%s", (unsigned long long)r->total,
+	      r->others);
 	CHECK(r->passed <= r->most, "over-admitted: %llu passed, at most %llu allowed",
 	      (unsigned long long)r->passed, (unsigned long long)r->most);
 	CHECK(r->passed >= floor_, "starved: %llu passed, burst is %llu",

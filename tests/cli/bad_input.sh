@@ -54,6 +54,23 @@ printf 'allow 198.18.1.0/24\nallow 198.18.2.0/24\nallow 198.18.4.0/24\nlimit set
 	>"$PD/bad-rate.pol"
 printf 'allow 198.18.1.0/24\ndeny\n' >"$PD/no-cidr.pol"
 printf 'allow 198.18.1.0/24 198.18.2.0/24\n' >"$PD/extra-word.pol"
+# Policy model v2: a valid line, then one the issue's "Bad input" refuses.
+printf 'limit default --rate 5\nlimit set 198.18.0.0/16 --rate 10 --proto udp --dport 53\nlimit set 198.18.1.0/24 --rate 10 --dport 53\n' \
+	>"$PD/mix-dport.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --syn --proto udp\n' >"$PD/mix-syn.pol"
+printf 'allow 198.18.1.0/24\ndeny 198.18.2.0/24 --proto tcp --dport 443-80\n' >"$PD/mix-range.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --per /33\n' >"$PD/mix-per.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --per /0\n' >"$PD/mix-per0.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --algo fixed-window --burst 5\n' >"$PD/mix-algo.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --ban 0s\n' >"$PD/mix-ban.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --ban 30\n' >"$PD/mix-ban-unit.pol"
+printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --bytes 10/d\n' >"$PD/mix-bytes.pol"
+printf 'allow 198.18.1.0/24\nallow 198.18.2.0/24 --proto udp\nlimit del 198.18.2.0/24 --proto udp\n' >"$PD/mix-del.pol"
+printf 'limit set 198.18.0.0/16 --rate 5 --proto udp --dport 53\nlimit set 198.18.0.0/16 --rate 5\nlimit set 198.18.0.0/16 --rate 6 --dport 53 --proto udp\n' \
+	>"$PD/mix-dup.pol"
+printf 'limit default --rate 5 --per /24\nallow 198.18.1.0/24\n' >"$PD/mix-default-per.pol"
+printf 'limit set 198.18.0.0/16 --rate 5\nlimit set 198.18.0.0/16 --rate 5 --proto udp\nlimit set 198.18.0.0/16 --rate 5 --proto udp --dport 53\nlimit set 198.18.0.0/16 --rate 5 --syn\nlimit set 198.18.0.0/16 --rate 5 --syn --dport 22\ndeny 198.18.0.0/16 --proto tcp --dport 22-23\n' \
+	>"$PD/same-cidr.pol"
 # One rule more than the table holds (1023 besides the default).
 for ((i = 0; i < 1024; i++)); do
 	echo "deny 198.18.$((i / 256)).$((i % 256))/32"

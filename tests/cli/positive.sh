@@ -11,6 +11,10 @@
 #   write-error output that cannot be written is an error (exit 1)
 #   stats-watch stats -j --watch 1 prints a report a second, stops cleanly
 #               on SIGINT (exit 0, nothing on stderr, no leak report)
+#   roundtrip-v2 policy show round trip of a policy using every v2 option;
+#               limit list -j and query -j carry the new keys
+#   identity    a rule is its CIDR and match: set replaces, del names it
+#   ban-empty   ban list and ban del on a source table without bans
 # usage: tests/cli/positive.sh NAME
 # The t_* functions are called by name; jq programs are in single quotes.
 # shellcheck disable=SC2317,SC2016
@@ -370,11 +374,195 @@ t_stats_watch() {
 		bash -c "(( $n >= 2 && $n <= 5 )) && jq -se 'all(.[]; .interface == \"$IF\")' '$OUT'"
 }
 
+# Every option of policy model v2, v4 and v6, limits, allows and denies.
+V2_POLICY='limit default --bytes 1000000/m --burst 50000 --per rule --ban 250ms --monitor
+limit set 198.18.0.0/16 --rate 600/m --burst 20 --per /24 --ban 30s
+limit set 198.18.0.0/16 --rate 5 --proto udp --dport 53
+limit set 198.18.0.0/16 --rate 2/s --syn --dport 80-443 --ban 5m
+deny 198.18.0.0/16 --proto udp --dport 19
+limit set 198.18.7.0/24 --bytes 100000/h --burst 3000 --proto tcp --per rule --monitor
+limit set 198.18.9.0/24 --rate 10 --proto 47
+allow 198.18.5.0/24 --proto icmp
+deny 0.0.0.0/0 --proto udp --dport 1900
+limit set 2001:2::/48 --rate 100 --per /64 --ban 1h
+limit set 2001:2::/48 --rate 10/h --proto icmpv6
+allow 2001:2:0:1::/64
+limit set ::/0 --rate 1000 --per rule'
+
+t_roundtrip_v2() {
+	cli_attach "$IF" --max-sources 4096
+	printf '%s\n' "$V2_POLICY" >"$CLI_TMP/v2.pol"
+	printf 'limit default --rate 1\ndeny 198.18.0.0/16\n' >"$CLI_TMP/other.pol"
+	sl -i "$IF" policy apply "$CLI_TMP/v2.pol"
+	expect "policy apply of a policy using every option" 0 'applied 12 rules' -
+	sl_ok -i "$IF" limit list -j
+	cp "$OUT" "$CLI_TMP/list1.json"
+	sl_ok -i "$IF" policy show
+	cp "$OUT" "$CLI_TMP/show1"
+	# The words come back as written (bare N is per second, the burst
+	# always shown, --syn without the --proto tcp it implies).
+	local want
+	while IFS= read -r want; do
+		if grep -qxF -e "$want" "$CLI_TMP/show1"; then
+			pass_check "policy show has: $want"
+		else
+			fail_check "policy show lacks: $want" "$(cat "$CLI_TMP/show1")"
+		fi
+	done <<-'EOF'
+		limit default --bytes 1000000/m --burst 50000 --per rule --ban 250ms --monitor
+		limit set 198.18.0.0/16 --rate 600/m --burst 20 --per /24 --ban 30s
+		limit set 198.18.0.0/16 --proto udp --dport 53 --rate 5 --burst 5
+		limit set 198.18.0.0/16 --dport 80-443 --syn --rate 2 --burst 2 --ban 5m
+		deny 198.18.0.0/16 --proto udp --dport 19
+		limit set 198.18.7.0/24 --proto tcp --bytes 100000/h --burst 3000 --per rule --monitor
+		limit set 198.18.9.0/24 --proto 47 --rate 10 --burst 10
+		allow 198.18.5.0/24 --proto icmp
+		deny 0.0.0.0/0 --proto udp --dport 1900
+		limit set 2001:2::/48 --rate 100 --burst 100 --per /64 --ban 1h
+		limit set 2001:2::/48 --proto icmpv6 --rate 10/h --burst 1
+		allow 2001:2:0:1::/64
+		limit set ::/0 --rate 1000 --burst 1000 --per rule
+	EOF
+	check "policy show: 13 rules and a header" \
+		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 13
+	sl_ok -i "$IF" policy apply "$CLI_TMP/other.pol"
+	sl_ok -i "$IF" policy show
+	check "another policy applied: policy show differs" \
+		bash -c "! cmp -s '$CLI_TMP/show1' '$OUT'"
+	sl -i "$IF" policy apply "$CLI_TMP/show1"
+	expect "policy apply of policy show's output" 0 'applied 12 rules' -
+	sl_ok -i "$IF" policy show
+	if cmp -s "$CLI_TMP/show1" "$OUT"; then
+		pass_check "policy show after the round trip is identical"
+	else
+		fail_check "policy show after the round trip differs" \
+			"$(diff "$CLI_TMP/show1" "$OUT" | head -n 10)"
+	fi
+	sl_ok -i "$IF" limit list -j
+	check "limit list -j after the round trip is identical but for counters" \
+		cmp -s <(jq -c '.[] | del(.passed, .dropped)' "$CLI_TMP/list1.json") \
+		<(jq -c '.[] | del(.passed, .dropped)' "$OUT")
+	check "policy check accepts policy show's output" \
+		nsenter --net="/run/netns/$NS_RX" "$SLUICE" policy check "$CLI_TMP/show1"
+
+	local L=$CLI_TMP/list1.json
+	check "limit list -j: 13 entries, each with the old and the new keys" \
+		jq -e 'length == 13 and all(.[]; has("cidr") and has("action") and has("rate")
+			and has("burst") and has("unit") and has("period") and has("per")
+			and has("per_len") and has("proto") and has("dport") and has("syn")
+			and has("monitor") and has("ban_ms") and has("match") and has("rule"))' "$L"
+	check "limit list -j: the default in bytes per minute, per rule, ban, monitor" \
+		jq -e '.[0] | .cidr == "default" and .action == "limit" and .unit == "bytes"
+			and .rate == 1000000 and .period == 60 and .burst == 50000 and .per == "rule"
+			and .per_len == null and .ban_ms == 250 and .monitor == true' "$L"
+	check "limit list -j: 198.18.0.0/16 per /24, 600 a minute, ban 30 s" \
+		jq -e 'any(.[]; .cidr == "198.18.0.0/16" and .match == "" and .rate == 600
+			and .period == 60 and .per == "prefix" and .per_len == 24 and .ban_ms == 30000
+			and .unit == "packets" and .proto == null and .syn == false)' "$L"
+	check "limit list -j: 198.18.0.0/16 udp port 53" \
+		jq -e 'any(.[]; .cidr == "198.18.0.0/16" and .proto == "udp" and .dport == "53"
+			and .syn == false and .rate == 5 and .per == "source")' "$L"
+	check "limit list -j: 198.18.0.0/16 SYN to 80-443 is tcp" \
+		jq -e 'any(.[]; .cidr == "198.18.0.0/16" and .syn == true and .proto == "tcp"
+			and .dport == "80-443" and .ban_ms == 300000)' "$L"
+	check "limit list -j: deny 198.18.0.0/16 udp 19" \
+		jq -e 'any(.[]; .cidr == "198.18.0.0/16" and .action == "deny" and .dport == "19")' "$L"
+	check "limit list -j: protocol 47 by number, icmpv6 by name" \
+		jq -e 'any(.[]; .proto == "47") and any(.[]; .proto == "icmpv6" and .period == 3600)' "$L"
+	check "limit list -j: 2001:2::/48 per /64" \
+		jq -e 'any(.[]; .cidr == "2001:2::/48" and .per == "prefix" and .per_len == 64
+			and .ban_ms == 3600000)' "$L"
+	check "limit list -j: .rule is the policy show line" \
+		jq -e 'any(.[]; .rule == "limit set 198.18.0.0/16 --rate 600/m --burst 20 --per /24 --ban 30s")' "$L"
+	sl_ok -i "$IF" limit list
+	check "limit list (text) shows the match, the unit, --per, ban and monitor" \
+		bash -c "grep -q -- '--proto udp --dport 53' '$OUT' && grep -q '100000/h bytes' '$OUT' &&
+			grep -q 'per /24 ban 30s' '$OUT' && grep -q 'per rule monitor' '$OUT'"
+
+	sl_ok -i "$IF" query 198.18.3.4 -j
+	check "query -j: old keys and the new ones" \
+		jq -e '.policy == "198.18.0.0/16" and .action == "limit" and .rate == 600
+			and .period == 60 and .per == "prefix" and .per_len == 24 and .unit == "packets"
+			and .tracked == false and (.tokens | type == "number") and .banned == false
+			and .bucket == "198.18.3.0/24" and .ban_ms == 30000' "$OUT"
+	# The /16 has a rule without a match: 0.0.0.0/0's udp/1900 rule is not
+	# a candidate (the most specific prefix wins).
+	check "query -j: the rules with a match its packets may fit" \
+		jq -e '.match_rules | index("198.18.0.0/16 --proto udp --dport 53") != null
+			and index("198.18.0.0/16 --dport 80-443 --syn") != null
+			and index("0.0.0.0/0 --proto udp --dport 1900") == null' "$OUT"
+	sl_ok -i "$IF" query 198.18.7.1 -j
+	check "query -j: 198.18.7.1 falls to the /16 (the /24 rule matches tcp only)" \
+		jq -e '.policy == "198.18.0.0/16" and (.match_rules | index("198.18.7.0/24 --proto tcp") == 0)' "$OUT"
+	sl_ok -i "$IF" query 2001:2:0:9::1 -j
+	check "query -j: an IPv6 source's bucket is its /64" \
+		jq -e '.policy == "2001:2::/48" and .bucket == "2001:2:0:9::/64"' "$OUT"
+	sl_ok -i "$IF" query 2001:3::1 -j
+	check "query -j: ::/0 --per rule has one bucket, ::/0" \
+		jq -e '.policy == "::/0" and .per == "rule" and .bucket == "::/0"' "$OUT"
+}
+
+t_identity() {
+	cli_attach "$IF" --max-sources 4096
+	sl_ok -i "$IF" limit set 198.18.0.0/16 --rate 5
+	sl_ok -i "$IF" limit set 198.18.0.0/16 --rate 6 --proto udp --dport 53
+	sl_ok -i "$IF" limit set 198.18.0.0/16 --rate 7 --dport 53 --proto udp
+	sl_ok -i "$IF" limit set 198.18.0.0/16 --rate 8 --proto udp
+	sl_ok -i "$IF" deny 198.18.0.0/16 --proto 17 --dport 53-54
+	sl_ok -i "$IF" limit list -j
+	check "same CIDR and match replaces; another match is another rule" \
+		jq -e '[.[] | select(.cidr == "198.18.0.0/16") | "\(.action) \(.rate) \(.match)"] | sort
+			== ["deny 0 --proto udp --dport 53-54", "limit 5 ", "limit 7 --proto udp --dport 53",
+			    "limit 8 --proto udp"]' "$OUT"
+	sl -i "$IF" limit del 198.18.0.0/16 --proto udp --dport 53
+	expect "limit del CIDR MATCH deletes that rule" 0 'deleted' -
+	sl_ok -i "$IF" limit list -j
+	check "only that rule went" \
+		jq -e '[.[] | select(.cidr == "198.18.0.0/16") | .match] | sort
+			== ["", "--proto udp", "--proto udp --dport 53-54"]' "$OUT"
+	sl -i "$IF" limit del 198.18.0.0/16 --proto udp --dport 53
+	expect "limit del of it again: exit 2" 2 - '^sluice: no rule for 198\.18\.0\.0/16 --proto udp --dport 53'
+	sl -i "$IF" limit del 198.18.0.0/16
+	expect "limit del CIDR deletes the rule without a match" 0 'deleted' -
+	sl_ok -i "$IF" limit list -j
+	check "the rules with a match stay" \
+		jq -e '[.[] | select(.cidr == "198.18.0.0/16") | .match] | sort
+			== ["--proto udp", "--proto udp --dport 53-54"]' "$OUT"
+	sl -i "$IF" limit set 198.18.0.0/16 --rate 5 --per /24
+	expect "limit set prints the rule's words" 0 '^limit set 198\.18\.0\.0/16 --rate 5 --burst 5 --per /24$' -
+	sl -i "$IF" limit set 198.18.0.0/16 --rate 5 --per /32
+	expect "--per /32 on IPv4 is --per source" 0 '^limit set 198\.18\.0\.0/16 --rate 5 --burst 5$' -
+	sl -i "$IF" limit default --rate 7/m
+	expect "limit default 7/m: burst one second's worth, at least 1" 0 '^limit default --rate 7/m --burst 1$' -
+	sl -i "$IF" limit default --rate 7200/h
+	expect "limit default 7200/h: burst 2" 0 '^limit default --rate 7200/h --burst 2$' -
+}
+
+t_ban_empty() {
+	cli_attach "$IF" --max-sources 4096
+	sl_ok -i "$IF" limit default --rate 10 --ban 30s
+	sl -i "$IF" ban list
+	expect "ban list, no bans" 0 "no bans on $IF" -
+	sl -i "$IF" ban list -j
+	expect "ban list -j, no bans: []" 0 '^\[\]$' -
+	sl -i "$IF" ban del 198.18.0.1
+	expect "ban del of an address without a ban: exit 1" 1 - "^sluice: no ban on 198\.18\.0\.1"
+	sl -i "$IF" ban del 198.18.0.0/24
+	expect "ban del of a prefix without a ban: exit 1" 1 - "^sluice: no ban on 198\.18\.0\.0/24"
+	sl -i "$IF" ban del 198.18.0.1/24
+	expect "ban del of a CIDR with host bits: exit 2" 2 - "^sluice: .*use 198\.18\.0\.0/24"
+	for c in "ban list" "ban del" "ban"; do
+		# shellcheck disable=SC2086 # c holds the words
+		sl $c --help
+		expect "sluice $c --help" 0 '^Usage: ' -
+	done
+}
+
 case $name in
-help | noargs | stats-watch) ;;
+help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty) ;;
 json | roundtrip | precedence | v6-not-v4 | limit-del | attach-opts | write-error) ;;
 *)
-	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|limit-del|attach-opts|write-error|stats-watch" >&2
+	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty" >&2
 	exit 2
 	;;
 esac

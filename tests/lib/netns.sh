@@ -4,13 +4,14 @@
 # sluice run for the rx end, a bounded flood from the tx end, an nftables
 # counter behind sluice on the rx end, and a cleanup trap.
 #
-# Source it (under set -euo pipefail: a helper that fails inside $(...)
-# then stops the script too), then:
+# Source it (under set -euo pipefail; a check that fails inside $(...)
+# stops the script too, see fail), then:
 #   netns_init TAG          # checks, names, EXIT trap (TAG: 1-4 of [a-z0-9])
 #   netns_setup             # namespaces, veth, addresses; sets the names below
 #   sluice_attach [OPTS]    # sluice attach --mode native [OPTS] $IF_RX
 #   sluice_rx ARGS...       # build/sluice -i $IF_RX ARGS... for the rx end
-#   sluice_jq FILTER ARGS...  # the same with -j, piped through jq -er FILTER
+#   sluice_jq FILTER ARGS...  # the same with -j, piped through jq -r FILTER
+#                             # (fails when it yields nothing or null)
 #   sluice_passed ADDR, sluice_dropped ADDR   # one source's counts (query -j)
 #   sluice_stat pass|drop REASON              # a packet counter of stats -j
 #   flood ARGS...           # build/sluice-flood from tx towards rx (JSON line)
@@ -56,10 +57,18 @@ NFT_TABLE=sluice_e2e
 # Test output: "ok - ..." per passed check, "FAIL: ..." and exit 1 on the first
 # failed one; skip exits 77, which tests/run reports as SKIP.
 ok() { echo "ok - $*"; }
+# A check that fails inside $(...) stops the test too, even where the
+# substitution is only an argument (assert_eq "$(helper)" ...), which errexit
+# alone would let through: it signals the test's shell, whose trap exits.
 fail() {
 	echo "FAIL: $*" >&2
+	[[ $BASHPID == "$$" ]] || kill -USR1 "$$" 2>/dev/null
 	exit 1
 }
+trap 'exit 1' USR1
+
+# Whether $1 is a decimal number (what the numeric asserts compare).
+is_number() { [[ $1 =~ ^-?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
 skip() {
 	echo "SKIP: $*"
 	exit 77
@@ -77,17 +86,20 @@ assert_eq() { # ACTUAL EXPECTED WHAT
 }
 
 assert_ge() { # ACTUAL MIN WHAT
+	is_number "$1" || fail "$3: got '$1', not a number"
 	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }' || fail "$3: got $1, want >= $2"
 	ok "$3: $1 >= $2"
 }
 
 assert_le() { # ACTUAL MAX WHAT
+	is_number "$1" || fail "$3: got '$1', not a number"
 	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || fail "$3: got $1, want <= $2"
 	ok "$3: $1 <= $2"
 }
 
 # ACTUAL within PCT percent of EXPECTED.
 assert_near() { # ACTUAL EXPECTED PCT WHAT
+	is_number "$1" || fail "$4: got '$1', not a number"
 	awk -v a="$1" -v e="$2" -v p="$3" \
 		'BEGIN { d = a - e; if (d < 0) d = -d; exit !(d <= e * p / 100) }' ||
 		fail "$4: got $1, want $2 within $3%"
@@ -201,10 +213,13 @@ sluice_attach() {
 }
 
 sluice_jq() { # FILTER ARGS...
-	local filter=$1 out
+	local filter=$1 out val
 	shift
 	out=$(sluice_rx -j "$@") || fail "sluice $* failed"
-	jq -er "$filter" <<<"$out" || fail "sluice $*: no '$filter' in: $out"
+	# false is a value; null (a missing key) is not
+	val=$(jq -r "$filter" <<<"$out") || fail "sluice $*: bad filter '$filter'"
+	[[ -n $val && $val != null ]] || fail "sluice $*: no '$filter' in: $out"
+	printf '%s\n' "$val"
 }
 
 # Packets and drops of one source, from `sluice query ADDR -j`.

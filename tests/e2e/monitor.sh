@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# e2e/monitor: a --monitor rule drops nothing (nftables behind sluice sees
+# every packet) and counts as `monitored` exactly what the same rule
+# without --monitor then drops (`rate_limited`) for the same traffic from a
+# fresh source.
+set -euo pipefail
+# shellcheck source=tests/lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/lib/nft.sh
+. "$(dirname "$0")/../lib/nft.sh"
+
+NET=198.18.9.0/24
+# One packet a minute: within the test no token comes due after the burst,
+# so both runs pass exactly BURST and the counts must match exactly.
+RATE=1/m
+BURST=50
+COUNT=1000
+DPORT=5001
+
+netns_init mon
+netns_setup
+sluice_attach
+nft_rx_init
+
+run() { # SRC: one flood, prints the stats before and after
+	local out
+	nft_rx_counter "c${1//./_}" ip saddr "$1" udp dport "$DPORT"
+	S0=$(stats_snap)
+	out=$(flood --src "$1" --dport "$DPORT" --count "$COUNT" --pps 5000 --seconds 10)
+	echo "flood from $1: $out"
+	sleep 0.2 # the last frames leave the veth's ring
+	S1=$(stats_snap)
+	assert_eq "$(flood_field "$out" .sent)" "$COUNT" "flood from $1 sent all its packets"
+}
+
+# Dry run.
+sluice_rx limit set "$NET" --rate "$RATE" --burst "$BURST" --monitor
+assert_eq "$(rule_field "$NET" monitor)" true "rule's monitor"
+run 198.18.9.10
+monitored=$(stats_delta "$S0" "$S1" packets pass monitored)
+assert_eq "$(nft_rx_packets c198_18_9_10)" "$COUNT" "packets that arrived under --monitor (all)"
+for r in rate_limited banned denied no_bucket; do
+	assert_eq "$(stats_delta "$S0" "$S1" packets drop "$r")" 0 "stats $r delta under --monitor"
+done
+assert_eq "$monitored" $((COUNT - BURST)) "stats monitored delta (all but the burst)"
+assert_eq "$(stats_delta "$S0" "$S1" packets pass within_limit)" "$BURST" \
+	"stats within_limit delta under --monitor"
+assert_eq "$(rule_field "$NET" passed)" "$COUNT" "rule's passed under --monitor (all)"
+assert_eq "$(rule_field "$NET" dropped)" 0 "rule's dropped under --monitor"
+
+# The same rule enforcing (limit set with the same identity replaces it),
+# the same traffic from a source with a fresh bucket.
+sluice_rx limit set "$NET" --rate "$RATE" --burst "$BURST"
+assert_eq "$(rule_field "$NET" monitor)" false "rule's monitor, replaced"
+run 198.18.9.20
+limited=$(stats_delta "$S0" "$S1" packets drop rate_limited)
+assert_eq "$(nft_rx_packets c198_18_9_20)" "$BURST" "packets that arrived when enforced (the burst)"
+assert_eq "$(stats_delta "$S0" "$S1" packets pass monitored)" 0 "stats monitored delta when enforced"
+assert_eq "$limited" "$monitored" "dropped when enforced equals monitored in the dry run"

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ban list, ban del: the live bans of --ban rules. A ban is kept in a
+ * bucket's TAT (more than its tolerance ahead of now, see gcra.h), so these
+ * walk the source table and judge each bucket by the live policy. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "sluice.h"
+#include "sluice/gcra.h"
+#include "cli.h"
+#include "rule.h"
+
+/* A banned bucket: its rule and how long the ban has left. */
+struct ban {
+	struct bucket_row row;
+	const struct rule *rule;
+	__u64 tolerance;	/* of its rule in the live slot, GCRA units */
+	__u64 left_ns;
+};
+
+/* The live tolerance of a bucket's rule; false when it does not limit. A
+ * bucket's rule is its bound index; the active slot's entry says how much
+ * of its TAT is the burst and how much the ban. */
+static bool bucket_tolerance(const struct sluice_maps *m, __u32 slot,
+			     const struct sluice_bucket *b, __u64 *tolerance)
+{
+	struct sluice_policy sp;
+
+	if (policy_entry(m, slot, SLUICE_BOUND_IDX(b->bound), &sp) || !sp.in_use ||
+	    sp.action != SLUICE_ACT_LIMIT)
+		return false;
+	*tolerance = sp.tolerance;
+	return true;
+}
+
+/* Every banned bucket now, longest ban first. */
+static int read_bans(const struct sluice_maps *m, const struct policy *p, struct ban **out,
+		     size_t *n)
+{
+	struct bucket_row *rows;
+	struct sluice_config cfg;
+	size_t nrows, nb = 0;
+	struct ban *bans;
+	__u64 now;
+	int err;
+
+	err = read_buckets(m, &rows, &nrows);
+	if (err)
+		return err;
+	bans = calloc(nrows ? nrows : 1, sizeof(*bans));
+	if (!bans) {
+		free(rows);
+		return runtime_err("out of memory");
+	}
+	live_config(m, &cfg);
+	now = gcra_now(mono_now_ns());
+	for (size_t i = 0; i < nrows; i++) {
+		const struct sluice_bucket *b = &rows[i].b;
+		__u64 tol, left;
+
+		if (!bucket_tolerance(m, SLUICE_GEN_SLOT(cfg.gen_slot), b, &tol))
+			continue;
+		left = gcra_ban_left(b->tat, now, tol);
+		if (!left)
+			continue;
+		bans[nb].row = rows[i];
+		bans[nb].rule = rule_by_index(p, SLUICE_BOUND_IDX(b->bound));
+		bans[nb].tolerance = tol;
+		bans[nb].left_ns = gcra_units_to_ns(left);
+		nb++;
+	}
+	free(rows);
+	*out = bans;
+	*n = nb;
+	return 0;
+}
+
+static int ban_cmp(const void *a, const void *b)
+{
+	const struct ban *x = a, *y = b;
+
+	if (x->left_ns != y->left_ns)
+		return x->left_ns < y->left_ns ? 1 : -1;
+	return memcmp(&x->row.key, &y->row.key, sizeof(x->row.key));
+}
+
+static int ban_list(const struct cli_cmd *c, struct cli_args *a)
+{
+	char src[SLUICE_CIDR_STR_MAX], label[RULE_TEXT_MAX];
+	struct sluice_maps m;
+	struct policy *p;
+	struct ban *bans = NULL;
+	struct json j;
+	size_t n = 0;
+	int err;
+
+	(void)c;
+	(void)a;
+	err = open_policy(&m, &p, false);
+	if (err)
+		return err;
+	err = read_bans(&m, p, &bans, &n);
+	if (err)
+		goto out;
+	qsort(bans, n, sizeof(*bans), ban_cmp);
+	if (opts.json) {
+		json_begin(&j, stdout);
+		json_arr_open(&j, NULL);
+	} else if (n) {
+		printf("%-43s %-40s %12s\n", "SOURCE", "RULE", "LEFT");
+	} else {
+		printf("no bans on %s\n", m.iface);
+	}
+	for (size_t i = 0; i < n; i++) {
+		format_source(&bans[i].row.key, src, sizeof(src));
+		if (bans[i].rule)
+			policy_rule_label(p, bans[i].rule, label, sizeof(label));
+		else
+			snprintf(label, sizeof(label), "(a rule since deleted)");
+		if (opts.json) {
+			json_obj_open(&j, NULL);
+			json_str(&j, "source", src);
+			json_str(&j, "policy", label);
+			json_u64(&j, "left_ms", (bans[i].left_ns + 999999) / 1000000);
+			json_double(&j, "left_seconds", (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
+			json_u64(&j, "dropped", bans[i].row.b.dropped);
+			json_obj_close(&j);
+		} else {
+			printf("%-43s %-40s %11.3fs\n", src, label,
+			       (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
+		}
+	}
+	if (opts.json) {
+		json_arr_close(&j);
+		json_end(&j);
+	}
+out:
+	free(bans);
+	free(p);
+	maps_close(&m);
+	return err;
+}
+
+/* Whether bucket key k covers what ban del names: an address (any bucket
+ * holding it), or ADDR/LEN (the keyed bucket of exactly that prefix). */
+static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_key *want,
+		       bool prefix)
+{
+	struct sluice_src_key masked;
+
+	if (k->family != want->family)
+		return false;
+	if (prefix)
+		return k->policy != SLUICE_KEY_HOME && k->key_len == want->key_len &&
+		       !memcmp(k->a, want->a, sizeof(k->a));
+	if (k->policy == SLUICE_KEY_HOME)
+		return !memcmp(k->a, want->a, sizeof(k->a));
+	source_key_mask(want, k->key_len, k->policy, &masked);
+	return !memcmp(k->a, masked.a, sizeof(k->a));
+}
+
+/* Lift one ban: the bucket's TAT becomes now + tolerance (empty, refilling
+ * at its rate). Userspace cannot compare-and-swap a map value, so the
+ * bucket is re-read and written back whole if it exists (BPF_EXIST); a
+ * packet judged between the read and the write may still see the ban, and
+ * its own TAT update (and count) is overwritten by the lift. */
+static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted)
+{
+	struct sluice_bucket b;
+	__u64 now;
+
+	*lifted = false;
+	if (bpf_map_lookup_elem(m->src_buckets, &ban->row.key, &b))
+		return errno == ENOENT ? 0 : -errno;
+	now = gcra_now(mono_now_ns());
+	if (!gcra_banned(b.tat, now, ban->tolerance))
+		return 0;	/* ended meanwhile */
+	b.tat = gcra_tat_at(now, ban->tolerance);
+	if (bpf_map_update_elem(m->src_buckets, &ban->row.key, &b, BPF_EXIST))
+		return errno == ENOENT ? 0 : -errno;
+	*lifted = true;
+	return 0;
+}
+
+static int ban_del(const struct cli_cmd *c, struct cli_args *a)
+{
+	const char *arg = a->pos[0], *e;
+	struct sluice_src_key want;
+	struct sluice_maps m;
+	struct policy *p;
+	struct ban *bans = NULL;
+	char why[256];
+	size_t n = 0, done = 0;
+	bool prefix = strchr(arg, '/') != NULL, lifted;
+	int err;
+
+	(void)c;
+	if (prefix) {
+		struct cidr cidr;
+
+		if (parse_cidr(arg, &cidr, why, sizeof(why)))
+			return usage_err("%s: give an address, or ADDR/LEN of a keyed prefix", why);
+		memset(&want, 0, sizeof(want));
+		memcpy(want.a, cidr.addr.a, sizeof(want.a));
+		want.family = cidr_family(&cidr);
+		want.key_len = (__u8)cidr.prefixlen;
+	} else if ((e = parse_source(arg, &want))) {
+		return usage_err("bad address '%s': %s", arg, e);
+	}
+	err = open_policy(&m, &p, true);
+	if (err)
+		return err;
+	err = read_bans(&m, p, &bans, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		if (!ban_covers(&bans[i].row.key, &want, prefix))
+			continue;
+		err = lift(&m, &bans[i], &lifted);
+		if (err) {
+			err = runtime_err("cannot lift the ban on %s: %s", arg, strerror(-err));
+			break;
+		}
+		done += lifted;
+	}
+	if (!err && !done)
+		err = runtime_err("no ban on %s: see 'sluice ban list'", arg);
+	if (!err && !opts.json)
+		printf("%s: lifted %zu ban%s\n", arg, done, done == 1 ? "" : "s");
+	free(bans);
+	free(p);
+	maps_close(&m);
+	return err;
+}
+
+static const struct cli_cmd ban_list_cmd = {
+	.name = "list", .path = "ban list", .json = true, .run = ban_list,
+	.help = "Live bans of --ban rules: the source (or keyed prefix), its rule, the time left.",
+};
+static const struct cli_cmd ban_del_cmd = {
+	.name = "del", .path = "ban del", .args = "ADDR", .min_pos = 1, .max_pos = 1,
+	.run = ban_del,
+	.help = "Lifts every ban on a bucket holding ADDR, or on the keyed prefix ADDR/LEN;\n"
+		"the bucket is left empty and refills at its rate. Exit 1 when there is none.",
+};
+static const struct cli_cmd *const ban_cmds[] = { &ban_list_cmd, &ban_del_cmd, NULL };
+
+const struct cli_cmd ban_obj = {
+	.name = "ban", .path = "ban", .sub = ban_cmds,
+	.help = "A rule with --ban DURATION drops a source it rate limits for DURATION.",
+};

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The command-line grammar: commands select by word from tables, options
+ * parse by their table, and usage and --help are printed from the same
+ * tables, so what is accepted and what is documented cannot drift apart. */
+#include <string.h>
+#include "sluice.h"
+#include "cli.h"
+
+bool cli_is_help(const char *arg)
+{
+	return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
+
+static bool opt_here(const struct cli_cmd *c, const struct cli_opt *o)
+{
+	return !o->only || !c->on || (o->only & c->on);
+}
+
+static bool opt_end(const struct cli_opt *o)
+{
+	return !o->name && !o->short_name;
+}
+
+int cli_opt_index(const struct cli_cmd *c, const char *name)
+{
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++)
+		if (c->opts[i].name && !strcmp(c->opts[i].name, name))
+			return i;
+	return -1;
+}
+
+/* "--name" or "-n", as the user would write it. */
+static void opt_label(const struct cli_opt *o, char *buf, size_t len)
+{
+	if (o->name)
+		snprintf(buf, len, "--%s", o->name);
+	else
+		snprintf(buf, len, "-%c", o->short_name);
+}
+
+/* The table entry a word names (its value may follow '=' or, for a short
+ * option, the letter); *inline_val is set when it does. Also finds entries
+ * this command does not take, so the error can say so. */
+static int find_opt(const struct cli_cmd *c, const char *w, const char **inline_val)
+{
+	const char *eq;
+	size_t n;
+
+	*inline_val = NULL;
+	if (!c->opts)
+		return -1;
+	if (w[1] == '-') {
+		eq = strchr(w + 2, '=');
+		n = eq ? (size_t)(eq - (w + 2)) : strlen(w + 2);
+		for (int i = 0; !opt_end(&c->opts[i]); i++) {
+			const char *name = c->opts[i].name;
+
+			if (name && strlen(name) == n && !strncmp(name, w + 2, n)) {
+				*inline_val = eq ? eq + 1 : NULL;
+				return i;
+			}
+		}
+		return -1;
+	}
+	for (int i = 0; !opt_end(&c->opts[i]); i++)
+		if (c->opts[i].short_name && c->opts[i].short_name == w[1]) {
+			if (w[2])
+				*inline_val = w + 2;
+			return i;
+		}
+	return -1;
+}
+
+int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a,
+	      char *why, size_t len)
+{
+	bool only_pos = false;
+	char label[32];
+
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < argc; i++) {
+		const char *w = argv[i], *val;
+		const struct cli_opt *o;
+		int k;
+
+		if (!only_pos && !strcmp(w, "--")) {
+			only_pos = true;
+			continue;
+		}
+		if (only_pos || w[0] != '-' || !w[1]) {
+			if (a->npos >= c->max_pos || a->npos >= CLI_POS_MAX) {
+				snprintf(why, len, "unexpected argument '%s': see 'sluice %s --help'",
+					 w, c->path);
+				return -1;
+			}
+			a->pos[a->npos++] = argv[i];
+			continue;
+		}
+		k = find_opt(c, w, &val);
+		if (k < 0) {
+			snprintf(why, len, "unknown option '%s': see 'sluice %s --help'", w, c->path);
+			return -1;
+		}
+		o = &c->opts[k];
+		opt_label(o, label, sizeof(label));
+		if (!opt_here(c, o)) {
+			snprintf(why, len, "%s takes no %s: see 'sluice %s --help'", c->path, label,
+				 c->path);
+			return -1;
+		}
+		if (o->later) {
+			snprintf(why, len, "%s is not supported yet: %s", label, o->later);
+			return -1;
+		}
+		if (a->val[k]) {
+			snprintf(why, len, "%s given twice: give it once", label);
+			return -1;
+		}
+		if (!o->arg) {
+			if (val) {
+				snprintf(why, len, "%s takes no value, got '%s'", label, w);
+				return -1;
+			}
+			a->val[k] = "";
+			continue;
+		}
+		if (!val) {
+			if (i + 1 >= argc) {
+				snprintf(why, len, "%s needs a value: %s %s", label, label, o->arg);
+				return -1;
+			}
+			val = argv[++i];
+		}
+		a->val[k] = val;
+	}
+	if (a->npos < c->min_pos) {
+		snprintf(why, len, "%s needs %s: see 'sluice %s --help'", c->path,
+			 c->args ? c->args : "more arguments", c->path);
+		return -1;
+	}
+	return 0;
+}
+
+void cli_usage_line(FILE *f, const struct cli_cmd *c)
+{
+	char label[32];
+
+	fprintf(f, "sluice %s", c->path);
+	if (c->sub) {
+		fputs(" COMMAND ...", f);
+		return;
+	}
+	if (c->args)
+		fprintf(f, " %s", c->args);
+	if (c->json)
+		fputs(" [-j]", f);
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
+		const struct cli_opt *o = &c->opts[i];
+
+		if (!opt_here(c, o) || o->later)
+			continue;
+		opt_label(o, label, sizeof(label));
+		if (o->arg)
+			fprintf(f, " [%s %s]", label, o->arg);
+		else
+			fprintf(f, " [%s]", label);
+	}
+}
+
+/* Lines of text, each indented. */
+static void put_indented(FILE *f, const char *text, const char *indent)
+{
+	while (text && *text) {
+		const char *nl = strchr(text, '\n');
+		size_t n = nl ? (size_t)(nl - text) : strlen(text);
+
+		fprintf(f, "%s%.*s\n", indent, (int)n, text);
+		text += n + (nl ? 1 : 0);
+	}
+}
+
+void cli_help(FILE *f, const struct cli_cmd *c)
+{
+	char label[64];
+	bool any = false;
+
+	if (c->sub) {
+		fprintf(f, "Usage: sluice %s%sCOMMAND ...\n", c->path, *c->path ? " " : "");
+		for (const struct cli_cmd *const *s = c->sub; *s; s++) {
+			fputs("       ", f);
+			cli_usage_line(f, *s);
+			fputc('\n', f);
+		}
+		put_indented(f, c->help, "  ");
+		return;
+	}
+	fputs("Usage: ", f);
+	cli_usage_line(f, c);
+	fputc('\n', f);
+	put_indented(f, c->help, "  ");
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
+		const struct cli_opt *o = &c->opts[i];
+
+		if (!opt_here(c, o))
+			continue;
+		if (!any)
+			fputs("Options:\n", f);
+		any = true;
+		opt_label(o, label, sizeof(label));
+		if (o->arg) {
+			size_t n = strlen(label);
+
+			snprintf(label + n, sizeof(label) - n, " %s", o->arg);
+		}
+		fprintf(f, "  %-30s %s%s%s\n", label, o->help, o->later ? ": not supported yet, " : "",
+			o->later ? o->later : "");
+	}
+	if (c->json)
+		fprintf(f, "  %-30s %s\n", "-j, --json", "print JSON");
+}
+
+const struct cli_cmd *cli_find(const struct cli_cmd *obj, const char *word)
+{
+	for (const struct cli_cmd *const *s = obj->sub; s && *s; s++)
+		if (!strcmp((*s)->name, word))
+			return *s;
+	return NULL;
+}
+
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (cli_is_help(argv[i]))
+			return true;
+	}
+	return false;
+}
+
+int cli_dispatch(const struct cli_cmd *obj, int argc, char **argv)
+{
+	const struct cli_cmd *c;
+	struct cli_args a;
+	char why[512];
+
+	if (argc < 2) {
+		cli_help(stderr, obj);
+		return EXIT_USAGE;
+	}
+	if (cli_is_help(argv[1]) || (!strcmp(argv[1], "help") && !cli_find(obj, "help"))) {
+		if (argc > 2)
+			return usage_err("unexpected argument '%s': see 'sluice %s%shelp'", argv[2],
+					 obj->path, *obj->path ? " " : "");
+		cli_help(stdout, obj);
+		return 0;
+	}
+	c = cli_find(obj, argv[1]);
+	if (!c) {
+		if (argv[1][0] == '-')
+			return usage_err("unknown option '%s': see 'sluice %s%shelp'", argv[1],
+					 obj->path, *obj->path ? " " : "");
+		if (!*obj->path)
+			return usage_err("unknown command '%s': see 'sluice help'", argv[1]);
+		return usage_err("unknown %s command '%s': see 'sluice %s --help'", obj->path,
+				 argv[1], obj->path);
+	}
+	if (c->sub)
+		return cli_dispatch(c, argc - 1, argv + 1);
+	if (c->raw)
+		return c->raw(argc - 1, argv + 1);
+	if (wants_help(argc - 2, argv + 2)) {
+		cli_help(stdout, c);
+		return 0;
+	}
+	if (cli_parse(c, argc - 2, argv + 2, &a, why, sizeof(why)))
+		return usage_err("%s", why);
+	return c->run(c, &a);
+}

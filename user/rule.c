@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The rule parser: the words of DESIGN.md's "Rules (policy model v2)" to a
+ * struct rule, and a struct rule back to the same words. The command line,
+ * policy files and the BPF tests all come through here. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <string.h>
+#include "sluice.h"
+#include "rule.h"
+
+#define ON_LIMIT	(RULE_ON_SET | RULE_ON_DEFAULT)
+#define ON_MATCH	(RULE_ON_SET | RULE_ON_DEL | RULE_ON_ACCESS)
+
+/* Positions in rule_opts, for the parser below. */
+enum {
+	O_RATE, O_BYTES, O_REQUESTS, O_BURST, O_PROTO, O_DPORT, O_SYN, O_PER,
+	O_BAN, O_MONITOR, O_ALGO, O_WINDOW, O_CLUSTER,
+};
+
+const struct cli_opt rule_opts[] = {
+	[O_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
+		     ON_LIMIT, NULL),
+	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
+		      ON_LIMIT, NULL),
+	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]", "HTTP requests", ON_LIMIT,
+			 "request limits come with the check server; use --rate or --bytes"),
+	[O_BURST] = CLI_OPT("burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
+		      ON_LIMIT, NULL),
+	[O_PROTO] = CLI_OPT("proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
+		      ON_MATCH, NULL),
+	[O_DPORT] = CLI_OPT("dport", 0, "N[-M]", "only TCP/UDP to these destination ports (with --proto tcp|udp)",
+		      ON_MATCH, NULL),
+	[O_SYN] = CLI_OPT("syn", 0, NULL, "only TCP SYN without ACK: new connections (implies --proto tcp)",
+		    ON_MATCH, NULL),
+	[O_PER] = CLI_OPT("per", 0, "source|/LEN|rule",
+		    "a bucket per address (default), per /LEN of it, or one for the rule",
+		    ON_LIMIT, NULL),
+	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
+		    ON_LIMIT, NULL),
+	[O_MONITOR] = CLI_OPT("monitor", 0, NULL, "count would-be drops as monitored, drop nothing",
+			ON_LIMIT, NULL),
+	[O_ALGO] = CLI_OPT("algo", 0, "ALGORITHM", "the limit's algorithm", ON_LIMIT,
+		     "every limit is a token bucket (GCRA) for now"),
+	[O_WINDOW] = CLI_OPT("window", 0, "DURATION", "window of a window algorithm", ON_LIMIT,
+		       "every limit is a token bucket (GCRA) for now"),
+	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
+			"cluster-wide limits come with 'sluice cluster join'"),
+	CLI_OPT_END,
+};
+
+const struct cli_cmd rule_cmd_set = {
+	.name = "set", .path = "limit set", .args = "CIDR", .min_pos = 1, .max_pos = 1,
+	.opts = rule_opts, .on = RULE_ON_SET, .run = rule_edit_run, .id = RULE_SET,
+	.help = "Limits sources in CIDR whose packets the match (if any) fits; --rate or --bytes\n"
+		"is required. A rule is named by its CIDR and match: the same CIDR and match\n"
+		"again replaces it.",
+};
+const struct cli_cmd rule_cmd_default = {
+	.name = "default", .path = "limit default", .min_pos = 0, .max_pos = 0,
+	.opts = rule_opts, .on = RULE_ON_DEFAULT, .run = rule_edit_run, .id = RULE_DEFAULT,
+	.help = "The limit of sources no rule covers; --rate or --bytes is required. --per takes\n"
+		"source or rule here: for a bucket per /LEN, set rules for 0.0.0.0/0 and ::/0.",
+};
+const struct cli_cmd rule_cmd_del = {
+	.name = "del", .path = "limit del", .args = "CIDR", .min_pos = 1, .max_pos = 1,
+	.opts = rule_opts, .on = RULE_ON_DEL, .run = rule_edit_run, .id = RULE_DEL,
+	.help = "Deletes the rule (limit, allow or deny) of CIDR with this match.",
+};
+const struct cli_cmd rule_cmd_allow = {
+	.name = "allow", .path = "allow", .args = "CIDR", .min_pos = 1, .max_pos = 1,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_ALLOW,
+	.help = "Sources in CIDR are never limited (only their packets the match fits).",
+};
+const struct cli_cmd rule_cmd_deny = {
+	.name = "deny", .path = "deny", .args = "CIDR", .min_pos = 1, .max_pos = 1,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_DENY,
+	.help = "Packets from CIDR (that the match fits) are always dropped.",
+};
+
+static const struct {
+	const char *name;
+	__u8 proto;
+} protos[] = {
+	{ "tcp", 6 }, { "udp", 17 }, { "icmp", 1 }, { "icmpv6", 58 },
+};
+
+#define IPPROTO_TCP_NUM		6
+#define IPPROTO_UDP_NUM		17
+#define IPPROTO_ICMP_NUM	1
+#define IPPROTO_ICMPV6_NUM	58
+#define PORT_MAX		65535ULL
+
+static const struct {
+	const char *suffix;
+	__u64 ns;
+} duration_units[] = {
+	{ "h", 3600ULL * SLUICE_NS_PER_SEC },
+	{ "m", 60ULL * SLUICE_NS_PER_SEC },
+	{ "s", SLUICE_NS_PER_SEC },
+	{ "ms", 1000000ULL },
+};
+
+const char *per_name(__u32 per)
+{
+	switch (per) {
+	case SLUICE_PER_PREFIX: return "prefix";
+	case SLUICE_PER_RULE:   return "rule";
+	default:                return "source";
+	}
+}
+
+const char *unit_name(__u32 unit)
+{
+	return unit == SLUICE_UNIT_BYTES ? "bytes" : "packets";
+}
+
+void proto_name(__u8 proto, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		if (protos[i].proto == proto) {
+			snprintf(buf, len, "%s", protos[i].name);
+			return;
+		}
+	snprintf(buf, len, "%u", proto);
+}
+
+/* N[/s|/m|/h] of --rate or --bytes. */
+static int parse_rate(const char *opt, const char *s, struct rule *r, char *why, size_t len)
+{
+	const char *what = r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets";
+	char num[24];
+	size_t n = 0;
+	__u64 rate;
+
+	while (isdigit((unsigned char)s[n]))
+		n++;
+	if (n == 0 || n >= sizeof(num) || (s[n] && s[n] != '/')) {
+		snprintf(why, len, "bad %s '%s': give whole %s per second (N or N/s), minute (N/m) "
+			 "or hour (N/h), no k/M/G suffixes", opt, s, what);
+		return -1;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	r->period = SLUICE_PERIOD_SEC;
+	if (s[n]) {
+		if (!strcmp(s + n, "/s")) {
+			r->period = SLUICE_PERIOD_SEC;
+		} else if (!strcmp(s + n, "/m")) {
+			r->period = SLUICE_PERIOD_MIN;
+		} else if (!strcmp(s + n, "/h")) {
+			r->period = SLUICE_PERIOD_HOUR;
+		} else {
+			snprintf(why, len, "bad %s '%s': unsupported unit '%s', use /s, /m or /h",
+				 opt, s, s + n);
+			return -1;
+		}
+	}
+	if (!parse_u64(num, SLUICE_RATE_MIN, SLUICE_RATE_MAX * r->period, &rate)) {
+		snprintf(why, len, "bad %s '%s': give %llu to %llu %s per second (or as much per "
+			 "minute or hour)", opt, s, SLUICE_RATE_MIN, SLUICE_RATE_MAX, what);
+		return -1;
+	}
+	r->rate = rate;
+	return 0;
+}
+
+/* DURATION: a whole number and ms, s, m or h. */
+static int parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns,
+			  __u64 *out, char *why, size_t len)
+{
+	char num[24];
+	size_t n = 0;
+	__u64 v;
+
+	while (isdigit((unsigned char)s[n]))
+		n++;
+	if (n == 0 || n >= sizeof(num)) {
+		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m or 1h",
+			 opt, s);
+		return -1;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+		if (strcmp(s + n, duration_units[i].suffix) != 0)
+			continue;
+		if (!parse_u64(num, 0, max_ns / duration_units[i].ns + 1, &v) ||
+		    v * duration_units[i].ns > max_ns || v * duration_units[i].ns < min_ns) {
+			snprintf(why, len, "bad %s '%s': give %llums to %llus (%llu days)", opt, s,
+				 min_ns / 1000000ULL, max_ns / SLUICE_NS_PER_SEC,
+				 max_ns / SLUICE_NS_PER_SEC / 86400);
+			return -1;
+		}
+		*out = v * duration_units[i].ns;
+		return 0;
+	}
+	snprintf(why, len, "bad %s '%s': %s, use ms, s, m or h (250ms, 30s, 5m, 1h)", opt, s,
+		 s[n] ? "unsupported unit" : "a duration needs a unit");
+	return -1;
+}
+
+void duration_words(__u64 ns, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+		if (ns && ns % duration_units[i].ns == 0) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(ns / duration_units[i].ns),
+				 duration_units[i].suffix);
+			return;
+		}
+	/* Not whole milliseconds (never written by the parser): round up. */
+	snprintf(buf, len, "%llums", (unsigned long long)((ns + 999999) / 1000000));
+}
+
+static int parse_proto(const char *s, struct rule *r, char *why, size_t len)
+{
+	__u64 v;
+
+	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		if (!strcmp(s, protos[i].name)) {
+			r->match.proto = protos[i].proto;
+			return 0;
+		}
+	if (!parse_u64(s, 1, 255, &v)) {
+		snprintf(why, len, "bad --proto '%s': give tcp, udp, icmp, icmpv6 or a protocol "
+			 "number 1..255", s);
+		return -1;
+	}
+	r->match.proto = (__u8)v;
+	return 0;
+}
+
+static int parse_port(const char *s, __u16 *out)
+{
+	__u64 v;
+
+	if (!parse_u64(s, 1, PORT_MAX, &v))
+		return -1;
+	*out = (__u16)v;
+	return 0;
+}
+
+static int parse_dport(const char *s, struct rule *r, char *why, size_t len)
+{
+	char buf[16];
+	const char *dash = strchr(s, '-');
+
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	memcpy(buf, s, strlen(s) + 1);
+	if (dash) {
+		buf[dash - s] = '\0';
+		if (parse_port(buf, &r->match.dport_lo) || parse_port(dash + 1, &r->match.dport_hi))
+			goto bad;
+		if (r->match.dport_lo > r->match.dport_hi) {
+			snprintf(why, len, "bad --dport '%s': the range is backwards, write %u-%u",
+				 s, r->match.dport_hi, r->match.dport_lo);
+			return -1;
+		}
+		return 0;
+	}
+	if (parse_port(buf, &r->match.dport_lo))
+		goto bad;
+	r->match.dport_hi = r->match.dport_lo;
+	return 0;
+bad:
+	snprintf(why, len, "bad --dport '%s': give a port or a range N-M of ports 1..65535", s);
+	return -1;
+}
+
+/* --proto, --dport, --syn against the rule's family. */
+static int parse_match(const struct cli_args *a, struct rule *r, char *why, size_t len)
+{
+	bool v4 = cidr_family(&r->cidr) == SLUICE_FAMILY_V4;
+	char name[16];
+
+	if (a->val[O_PROTO]) {
+		if (parse_proto(a->val[O_PROTO], r, why, len))
+			return -1;
+		r->match.flags |= SLUICE_MATCH_PROTO;
+		if (r->match.proto == IPPROTO_ICMP_NUM && !v4) {
+			snprintf(why, len, "--proto icmp on an IPv6 rule: use --proto icmpv6");
+			return -1;
+		}
+		if (r->match.proto == IPPROTO_ICMPV6_NUM && v4) {
+			snprintf(why, len, "--proto icmpv6 on an IPv4 rule: use --proto icmp");
+			return -1;
+		}
+	}
+	if (a->val[O_SYN]) {
+		if ((r->match.flags & SLUICE_MATCH_PROTO) && r->match.proto != IPPROTO_TCP_NUM) {
+			proto_name(r->match.proto, name, sizeof(name));
+			snprintf(why, len, "--syn matches TCP segments: it cannot go with --proto %s",
+				 name);
+			return -1;
+		}
+		r->match.flags |= SLUICE_MATCH_SYN | SLUICE_MATCH_PROTO;
+		r->match.proto = IPPROTO_TCP_NUM;
+	}
+	if (a->val[O_DPORT]) {
+		if (!(r->match.flags & SLUICE_MATCH_PROTO) ||
+		    (r->match.proto != IPPROTO_TCP_NUM && r->match.proto != IPPROTO_UDP_NUM)) {
+			snprintf(why, len, "--dport needs a port protocol: add --proto tcp or "
+				 "--proto udp (or --syn)");
+			return -1;
+		}
+		if (parse_dport(a->val[O_DPORT], r, why, len))
+			return -1;
+		r->match.flags |= SLUICE_MATCH_PORT;
+	}
+	return 0;
+}
+
+/* --per source|/LEN|rule. */
+static int parse_per(const char *s, struct rule *r, bool is_default, char *why, size_t len)
+{
+	bool v4 = cidr_family(&r->cidr) == SLUICE_FAMILY_V4;
+	__u32 own = v4 ? r->cidr.prefixlen - SLUICE_V4_MAPPED_PREFIX : r->cidr.prefixlen;
+	__u32 max = v4 ? 32 : 128;
+	__u64 n;
+
+	if (!strcmp(s, "source")) {
+		r->per = SLUICE_PER_SOURCE;
+		return 0;
+	}
+	if (!strcmp(s, "rule")) {
+		r->per = SLUICE_PER_RULE;
+		return 0;
+	}
+	if (s[0] != '/') {
+		snprintf(why, len, "bad --per '%s': give source, /LEN (a bucket per /LEN of the "
+			 "source) or rule", s);
+		return -1;
+	}
+	if (is_default) {
+		snprintf(why, len, "limit default takes --per source or rule: for a bucket per %s, "
+			 "set rules for 0.0.0.0/0 and ::/0 with --per %s", s, s);
+		return -1;
+	}
+	if (!parse_u64(s + 1, 0, 255, &n)) {
+		snprintf(why, len, "bad --per '%s': give /LEN, a prefix length", s);
+		return -1;
+	}
+	if (n == 0) {
+		snprintf(why, len, "bad --per '/0': one bucket for the whole rule is --per rule");
+		return -1;
+	}
+	if (n > max) {
+		snprintf(why, len, "bad --per '%s': an %s address has %u bits", s,
+			 v4 ? "IPv4" : "IPv6", max);
+		return -1;
+	}
+	if (n < own) {
+		snprintf(why, len, "bad --per '%s': shorter than the rule's own /%u; one bucket "
+			 "for the whole rule is --per rule", s, own);
+		return -1;
+	}
+	if (n == max) {		/* a bucket per address: the default */
+		r->per = SLUICE_PER_SOURCE;
+		return 0;
+	}
+	r->per = SLUICE_PER_PREFIX;
+	r->per_len = (__u32)n;
+	return 0;
+}
+
+/* --rate/--bytes, --burst, --per, --ban, --monitor. */
+static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default,
+		       char *why, size_t len)
+{
+	const char *opt = a->val[O_BYTES] ? "--bytes" : "--rate";
+	const char *val = a->val[O_BYTES] ? a->val[O_BYTES] : a->val[O_RATE];
+	__u64 burst;
+
+	if (a->val[O_RATE] && a->val[O_BYTES]) {
+		snprintf(why, len, "give --rate (packets) or --bytes, not both: one rule limits "
+			 "one unit");
+		return -1;
+	}
+	if (!val) {
+		snprintf(why, len, "missing --rate N (packets) or --bytes N: what to limit");
+		return -1;
+	}
+	r->action = SLUICE_ACT_LIMIT;
+	r->unit = a->val[O_BYTES] ? SLUICE_UNIT_BYTES : SLUICE_UNIT_PACKETS;
+	if (parse_rate(opt, val, r, why, len))
+		return -1;
+	/* Default burst: one second's worth, at least 1. */
+	r->burst = (r->rate + r->period - 1) / r->period;
+	if (a->val[O_BURST]) {
+		if (!parse_u64(a->val[O_BURST], SLUICE_BURST_MIN, SLUICE_BURST_MAX, &burst)) {
+			snprintf(why, len, "bad --burst '%s': give %llu..%llu %s", a->val[O_BURST],
+				 SLUICE_BURST_MIN, SLUICE_BURST_MAX, unit_name(r->unit));
+			return -1;
+		}
+		/* burst * period <= 1e9 * 3600 fits in 64 bits. */
+		if (burst * r->period / r->rate >= SLUICE_BURST_SECONDS_MAX) {
+			snprintf(why, len, "bad --burst %llu: worth %llu seconds or more of the rate; "
+				 "at most %llu seconds' worth", (unsigned long long)burst,
+				 SLUICE_BURST_SECONDS_MAX, SLUICE_BURST_SECONDS_MAX);
+			return -1;
+		}
+		r->burst = burst;
+	}
+	if (a->val[O_PER] && parse_per(a->val[O_PER], r, is_default, why, len))
+		return -1;
+	if (a->val[O_BAN] && parse_duration("--ban", a->val[O_BAN], SLUICE_BAN_NS_MIN,
+					     SLUICE_BAN_NS_MAX, &r->ban_ns, why, len))
+		return -1;
+	r->monitor = a->val[O_MONITOR] != NULL;
+	return 0;
+}
+
+int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rule *r,
+		   char *why, size_t len)
+{
+	memset(r, 0, sizeof(*r));
+	r->period = SLUICE_PERIOD_SEC;
+	if (c->id != RULE_DEFAULT) {
+		if (a->npos < 1) {
+			snprintf(why, len, "%s needs a CIDR (e.g. 198.18.0.0/15 or 2001:2::/48)",
+				 c->path);
+			return -1;
+		}
+		if (parse_cidr(a->pos[0], &r->cidr, why, len))
+			return -1;
+		if (parse_match(a, r, why, len))
+			return -1;
+	}
+	switch (c->id) {
+	case RULE_SET:
+	case RULE_DEFAULT:
+		return parse_limit(a, r, c->id == RULE_DEFAULT, why, len);
+	case RULE_ALLOW:
+		r->action = SLUICE_ACT_ALLOW;
+		return 0;
+	case RULE_DENY:
+		r->action = SLUICE_ACT_DENY;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int rule_parse_words(int argc, char **argv, struct rule *r, enum rule_verb *verb,
+		     char *why, size_t len)
+{
+	const struct cli_cmd *c = NULL;
+	struct cli_args a;
+	int skip = 1;
+
+	if (argc < 1) {
+		snprintf(why, len, "empty rule: expected limit, allow or deny");
+		return -1;
+	}
+	if (!strcmp(argv[0], "allow")) {
+		c = &rule_cmd_allow;
+	} else if (!strcmp(argv[0], "deny")) {
+		c = &rule_cmd_deny;
+	} else if (!strcmp(argv[0], "limit")) {
+		skip = 2;
+		if (argc < 2) {
+			snprintf(why, len, "limit needs default, set or del");
+			return -1;
+		}
+		if (!strcmp(argv[1], "set"))
+			c = &rule_cmd_set;
+		else if (!strcmp(argv[1], "default"))
+			c = &rule_cmd_default;
+		else if (!strcmp(argv[1], "del"))
+			c = &rule_cmd_del;
+		if (!c) {
+			snprintf(why, len, "unknown limit command '%s': expected default, set or del",
+				 argv[1]);
+			return -1;
+		}
+	} else {
+		snprintf(why, len, "unknown rule '%s': expected limit, allow or deny", argv[0]);
+		return -1;
+	}
+	if (cli_parse(c, argc - skip, argv + skip, &a, why, len))
+		return -1;
+	*verb = (enum rule_verb)c->id;
+	return rule_from_args(c, &a, r, why, len);
+}
+
+int rule_parse_line(char *line, struct rule *r, enum rule_verb *verb, char *why, size_t len)
+{
+	char *words[RULE_WORDS_MAX];
+	int n = 0;
+	char *s = line;
+
+	for (;;) {
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s || *s == '#')
+			break;
+		if (n == RULE_WORDS_MAX) {
+			snprintf(why, len, "too many words: a rule has at most %d", RULE_WORDS_MAX);
+			return -1;
+		}
+		words[n++] = s;
+		while (*s && !isspace((unsigned char)*s) && *s != '#')
+			s++;
+		if (*s == '#') {
+			*s = '\0';
+			break;
+		}
+		if (*s)
+			*s++ = '\0';
+	}
+	if (n == 0)
+		return 0;
+	return rule_parse_words(n, words, r, verb, why, len) ? -1 : 1;
+}
+
+/* Append to buf (always NUL-terminated). */
+static void put(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
+	va_end(ap);
+}
+
+void rule_match_words(const struct rule_match *m, char *buf, size_t len)
+{
+	char name[16];
+
+	buf[0] = '\0';
+	if ((m->flags & SLUICE_MATCH_PROTO) && !(m->flags & SLUICE_MATCH_SYN)) {
+		proto_name(m->proto, name, sizeof(name));
+		put(buf, len, " --proto %s", name);
+	}
+	if (m->flags & SLUICE_MATCH_PORT) {
+		put(buf, len, " --dport %u", m->dport_lo);
+		if (m->dport_hi != m->dport_lo)
+			put(buf, len, "-%u", m->dport_hi);
+	}
+	if (m->flags & SLUICE_MATCH_SYN)
+		put(buf, len, " --syn");
+	/* without the leading space */
+	if (buf[0] == ' ')
+		memmove(buf, buf + 1, strlen(buf));
+}
+
+void rule_label(const struct rule *r, bool is_default, char *buf, size_t len)
+{
+	char cidr[SLUICE_CIDR_STR_MAX], match[64];
+
+	if (is_default) {
+		snprintf(buf, len, "default");
+		return;
+	}
+	format_cidr(&r->cidr, cidr, sizeof(cidr));
+	rule_match_words(&r->match, match, sizeof(match));
+	snprintf(buf, len, "%s%s%s", cidr, *match ? " " : "", match);
+}
+
+void rule_rate_words(const struct rule *r, char *buf, size_t len)
+{
+	const char *suffix = r->period == SLUICE_PERIOD_HOUR ? "/h" :
+			     r->period == SLUICE_PERIOD_MIN ? "/m" : "";
+
+	snprintf(buf, len, "%llu%s", (unsigned long long)r->rate, suffix);
+}
+
+void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
+{
+	char label[128], rate[32], ban[24];
+
+	buf[0] = '\0';
+	if (is_default && r->action != SLUICE_ACT_LIMIT)
+		return;
+	rule_label(r, is_default, label, sizeof(label));
+	if (r->action != SLUICE_ACT_LIMIT) {
+		snprintf(buf, len, "%s %s", action_name(r->action), label);
+		return;
+	}
+	rule_rate_words(r, rate, sizeof(rate));
+	snprintf(buf, len, "limit %s%s %s %s --burst %llu", is_default ? "" : "set ",
+		 label, r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate", rate,
+		 (unsigned long long)r->burst);
+	if (r->per == SLUICE_PER_PREFIX)
+		put(buf, len, " --per /%u", r->per_len);
+	else if (r->per == SLUICE_PER_RULE)
+		put(buf, len, " --per rule");
+	if (r->ban_ns) {
+		duration_words(r->ban_ns, ban, sizeof(ban));
+		put(buf, len, " --ban %s", ban);
+	}
+	if (r->monitor)
+		put(buf, len, " --monitor");
+}
