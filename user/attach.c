@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "sluice.h"
+#include "rule.h"
 #include "cli.h"
 #include "sluice.skel.h"
 
@@ -644,11 +645,25 @@ struct iface_status {
 	__u32 capacity;
 	unsigned int rules;
 	struct rule def;
+	struct rule budget;	/* limit new-sources; rate 0 is off */
+	bool budget_spent;	/* no new source would get an entry now */
+	__u64 new_admitted, new_limited;
 	char group[32];		/* who may read the pins */
 };
 
+/* A table this full (percent) is under pressure: new sources evict. */
+#define STATUS_FULL_PCT		90
+
+static bool under_pressure(const struct iface_status *st)
+{
+	return st->budget_spent ||
+	       (st->capacity && st->sources > 0 &&
+		(__u64)st->sources * 100 >= (__u64)st->capacity * STATUS_FULL_PCT);
+}
+
 static int gather_status(const char *iface, struct iface_status *st)
 {
+	struct sluice_counter c[SLUICE_R_MAX];
 	struct sluice_maps m;
 	struct xdp_multiprog *mp;
 	struct xdp_program *ours;
@@ -694,7 +709,15 @@ static int gather_status(const char *iface, struct iface_status *st)
 	st->capacity = map_capacity(m.src_buckets);
 	st->rules = p->n;
 	st->def = p->def;
+	st->budget = p->new_sources;
 	free(p);
+	if (budget_state(&m, &st->budget_spent) ||
+	    read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &st->new_admitted) ||
+	    read_counters(&m, c)) {
+		maps_close(&m);
+		return EXIT_RUNTIME;
+	}
+	st->new_limited = c[SLUICE_R_NEW_SOURCE_LIMITED].packets;
 	maps_close(&m);
 	return 0;
 }
@@ -712,6 +735,19 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "tracked_sources", st->sources > 0 ? (__u64)st->sources : 0);
 	json_u64(j, "capacity", st->capacity);
 	json_str(j, "group", st->group);
+	json_bool(j, "under_pressure", under_pressure(st));
+	json_obj_open(j, "new_sources");
+	if (st->budget.rate) {
+		json_u64(j, "rate", st->budget.rate);
+		json_u64(j, "period", st->budget.period);
+		json_u64(j, "burst", st->budget.burst);
+	} else {
+		json_null(j, "rate");
+	}
+	json_bool(j, "budget_spent", st->budget_spent);
+	json_u64(j, "admitted", st->new_admitted);
+	json_u64(j, "limited", st->new_limited);
+	json_obj_close(j);
 	json_u64(j, "rules", st->rules);
 	json_obj_open(j, "default");
 	json_str(j, "action", action_name(st->def.action));
@@ -733,7 +769,24 @@ static void print_status_text(const struct iface_status *st)
 	       mode_name(st->meta.xdp_mode),
 	       st->meta.multiprog ? "libxdp dispatcher" : "single program",
 	       st->meta.prog_id, when);
-	printf("  sources: %ld tracked of %u\n", st->sources, st->capacity);
+	printf("  sources: %ld tracked of %u (%.0f%% full)\n", st->sources, st->capacity,
+	       st->capacity ? 100.0 * (double)(st->sources > 0 ? st->sources : 0) / st->capacity
+			    : 0.0);
+	if (st->budget.rate) {
+		char rate[32];
+
+		rule_rate_words(&st->budget, rate, sizeof(rate));
+		printf("  new sources: budget %s, burst %llu; %llu admitted, %llu dropped over it\n",
+		       rate, (unsigned long long)st->budget.burst,
+		       (unsigned long long)st->new_admitted, (unsigned long long)st->new_limited);
+	} else {
+		printf("  new sources: no budget (see 'sluice limit new-sources'); %llu admitted\n",
+		       (unsigned long long)st->new_admitted);
+	}
+	if (under_pressure(st))
+		printf("  UNDER PRESSURE: %s\n", st->budget_spent ?
+		       "the new-source budget is spent; new sources are dropped as new_source_limited" :
+		       "the source table is nearly full; new sources evict the least recently seen");
 	if (st->def.action == SLUICE_ACT_LIMIT)
 		printf("  default: limit %llu/s burst %llu\n",
 		       (unsigned long long)st->def.rate, (unsigned long long)st->def.burst);

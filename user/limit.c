@@ -37,6 +37,9 @@ int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 		return err;
 	rule_label(&r, c->id == RULE_DEFAULT, label, sizeof(label));
 	switch (c->id) {
+	case RULE_NEW_SOURCES:
+		p->new_sources = r;
+		break;
 	case RULE_DEFAULT:
 		r.index = SLUICE_POLICY_DEFAULT;
 		p->def = r;
@@ -60,6 +63,9 @@ int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 		return err;
 	if (c->id == RULE_DEL) {
 		printf("%s: rule deleted\n", label);
+	} else if (c->id == RULE_NEW_SOURCES) {
+		budget_format(&r, words, sizeof(words));
+		printf("%s\n", words);
 	} else {
 		rule_format(&r, c->id == RULE_DEFAULT, words, sizeof(words));
 		printf("%s\n", words);
@@ -216,6 +222,11 @@ static int limit_list(const struct cli_cmd *c, struct cli_args *a)
 	if (opts.json) {
 		json_arr_close(&j);
 		json_end(&j);
+	} else if (!err) {
+		char words[RULE_TEXT_MAX];
+
+		budget_format(&p->new_sources, words, sizeof(words));
+		printf("new sources: %s\n", words + strlen("limit new-sources "));
 	}
 	free(p);
 	maps_close(&m);
@@ -228,7 +239,8 @@ static const struct cli_cmd limit_list_cmd = {
 };
 
 static const struct cli_cmd *const limit_cmds[] = {
-	&rule_cmd_default, &rule_cmd_set, &rule_cmd_del, &limit_list_cmd, NULL,
+	&rule_cmd_default, &rule_cmd_set, &rule_cmd_del, &rule_cmd_new_sources, &limit_list_cmd,
+	NULL,
 };
 
 const struct cli_cmd limit_obj = {
@@ -241,7 +253,7 @@ const struct cli_cmd limit_obj = {
 static int parse_policy_file(const char *path, struct policy *p)
 {
 	char why[WHY_LEN], label[128], *line = NULL;
-	unsigned int lineno = 0, def_line = 0;
+	unsigned int lineno = 0, def_line = 0, budget_line = 0;
 	enum rule_verb verb;
 	struct stat st;
 	struct rule r;
@@ -277,6 +289,12 @@ static int parse_policy_file(const char *path, struct policy *p)
 		} else if (verb == RULE_DEL) {
 			err = usage_err("%s:%u: a policy file lists rules; leave a rule out to delete it",
 					path, lineno);
+		} else if (verb == RULE_NEW_SOURCES) {
+			if (budget_line)
+				err = usage_err("%s:%u: second new-sources budget (the first is on "
+						"line %u)", path, lineno, budget_line);
+			budget_line = lineno;
+			p->new_sources = r;
 		} else if (verb == RULE_DEFAULT) {
 			if (def_line)
 				err = usage_err("%s:%u: second default (the first is on line %u)",
@@ -322,6 +340,8 @@ static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 		rule_format(&p->rules[i], false, words, sizeof(words));
 		printf("%s\n", words);
 	}
+	budget_format(&p->new_sources, words, sizeof(words));
+	printf("%s\n", words);
 	return policy_end(&m, p, false);
 }
 

@@ -19,13 +19,13 @@ enum {
 
 const struct cli_opt rule_opts[] = {
 	[O_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
-		     ON_LIMIT, NULL),
+		     ON_LIMIT | RULE_ON_BUDGET, NULL),
 	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
 		      ON_LIMIT, NULL),
 	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]", "HTTP requests", ON_LIMIT,
 			 "request limits come with the check server; use --rate or --bytes"),
 	[O_BURST] = CLI_OPT("burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
-		      ON_LIMIT, NULL),
+		      ON_LIMIT | RULE_ON_BUDGET, NULL),
 	[O_PROTO] = CLI_OPT("proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
 		      ON_MATCH, NULL),
 	[O_DPORT] = CLI_OPT("dport", 0, "N[-M]", "only TCP/UDP to these destination ports (with --proto tcp|udp)",
@@ -75,6 +75,16 @@ const struct cli_cmd rule_cmd_deny = {
 	.name = "deny", .path = "deny", .args = "CIDR", .min_pos = 1, .max_pos = 1,
 	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_DENY,
 	.help = "Packets from CIDR (that the match fits) are always dropped.",
+};
+
+const struct cli_cmd rule_cmd_new_sources = {
+	.name = "new-sources", .path = "limit new-sources", .args = "[off]",
+	.min_pos = 0, .max_pos = 1,
+	.opts = rule_opts, .on = RULE_ON_BUDGET, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
+	.help = "How fast sources never seen before may take an entry of the source table\n"
+		"(spoofed floods): a packet of a new source over this budget is dropped as\n"
+		"new_source_limited and takes no entry. --rate in new sources per second, minute\n"
+		"or hour; 'off' removes the budget (the default).",
 };
 
 static const struct {
@@ -415,7 +425,7 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 {
 	memset(r, 0, sizeof(*r));
 	r->period = SLUICE_PERIOD_SEC;
-	if (c->id != RULE_DEFAULT) {
+	if (c->id != RULE_DEFAULT && c->id != RULE_NEW_SOURCES) {
 		if (a->npos < 1) {
 			snprintf(why, len, "%s needs a CIDR (e.g. 198.18.0.0/15 or 2001:2::/48)",
 				 c->path);
@@ -427,6 +437,20 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 			return -1;
 	}
 	switch (c->id) {
+	case RULE_NEW_SOURCES:
+		if (a->npos == 1) {
+			if (strcmp(a->pos[0], "off") != 0) {
+				snprintf(why, len, "unknown word '%s': give --rate N [--burst M] "
+					 "or off", a->pos[0]);
+				return -1;
+			}
+			if (a->val[O_RATE] || a->val[O_BURST]) {
+				snprintf(why, len, "'off' takes no --rate or --burst");
+				return -1;
+			}
+			return 0;	/* rate 0: off */
+		}
+		return parse_limit(a, r, true, why, len);
 	case RULE_SET:
 	case RULE_DEFAULT:
 		return parse_limit(a, r, c->id == RULE_DEFAULT, why, len);
@@ -459,7 +483,7 @@ int rule_parse_words(int argc, char **argv, struct rule *r, enum rule_verb *verb
 	} else if (!strcmp(argv[0], "limit")) {
 		skip = 2;
 		if (argc < 2) {
-			snprintf(why, len, "limit needs default, set or del");
+			snprintf(why, len, "limit needs default, set, del or new-sources");
 			return -1;
 		}
 		if (!strcmp(argv[1], "set"))
@@ -468,9 +492,11 @@ int rule_parse_words(int argc, char **argv, struct rule *r, enum rule_verb *verb
 			c = &rule_cmd_default;
 		else if (!strcmp(argv[1], "del"))
 			c = &rule_cmd_del;
+		else if (!strcmp(argv[1], "new-sources"))
+			c = &rule_cmd_new_sources;
 		if (!c) {
-			snprintf(why, len, "unknown limit command '%s': expected default, set or del",
-				 argv[1]);
+			snprintf(why, len, "unknown limit command '%s': expected default, set, del "
+				 "or new-sources", argv[1]);
 			return -1;
 		}
 	} else {
@@ -568,6 +594,19 @@ void rule_rate_words(const struct rule *r, char *buf, size_t len)
 			     r->period == SLUICE_PERIOD_MIN ? "/m" : "";
 
 	snprintf(buf, len, "%llu%s", (unsigned long long)r->rate, suffix);
+}
+
+void budget_format(const struct rule *r, char *buf, size_t len)
+{
+	char rate[32];
+
+	if (!r->rate) {
+		snprintf(buf, len, "limit new-sources off");
+		return;
+	}
+	rule_rate_words(r, rate, sizeof(rate));
+	snprintf(buf, len, "limit new-sources --rate %s --burst %llu", rate,
+		 (unsigned long long)r->burst);
 }
 
 void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)

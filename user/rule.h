@@ -14,6 +14,7 @@ enum rule_verb {
 	RULE_DEL,		/* limit del CIDR [match] */
 	RULE_ALLOW,		/* allow CIDR [match] */
 	RULE_DENY,		/* deny CIDR [match] */
+	RULE_NEW_SOURCES,	/* limit new-sources --rate N [--burst M] | off */
 };
 
 /* The option table of every rule command; each command takes the entries
@@ -22,11 +23,12 @@ enum rule_verb {
 #define RULE_ON_DEFAULT	0x2
 #define RULE_ON_DEL	0x4
 #define RULE_ON_ACCESS	0x8	/* allow, deny */
+#define RULE_ON_BUDGET	0x10	/* limit new-sources */
 extern const struct cli_opt rule_opts[];
 
 /* The rule commands (limit set/default/del, allow, deny). */
 extern const struct cli_cmd rule_cmd_set, rule_cmd_default, rule_cmd_del,
-	rule_cmd_allow, rule_cmd_deny;
+	rule_cmd_allow, rule_cmd_deny, rule_cmd_new_sources;
 /* Their run function (limit.c): one live edit. */
 int rule_edit_run(const struct cli_cmd *c, struct cli_args *a);
 
@@ -46,6 +48,9 @@ int rule_parse_line(char *line, struct rule *r, enum rule_verb *verb, char *why,
  * ..." (is_default for the default). A default that does not limit has no
  * words: the empty string. */
 void rule_format(const struct rule *r, bool is_default, char *buf, size_t len);
+/* The new-source budget as words: "limit new-sources --rate N --burst M",
+ * or "limit new-sources off" when r's rate is 0. */
+void budget_format(const struct rule *r, char *buf, size_t len);
 /* The match as words ("--proto udp --dport 53"), "" for none. */
 void rule_match_words(const struct rule_match *m, char *buf, size_t len);
 /* "198.18.0.0/16" or "198.18.0.0/16 --proto udp --dport 53": a rule's

@@ -103,6 +103,7 @@ struct policy {
 	struct rule def;	/* the default, index 0 */
 	struct rule rules[SLUICE_MAX_POLICIES - 1];
 	unsigned int n;
+	struct rule new_sources;	/* the new-source budget: rate 0 is off */
 };
 /* The rule with r's identity (CIDR and match), or NULL. */
 struct rule *policy_find_rule(struct policy *p, const struct rule *r);
@@ -179,6 +180,8 @@ int policy_commit(struct sluice_maps *m, struct policy *p);
  * burst; rate 0 is off. Print the error and return its exit code. */
 int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst);
 int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __u64 *burst);
+/* Whether the budget is spent now: a new source would be dropped. */
+int budget_state(const struct sluice_maps *m, bool *spent);
 /* Rules are one rule when their CIDR and match are the same. */
 bool rule_same_identity(const struct rule *a, const struct rule *b);
 /* The trie entry of CIDR at in policy p: its candidate rules, in the order

@@ -72,6 +72,12 @@ static int policy_read_once(const struct sluice_maps *m, struct policy *p, __u64
 		else if (p->n < SLUICE_MAX_POLICIES - 1)
 			rule_from_table(&p->rules[p->n++], &sp, idx);
 	}
+	if (cfg.new_interval) {
+		p->new_sources.action = SLUICE_ACT_LIMIT;
+		p->new_sources.rate = cfg.new_rate;
+		p->new_sources.period = cfg.new_period;
+		p->new_sources.burst = cfg.new_burst;
+	}
 	return 0;
 }
 
@@ -488,7 +494,8 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
 	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
-	return 0;
+	return new_sources_write(m, next->new_sources.rate, next->new_sources.period,
+				 next->new_sources.burst);
 }
 
 /*
@@ -516,6 +523,18 @@ int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u
 	if (rate)
 		__atomic_store_n(&live->new_interval, interval, __ATOMIC_RELEASE);
 	munmap(live, len);
+	return 0;
+}
+
+int budget_state(const struct sluice_maps *m, bool *spent)
+{
+	struct sluice_config cfg;
+
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	*spent = cfg.new_interval &&
+		 gcra_wait(cfg.new_tat, gcra_now(mono_now_ns()), cfg.new_interval,
+			   cfg.new_tolerance) > 0;
 	return 0;
 }
 
