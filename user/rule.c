@@ -450,6 +450,11 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 			}
 			return 0;	/* rate 0: off */
 		}
+		if (!a->val[O_RATE]) {
+			snprintf(why, len, "missing --rate N[/s|/m|/h]: new sources per second, "
+				 "minute or hour (or 'off')");
+			return -1;
+		}
 		return parse_limit(a, r, true, why, len);
 	case RULE_SET:
 	case RULE_DEFAULT:
