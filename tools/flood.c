@@ -6,7 +6,9 @@
  * after --count packets or --seconds, whichever comes first. With --xdp it
  * hands the frames to the interface's driver as XDP frames instead, through
  * BPF_PROG_TEST_RUN's live-frames mode, as a NIC's receive path would see
- * them on the peer of a veth. */
+ * them on the peer of a veth. With --random it sends from a different
+ * source of a CIDR each frame, in an order that looks random and uses every
+ * address of the CIDR once per cycle (tools/flood_src.h). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -35,6 +37,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "flood_src.h"		/* before the skeleton, which uses its struct */
 #include "flood_xdp.skel.h"
 
 #define PROG			"sluice-flood"
@@ -46,6 +49,7 @@
 #define SECONDS_DEFAULT		10.0
 #define SECONDS_MAX		120.0
 #define SOURCES_MAX		16777216ULL
+#define RANDOM_BITS_MAX		17		/* 198.18.0.0/15 holds 2^17 */
 #define BATCH			32		/* frames per sendmmsg */
 #define FRAME_MAX		9014		/* Ethernet without FCS, MTU 9000 */
 #define FRAME_MIN		60		/* shorter frames get padded anyway */
@@ -65,6 +69,7 @@ static const char usage[] =
 	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources S]\n"
 	"       [--src-step K] [--dst ADDR] [--proto udp|tcp] [--tcp-flags FLAGS]\n"
 	"       [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
+	"       [--random CIDR [--skip CIDR] [--seed N]]\n"
 	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the S sources\n"
 	"  ADDR, ADDR+K, ... ADDR+(S-1)K in turn (S and K default to 1), at RATE\n"
 	"  packets/s (0 = as fast as possible), for at most T seconds (default 10,\n"
@@ -82,9 +87,16 @@ static const char usage[] =
 	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second;\n"
 	"  then --pps must be 0, and --sources works for UDP over IPv4 with K = 1\n"
 	"  only (the frames then carry no UDP checksum).\n"
+	"  --random CIDR (IPv4, inside 198.18.0.0/15; instead of --src, --sources\n"
+	"  and --src-step) sends each frame from another address of CIDR, in a\n"
+	"  shuffled order (seeded by --seed N, default from the clock) that uses\n"
+	"  every address once per 2^(32-LEN) frames; it works with --xdp too.\n"
+	"  --skip CIDR, inside the --random one and smaller, is never a source:\n"
+	"  its draws go to the other half of the --random CIDR instead.\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
-	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y}; seconds runs from the\n"
-	"  first packet sent to the last.\n";
+	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y, \"distinct_sources\": D};\n"
+	"  seconds runs from the first packet sent to the last, D counts the\n"
+	"  different source addresses of the frames sent.\n";
 
 struct addr {
 	int family;		/* AF_INET or AF_INET6 */
@@ -101,6 +113,8 @@ struct flood_opts {
 	uint8_t proto;		/* IPPROTO_UDP or IPPROTO_TCP */
 	uint8_t tcp_flags;	/* TH_*, with IPPROTO_TCP */
 	bool xdp;
+	bool random;		/* sources from rnd (--random) */
+	struct flood_random rnd;
 };
 
 static volatile sig_atomic_t stop;
@@ -166,6 +180,25 @@ static bool parse_mac(const char *s, uint8_t mac[ETH_ALEN])
 	for (int i = 0; i < ETH_ALEN; i++)
 		mac[i] = (uint8_t)b[i];
 	return true;
+}
+
+/* An IPv4 CIDR as a host order network and prefix length; false when it
+ * is malformed or has host bits set. */
+static bool parse_cidr4(const char *s, uint32_t *net, uint32_t *len)
+{
+	char buf[INET_ADDRSTRLEN], *slash = strchr(s, '/');
+	struct in_addr a;
+	uint64_t v;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(buf))
+		return false;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1 || !parse_u64(slash + 1, 0, 32, &v))
+		return false;
+	*net = ntohl(a.s_addr);
+	*len = (uint32_t)v;
+	return !(*net & flood_host_mask(32 - *len));
 }
 
 /* a + n, within the address's family (carry across all of its bytes). */
@@ -417,10 +450,15 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'z' },
 		{ "xdp", no_argument, NULL, 'x' },
+		{ "random", required_argument, NULL, 'R' },
+		{ "skip", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_src = false, have_dst = false, have_size = false, have_flags = false;
+	bool have_walk = false, have_skip = false, have_seed = false;
+	uint32_t rnd_len = 0, skip_len = 0, net_be;
 	struct addr last;
 	uint64_t v;
 	size_t hdrs;
@@ -452,6 +490,7 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			if (!parse_addr(optarg, &o->src))
 				return usage_err("bad --src '%s': give an IPv4 or IPv6 address", optarg);
 			have_src = true;
+			have_walk = true;
 			break;
 		case 'd':
 			if (!parse_addr(optarg, &o->dst))
@@ -459,11 +498,13 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			have_dst = true;
 			break;
 		case 'n':
+			have_walk = true;
 			if (!parse_u64(optarg, 1, SOURCES_MAX, &o->sources))
 				return usage_err("bad --sources '%s': give 1..%llu", optarg,
 						 (unsigned long long)SOURCES_MAX);
 			break;
 		case 'k':
+			have_walk = true;
 			if (!parse_u64(optarg, 1, SOURCES_MAX, &o->src_step))
 				return usage_err("bad --src-step '%s': give 1..%llu", optarg,
 						 (unsigned long long)SOURCES_MAX);
@@ -515,6 +556,26 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		case 'x':
 			o->xdp = true;
 			break;
+		case 'R':
+			if (!parse_cidr4(optarg, &o->rnd.net, &rnd_len) ||
+			    32 - rnd_len > RANDOM_BITS_MAX)
+				return usage_err("bad --random '%s': give an IPv4 network (no host "
+						 "bits) within 198.18.0.0/15, e.g. 198.18.0.0/15",
+						 optarg);
+			o->random = true;
+			break;
+		case 'S':
+			if (!parse_cidr4(optarg, &o->rnd.skip_net, &skip_len))
+				return usage_err("bad --skip '%s': give an IPv4 CIDR, "
+						 "e.g. 198.19.255.0/24", optarg);
+			have_skip = true;
+			break;
+		case 'e':
+			if (!parse_u64(optarg, 0, UINT32_MAX, &v))
+				return usage_err("bad --seed '%s': give 0..%u", optarg, UINT32_MAX);
+			o->rnd.seed = (uint32_t)v;
+			have_seed = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -533,10 +594,35 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--xdp sends as fast as it can: leave out --pps");
 	if (have_flags && o->proto != IPPROTO_TCP)
 		return usage_err("--tcp-flags needs --proto tcp");
+	if (o->random && have_walk)
+		return usage_err("--random picks the sources itself: leave out --src, "
+				 "--sources and --src-step");
+	if ((have_skip || have_seed) && !o->random)
+		return usage_err("--%s goes with --random CIDR", have_skip ? "skip" : "seed");
+	if (o->random && o->xdp && o->proto != IPPROTO_UDP)
+		return usage_err("--xdp with --random sends UDP only: leave out --proto tcp, "
+				 "or --xdp");
 	if (o->xdp && o->sources > 1 && (o->proto != IPPROTO_UDP || o->src_step != 1))
 		return usage_err("--xdp with --sources sends UDP from consecutive sources only: "
 				 "leave out --proto tcp and --src-step, or --xdp");
 
+	if (o->random) {
+		o->rnd.bits = 32 - rnd_len;
+		o->sources = (uint64_t)1 << o->rnd.bits;
+		if (have_skip && (skip_len <= rnd_len ||
+				  (o->rnd.skip_net & ~flood_host_mask(o->rnd.bits)) != o->rnd.net))
+			return usage_err("--skip must be a smaller range inside the --random one");
+		if (have_skip)
+			o->rnd.skip_mask = ~flood_host_mask(32 - skip_len);
+		if (!have_seed)
+			o->rnd.seed = (uint32_t)now_ns() ^ (uint32_t)getpid();
+		/* as a walk over the CIDR, for the range checks below */
+		net_be = htonl(o->rnd.net);
+		o->src.family = AF_INET;
+		memcpy(o->src.a, &net_be, sizeof(net_be));
+		o->src_step = 1;
+		have_src = true;
+	}
 	/* Defaults follow the family of whichever address was given. */
 	if (!have_src)
 		parse_addr(have_dst && o->dst.family == AF_INET6 ? "2001:2::1" : "198.18.0.1",
@@ -605,7 +691,7 @@ static int open_socket(const char *iface, int *ifindex, uint8_t mac[ETH_ALEN])
  * between runs of up to XDP_CHUNK_MAX frames.
  */
 static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_mac,
-		    uint64_t *sent, uint64_t *first, uint64_t *last)
+		    uint64_t *sent, uint64_t *first, uint64_t *last, uint64_t *frames_run)
 {
 	static uint8_t buf[FRAME_SLOT] __attribute__((aligned(8)));
 	uint64_t start = now_ns(), deadline = start + (uint64_t)(o->seconds * NS_PER_SEC);
@@ -621,6 +707,8 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	memcpy(&first_src, o->src.a, sizeof(first_src));
 	skel->rodata->src_first = ntohl(first_src);
 	skel->rodata->src_count = (uint32_t)o->sources;
+	skel->rodata->random_on = o->random;
+	memcpy((void *)&skel->rodata->rnd, &o->rnd, sizeof(o->rnd));
 	if (flood_xdp_bpf__load(skel)) {
 		flood_xdp_bpf__destroy(skel);
 		return runtime_err("cannot load the XDP_TX program: %s (root? BPF enabled?)",
@@ -653,8 +741,31 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 		*last = now_ns();
 		*sent += n;
 	}
+	/* the program's own count of the frames it moved to a new source */
+	*frames_run = skel->bss->next_src;
 	flood_xdp_bpf__destroy(skel);
 	return err;
+}
+
+/* How many different sources the first n frames used: frames walk the
+ * sources (or --random's order) from the first, wrapping after a cycle. */
+static uint64_t distinct_sources(const struct flood_opts *o, uint64_t n)
+{
+	static uint8_t seen[((uint64_t)1 << RANDOM_BITS_MAX) / 8];
+	uint64_t count = 0;
+
+	if (!o->random)
+		return n < o->sources ? n : o->sources;
+	if (n >= o->sources)	/* a whole cycle: all but the skipped range */
+		return o->sources - (o->rnd.skip_mask ? (uint64_t)~o->rnd.skip_mask + 1 : 0);
+	memset(seen, 0, sizeof(seen));
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t h = flood_random_src(&o->rnd, (uint32_t)i) - o->rnd.net;
+
+		count += !(seen[h / 8] & (1U << (h % 8)));
+		seen[h / 8] |= (uint8_t)(1U << (h % 8));
+	}
+	return count;
 }
 
 int main(int argc, char **argv)
@@ -665,7 +776,7 @@ int main(int argc, char **argv)
 	struct iovec iov[BATCH];
 	uint8_t src_mac[ETH_ALEN];
 	struct flood_opts o;
-	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0;
+	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0, frames_run = 0;
 	int fd, ifindex = 0, err = 0;
 	double secs;
 
@@ -695,7 +806,7 @@ int main(int argc, char **argv)
 	start = now_ns();
 	deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
 	if (o.xdp)
-		err = send_xdp(&o, ifindex, src_mac, &sent, &first, &last);
+		err = send_xdp(&o, ifindex, src_mac, &sent, &first, &last, &frames_run);
 	while (!o.xdp && sent < o.count && !stop) {
 		uint64_t now = now_ns(), due, n;
 		int r;
@@ -723,9 +834,15 @@ int main(int argc, char **argv)
 			n = BATCH;
 		if (o.sources > 1)
 			for (uint64_t i = 0; i < n; i++) {
-				struct addr src;
+				struct addr src = o.src;
+				uint32_t a;
 
-				addr_add(&o.src, next_src * o.src_step, &src);
+				if (o.random) {
+					a = htonl(flood_random_src(&o.rnd, (uint32_t)next_src));
+					memcpy(src.a, &a, sizeof(a));
+				} else {
+					addr_add(&o.src, next_src * o.src_step, &src);
+				}
 				build_frame(frames[i], &o, src_mac, &src);
 				next_src = next_src + 1 == o.sources ? 0 : next_src + 1;
 			}
@@ -752,7 +869,8 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 	secs = sent ? (double)(last - first) / NS_PER_SEC : 0.0;
-	printf("{\"sent\": %llu, \"seconds\": %.6f, \"pps\": %.1f}\n", (unsigned long long)sent,
-	       secs, secs > 0 ? (double)sent / secs : 0.0);
+	printf("{\"sent\": %llu, \"seconds\": %.6f, \"pps\": %.1f, \"distinct_sources\": %llu}\n",
+	       (unsigned long long)sent, secs, secs > 0 ? (double)sent / secs : 0.0,
+	       (unsigned long long)distinct_sources(&o, o.xdp && o.random ? frames_run : sent));
 	return err;
 }
