@@ -62,7 +62,7 @@
 #define DPORT_DEFAULT		9		/* discard */
 #define NS_PER_SEC		1000000000ULL
 #define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
-#define XDP_CHUNK_MAX		1048576		/* frames per live-frames run */
+#define XDP_CHUNK_MAX		262144		/* frames per live-frames run: the time bound is checked between runs */
 #define XDP_BATCH		64		/* frames the kernel sends at once */
 
 static const char usage[] =
@@ -732,6 +732,8 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 		uint64_t t = now_ns();
 
 		if (bpf_prog_test_run_opts(prog, &run)) {
+			if (errno == EINTR && stop)
+				break;	/* SIGINT/SIGTERM: a stop, not an error */
 			err = runtime_err("cannot send XDP frames on %s: %s", o->iface,
 					  strerror(errno));
 			break;
