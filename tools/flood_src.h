@@ -44,7 +44,7 @@ static inline __u32 flood_random_src(const struct flood_random *r, __u32 i)
 
 	/* The skipped range is strictly inside the CIDR, so it lies within one
 	 * half of it: flipping the top host bit moves a hit to the other half. */
-	if (r->skip_mask && (a & r->skip_mask) == r->skip_net)
+	if (r->bits && r->skip_mask && (a & r->skip_mask) == r->skip_net)
 		a ^= 1U << (r->bits - 1);
 	return a;
 }
