@@ -90,7 +90,7 @@ static const char usage[] =
 	"  --random CIDR (IPv4, inside 198.18.0.0/15; instead of --src, --sources\n"
 	"  and --src-step) sends each frame from another address of CIDR, in a\n"
 	"  shuffled order (seeded by --seed N, default from the clock) that uses\n"
-	"  every address once per 2^(32-LEN) frames; it works with --xdp too.\n"
+	"  every address once per 2^(32-LEN) frames; with --xdp, UDP only.\n"
 	"  --skip CIDR, inside the --random one and smaller, is never a source:\n"
 	"  its draws go to the other half of the --random CIDR instead.\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"

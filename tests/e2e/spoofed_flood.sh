@@ -8,8 +8,9 @@
 # packets, its query -j passed count grows from sample to sample (its bucket
 # is never reset) and equals its nftables counter at the end, the flood's
 # sources enter the table at most at the budget, and what the flood gets
-# through stays within (budget burst + rate x t) x (bucket burst + rate x t)
-# and equals the nftables counter behind sluice, source by source in sum.
+# through stays within (budget burst + rate x t) x (bucket burst + rate x t),
+# and the nftables counter behind sluice equals the passed counts of the
+# flood's sources in top -j, summed.
 # The same flood with the budget off is then only reported (no assertion
 # beyond sanity): the summary block at the end gives both runs' figures.
 #
@@ -23,8 +24,9 @@ set -euo pipefail
 
 MAX_SOURCES=65536
 # Everyone: 100/s, burst 200. A client sends 20/s, a fifth of it; a flood
-# source is seen about once per cycle of 2^17 frames, so it never runs out
-# either: the limit alone does nothing against this flood.
+# source comes back once per cycle of 2^17 frames (about 30 times a second
+# at 4 Mpps), so it never runs out either: the limit alone does nothing
+# against this flood.
 RATE=100
 BURST=200
 # The budget: 1000 new sources/s, burst 2000. A real edge sees far fewer new
