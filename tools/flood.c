@@ -62,7 +62,7 @@
 #define DPORT_DEFAULT		9		/* discard */
 #define NS_PER_SEC		1000000000ULL
 #define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
-#define XDP_CHUNK_MAX		262144		/* frames per live-frames run: the time bound is checked between runs */
+#define XDP_CHUNK_MAX		262144		/* frames per live-frames run; --seconds is checked between runs */
 #define XDP_BATCH		64		/* frames the kernel sends at once */
 
 static const char usage[] =
