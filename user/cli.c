@@ -267,8 +267,6 @@ int cli_dispatch(const struct cli_cmd *obj, int argc, char **argv)
 	}
 	if (c->sub)
 		return cli_dispatch(c, argc - 1, argv + 1);
-	if (c->raw)
-		return c->raw(argc - 1, argv + 1);
 	if (wants_help(argc - 2, argv + 2)) {
 		cli_help(stdout, c);
 		return 0;

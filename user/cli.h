@@ -38,8 +38,7 @@ struct cli_args {
 struct cli_cmd;
 typedef int (*cli_run_fn)(const struct cli_cmd *c, struct cli_args *a);
 
-/* One command or object. An object has sub, a command run; raw commands
- * parse their own argv (the exporter). */
+/* One command or object. An object has sub, a command run. */
 struct cli_cmd {
 	const char *name;		/* the word that selects it */
 	const char *path;		/* every word from the object on: "limit set" */
@@ -50,7 +49,6 @@ struct cli_cmd {
 	bool json;			/* -j changes its output */
 	const char *help;		/* what it does: lines without indent, '\n' between */
 	cli_run_fn run;
-	int (*raw)(int argc, char **argv);
 	const struct cli_cmd *const *sub;	/* NULL-terminated, or NULL */
 	int id;				/* the run function's own use */
 };

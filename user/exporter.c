@@ -5,7 +5,6 @@
  * the pins. Read-only: no endpoint changes anything. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <microhttpd.h>
 #include "sluice.h"
+#include "cli.h"
 #include "privdrop.h"
 #include "prom.h"
 #include "sources.h"
@@ -42,9 +42,6 @@
 #define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
 #define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
 #define MAX_IFACES		1024
-
-static const char exporter_usage[] =
-	"exporter [--listen ADDR:PORT] [--user USER] [--group GROUP]";
 
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -660,17 +657,25 @@ static int open_listener(const char *spec, const struct sockaddr_storage *ss, so
 	return fd;
 }
 
-int cmd_exporter(int argc, char **argv)
+/* Positions in exporter_opts. */
+enum { EO_LISTEN, EO_USER, EO_GROUP };
+
+static const struct cli_opt exporter_opts[] = {
+	[EO_LISTEN] = CLI_OPT("listen", 0, "ADDR:PORT",
+			      "where to serve (default " LISTEN_DEFAULT "; port 0 picks a free one)",
+			      0, NULL),
+	[EO_USER] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "
+			    RUN_AS_USER_DEFAULT ")", 0, NULL),
+	[EO_GROUP] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "
+			     RUN_AS_GROUP_DEFAULT ")", 0, NULL),
+	CLI_OPT_END,
+};
+
+static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	static const struct option longopts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *listen_spec = LISTEN_DEFAULT;
-	const char *user = RUN_AS_USER_DEFAULT, *group = RUN_AS_GROUP_DEFAULT;
+	const char *listen_spec = a->val[EO_LISTEN] ? a->val[EO_LISTEN] : LISTEN_DEFAULT;
+	const char *user = a->val[EO_USER] ? a->val[EO_USER] : RUN_AS_USER_DEFAULT;
+	const char *group = a->val[EO_GROUP] ? a->val[EO_GROUP] : RUN_AS_GROUP_DEFAULT;
 	struct exporter ex = { .log_requests = 1 };
 	struct MHD_Daemon *d = NULL;
 	struct sockaddr_storage ss;
@@ -681,37 +686,9 @@ int cmd_exporter(int argc, char **argv)
 	socklen_t sslen;
 	size_t len;
 	char *body;
-	int ch, fd, sig, err;
+	int fd, sig, err;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			listen_spec = optarg;
-			break;
-		case 'u':
-			user = optarg;
-			break;
-		case 'g':
-			group = optarg;
-			break;
-		case 'h':
-			printf("Usage: sluice %s\n"
-			       "  Serves Prometheus metrics of every attached interface at\n"
-			       "  http://ADDR:PORT/metrics (default %s; port 0 picks a free one).\n"
-			       "  -i IFACE exports only that interface. Once listening it runs as\n"
-			       "  USER (default %s) in GROUP, the pins' group (default %s), which\n"
-			       "  may read the pins but not write them.\n",
-			       exporter_usage, LISTEN_DEFAULT, RUN_AS_USER_DEFAULT,
-			       RUN_AS_GROUP_DEFAULT);
-			return 0;
-		default:
-			return getopt_err(ch, argv, exporter_usage);
-		}
-	}
-	if (optind < argc)
-		return usage_err("unexpected argument '%s': usage: sluice %s", argv[optind],
-				 exporter_usage);
+	(void)c;
 	if (opts.json)
 		return usage_err("the exporter has no JSON output: drop -j");
 	if (!parse_listen(listen_spec, &ss, &sslen))
@@ -788,3 +765,11 @@ int cmd_exporter(int argc, char **argv)
 	src_counter_close(ex.srcs);
 	return 0;
 }
+
+const struct cli_cmd exporter_cmd = {
+	.name = "exporter", .path = "exporter", .opts = exporter_opts, .run = exporter_run,
+	.help = "Serves Prometheus metrics of every attached interface at\n"
+		"http://ADDR:PORT/metrics; -i IFACE exports only that interface. Once\n"
+		"listening it runs as USER in GROUP, the pins' group, which may read the\n"
+		"pins but not write them.",
+};

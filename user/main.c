@@ -36,11 +36,6 @@ static const struct cli_cmd version_cmd = {
 	.help = "Prints the version of sluice.",
 };
 
-static const struct cli_cmd exporter_cmd = {
-	.name = "exporter", .path = "exporter",
-	.args = "[--listen ADDR:PORT] [--user USER] [--group GROUP]", .raw = cmd_exporter,
-};
-
 static int help_run(const struct cli_cmd *c, struct cli_args *a);
 
 static const struct cli_cmd help_cmd = {

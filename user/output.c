@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Error lines and the one JSON writer every -j output goes through. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 #include "sluice.h"
@@ -44,17 +43,6 @@ int runtime_err(const char *fmt, ...)
 	verr(fmt, ap);
 	va_end(ap);
 	return EXIT_RUNTIME;
-}
-
-int getopt_err(int ch, char **argv, const char *usage)
-{
-	const char *opt = optind > 0 ? argv[optind - 1] : "?";
-
-	if (ch == ':')
-		return usage_err("%s needs a value: usage: sluice %s", opt, usage);
-	if (optopt && opt[0] == '-' && opt[1] != '-')
-		return usage_err("unknown option '-%c': usage: sluice %s", optopt, usage);
-	return usage_err("unknown option '%s': usage: sluice %s", opt, usage);
 }
 
 #define JSON_MAX_DEPTH (int)(sizeof(((struct json *)0)->need_comma))

@@ -42,10 +42,6 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int runtime_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* After getopt_long returned '?' or ':' (optstring starts with ':'), for
- * the exporter, which parses its own options. */
-int getopt_err(int ch, char **argv, const char *usage);
-
 /* --- parse.c: strict parsing shared by the CLI and policy files --- */
 #define SLUICE_CIDR_STR_MAX	(INET6_ADDRSTRLEN + 8)	/* "addr/len" and a NUL */
 struct cidr {
@@ -249,7 +245,6 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
 /* The commands (cli.h), each in its object's file. */
 struct cli_cmd;
 extern const struct cli_cmd attach_cmd, detach_cmd, status_cmd, limit_obj, policy_obj,
-	stats_cmd, top_cmd, query_cmd, ban_obj;
-int cmd_exporter(int argc, char **argv);
+	stats_cmd, top_cmd, query_cmd, ban_obj, exporter_cmd;
 
 #endif /* SLUICE_USER_H */
