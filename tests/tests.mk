@@ -28,10 +28,10 @@ $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/prom.c user/prom.h $(TEST_
 TEST_BINS	+= $(BUILD)/tests/test_prom
 
 # Bounded traffic generator for the e2e tests and the demo.
-$(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c
+$(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c tools/flood_src.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-$(BUILD)/sluice-flood: tools/flood.c $(BUILD)/flood_xdp.skel.h
+$(BUILD)/sluice-flood: tools/flood.c tools/flood_src.h $(BUILD)/flood_xdp.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
