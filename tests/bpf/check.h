@@ -28,4 +28,11 @@ static const char *check_case = "?";
 			printf("ok %s\n", #fn);                              \
 	} while (0)
 
+/* The closing line of a run; returns its exit status. */
+static inline int check_summary(void)
+{
+	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
+}
+
 #endif /* SLUICE_TEST_CHECK_H */

@@ -15,6 +15,8 @@
 #include <linux/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "../../user/sluice.h"
@@ -67,6 +69,21 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 static inline int fixture_open(struct fixture *fx, __u32 max_sources)
 {
 	return fixture_open_with(fx, max_sources, sluice_bpf__open);
+}
+
+/* A BPF test's start: as root, with the program loaded into fx. 0, or the
+ * exit status to end with: 77 (skipped: not root) or 1 (cannot load). */
+static inline int fixture_main_open(struct fixture *fx)
+{
+	if (geteuid() != 0) {
+		printf("needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	if (fixture_open(fx, 0)) {
+		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 static inline void fixture_close(struct fixture *fx)

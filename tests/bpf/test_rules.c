@@ -318,14 +318,10 @@ static void keying_follows_policy_changes(void)
 
 int main(void)
 {
-	if (geteuid() != 0) {
-		printf("needs root for BPF_PROG_TEST_RUN\n");
-		return 77;
-	}
-	if (fixture_open(&fx, 0)) {
-		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
-		return 1;
-	}
+	int err = fixture_main_open(&fx);
+
+	if (err)
+		return err;
 	RUN(per_prefix_shares_bucket);
 	RUN(per_prefix_v6);
 	RUN(per_rule_aggregate);
@@ -342,6 +338,5 @@ int main(void)
 	RUN(ban_per_prefix);
 	RUN(keying_follows_policy_changes);
 	fixture_close(&fx);
-	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
-	return check_failures ? 1 : 0;
+	return check_summary();
 }

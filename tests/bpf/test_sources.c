@@ -159,19 +159,14 @@ static void clients_evicted_without_budget(void)
 
 int main(void)
 {
-	if (geteuid() != 0) {
-		printf("needs root for BPF_PROG_TEST_RUN\n");
-		return 77;
-	}
-	if (fixture_open(&fx, 0)) {
-		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
-		return 1;
-	}
+	int err = fixture_main_open(&fx);
+
+	if (err)
+		return err;
 	RUN(budget_admits_its_burst);
 	RUN(budget_spares_allow_and_deny);
 	RUN(clients_keep_buckets_with_budget);
 	RUN(clients_evicted_without_budget);
 	fixture_close(&fx);
-	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
-	return check_failures ? 1 : 0;
+	return check_summary();
 }

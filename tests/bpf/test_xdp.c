@@ -532,14 +532,10 @@ static void initial_policy_limits_nothing(void)
 
 int main(void)
 {
-	if (geteuid() != 0) {
-		printf("needs root for BPF_PROG_TEST_RUN\n");
-		return 77;
-	}
-	if (fixture_open(&fx, 0)) {
-		printf("FAIL load: cannot load the XDP program: %s\n", strerror(errno));
-		return 1;
-	}
+	int err = fixture_main_open(&fx);
+
+	if (err)
+		return err;
 	RUN(non_ip_frames_pass);
 	RUN(vlan_tagged_ip_is_limited);
 	RUN(malformed_ipv4_passes_counted);
@@ -558,6 +554,5 @@ int main(void)
 	RUN(no_bucket_fails_closed);
 	RUN(edits_keep_other_rules_counters);
 	fixture_close(&fx);
-	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
-	return check_failures ? 1 : 0;
+	return check_summary();
 }

@@ -387,7 +387,8 @@ deny 0.0.0.0/0 --proto udp --dport 1900
 limit set 2001:2::/48 --rate 100 --per /64 --ban 1h
 limit set 2001:2::/48 --rate 10/h --proto icmpv6
 allow 2001:2:0:1::/64
-limit set ::/0 --rate 1000 --per rule'
+limit set ::/0 --rate 1000 --per rule
+limit new-sources --rate 600/m --burst 50'
 
 t_roundtrip_v2() {
 	cli_attach "$IF" --max-sources 4096
@@ -422,9 +423,10 @@ t_roundtrip_v2() {
 		limit set 2001:2::/48 --proto icmpv6 --rate 10/h --burst 1
 		allow 2001:2:0:1::/64
 		limit set ::/0 --rate 1000 --burst 1000 --per rule
+		limit new-sources --rate 600/m --burst 50
 	EOF
-	check "policy show: 13 rules and a header" \
-		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 13
+	check "policy show: 13 rules, the new-source budget and a header" \
+		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 14
 	sl_ok -i "$IF" policy apply "$CLI_TMP/other.pol"
 	sl_ok -i "$IF" policy show
 	check "another policy applied: policy show differs" \
