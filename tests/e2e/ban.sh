@@ -94,3 +94,29 @@ assert_eq "$(stats_delta "$s1" "$s2" packets drop banned)" 0 "banned after the b
 assert_eq "$(stats_delta "$s1" "$s2" packets drop rate_limited)" 0 "rate limited after the ban"
 assert_eq "$(sluice_passed "$SRC")" $((passed + 8)) "query $SRC: passed equals nftables' count"
 assert_eq "$(sluice_dropped "$SRC")" $((50 - passed + 20)) "query $SRC: dropped (limited and banned)"
+
+# 4. ban del lifts a ban before its time: a second source under a 1-hour ban
+# is listed, lifted, no longer listed nor banned, and, once its bucket (left
+# empty by the lift) refills for 0.3 s at 10/s, admitted again.
+SRC2=198.18.4.9
+sluice_rx limit set 198.18.4.0/24 --rate "$RATE" --burst "$BURST" --ban 1h >/dev/null
+nft_rx_counter p4 ip saddr "$SRC2" udp dport 5004
+ban_entry2() {
+	sluice_rx -j ban list | jq -c --arg a "$SRC2" '[.[] | select(.source == $a)] | .[0] // empty' ||
+		fail "sluice ban list -j failed or printed no array"
+}
+out=$(flood --src "$SRC2" --dport 5004 --count 20 --pps 1000 --seconds 10)
+[[ $(flood_field "$out" .sent) == 20 ]] || fail "flood of $SRC2 sent $(flood_field "$out" .sent) of 20"
+sleep 0.2 # the last frames leave the veth's ring
+entry=$(ban_entry2)
+[[ -n $entry ]] || fail "ban list -j showed no 1-hour ban for $SRC2"
+assert_ge "$(jq -r .left_seconds <<<"$entry")" 3500 "the ban of $SRC2 has most of its hour left"
+sluice_rx ban del "$SRC2" >/dev/null
+entry=$(ban_entry2)
+assert_eq "$entry" "" "ban del lifted the ban of $SRC2"
+assert_eq "$(sluice_jq .banned query "$SRC2")" false "query $SRC2 after ban del: not banned"
+sleep 0.3
+before=$(nft_rx_packets p4)
+out=$(flood --src "$SRC2" --dport 5004 --count 2 --pps 100 --seconds 10)
+sleep 0.2 # the last frames leave the veth's ring
+assert_eq $(($(nft_rx_packets p4) - before)) 2 "$SRC2 admitted again after ban del"
