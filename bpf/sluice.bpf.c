@@ -2,7 +2,7 @@
 /* sluice's XDP program: per-source GCRA buckets, resolved once per policy
  * generation from an LPM trie, admitted with a compare-and-swap. */
 #include "parse.h"
-#include "sluice/gcra.h"
+#include "sluice/algo.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
@@ -112,10 +112,8 @@ static __always_inline void count_policy(__u32 policy, int drop, __u64 bytes)
 
 /* What a policy says, copied out of the table. */
 struct verdict {
-	__u64 interval;
-	__u64 tolerance;
+	struct sluice_limit lim;
 	__u64 since;
-	__u64 ban;
 	__u32 action;
 	__u8 unit;
 	__u8 key_len;
@@ -203,10 +201,13 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	p = bpf_map_lookup_elem(&policy_table, &key);
 	if (!p)
 		return -1;
-	v->interval = READ_ONCE(p->interval);
-	v->tolerance = READ_ONCE(p->tolerance);
+	v->lim.interval = READ_ONCE(p->interval);
+	v->lim.tolerance = READ_ONCE(p->tolerance);
+	v->lim.ban = READ_ONCE(p->ban);
+	v->lim.ban_windows = READ_ONCE(p->ban_windows);
+	v->lim.algo = READ_ONCE(p->algo);
+	v->lim.bits = READ_ONCE(p->bits);
 	v->since = READ_ONCE(p->since);
-	v->ban = READ_ONCE(p->ban);
 	v->action = READ_ONCE(p->action);
 	v->unit = READ_ONCE(p->unit);
 	v->key_len = READ_ONCE(p->key_len);
@@ -228,7 +229,7 @@ static __always_inline int served_at_home(int direct, const struct verdict *v)
 struct convert {
 	struct sluice_bucket *b;
 	struct verdict ov, nv;
-	__u64 at;		/* when the new policy took effect, GCRA units */
+	__u64 at;		/* when the new policy took effect, ns */
 	int old_known;
 };
 
@@ -240,10 +241,11 @@ static long convert_step(__u64 i, struct convert *cv)
 	if (!b)
 		return 1;
 	tat = READ_ONCE(b->tat);
-	next = gcra_rebind(tat, cv->at, cv->old_known, cv->ov.action, cv->ov.interval,
-			   cv->ov.tolerance, cv->nv.action, cv->nv.interval, cv->nv.tolerance);
-	/* Every conversion moves TAT, so a CAS based on the old TAT fails;
-	 * one unit (1/64 ns) more debt is the safe side. */
+	next = limit_rebind(tat, cv->at, cv->old_known, cv->ov.action, &cv->ov.lim,
+			    cv->nv.action, &cv->nv.lim);
+	/* Every conversion moves the state, so a CAS based on the old one
+	 * fails; one unit more debt (1/64 ns of a token bucket, one packet or
+	 * byte of a window) is the safe side. */
 	if (next == tat)
 		next = tat == SLUICE_U64_MAX ? tat - 1 : tat + 1;
 	return SLUICE_CAS(&b->tat, tat, next) == tat;
@@ -296,17 +298,21 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 		__sync_val_compare_and_swap(&b->bound, bound, word);
 		return 0;
 	}
-	/* The previous generation's policy is still in the inactive slot. */
+	/* The previous generation's policy is still in the inactive slot;
+	 * and a policy unchanged since the bucket's generation is the one it
+	 * was judged by. */
 	cv.old_known = old_gen + 1 == gen &&
 		       !read_policy(cfg, gen_slot, !slot, old_idx, &cv.ov, 1);
+	if (!cv.old_known && !read_policy(cfg, gen_slot, slot, old_idx, &cv.ov, 0))
+		cv.old_known = cv.ov.since <= old_gen;
 
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */
 	/* As of the moment the new policy took effect (written before the
 	 * flip, stable while the slot is active), not of this packet. */
-	cv.at = gcra_now(bpf_ktime_get_ns());
-	if (cv.old_known && cv.at > gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1])))
-		cv.at = gcra_now(READ_ONCE(cfg->active_since_ns[slot & 1]));
+	cv.at = bpf_ktime_get_ns();
+	if (cv.old_known && cv.at > READ_ONCE(cfg->active_since_ns[slot & 1]))
+		cv.at = READ_ONCE(cfg->active_since_ns[slot & 1]);
 	bpf_loop(SLUICE_CONVERT_TRIES, convert_step, &cv, 0);
 	WRITE_ONCE(b->bound, word);
 	return 0;
@@ -317,27 +323,23 @@ struct judge {
 	struct sluice_config *cfg;
 	struct sluice_bucket *b;
 	const struct pkt *p;
-	__u64 now;		/* GCRA units, read at each GCRA step */
+	__u64 now;		/* ns, read at each step */
 	__u32 idx;		/* the deciding policy */
 	__u32 reason;
 };
 
-/* A packet the bucket's rule rejects: banned while the bucket's TAT lies
- * beyond its tolerance; else rate limited, which starts a ban when the rule
- * has one. Returns 0 when the ban's CAS lost a race (judge again). */
+/* A packet the bucket's rule rejects: banned while the bucket's state says
+ * so (algo.h); else rate limited, which starts a ban when the rule has one.
+ * Returns 0 when the ban's CAS lost a race (judge again). */
 static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u64 tat,
 				  const struct verdict *v)
 {
-	__u64 ban_tat;
-
-	if (gcra_banned(tat, j->now, v->tolerance)) {
+	if (limit_banned(&v->lim, tat, j->now)) {
 		j->reason = SLUICE_R_BANNED;
 	} else {
-		if (v->ban) {
-			ban_tat = gcra_ban_tat(j->now, v->tolerance, v->ban);
-			if (SLUICE_CAS(&b->tat, tat, ban_tat) != tat)
-				return 0;
-		}
+		if (v->lim.ban &&
+		    SLUICE_CAS(&b->tat, tat, limit_ban_state(&v->lim, j->now)) != tat)
+			return 0;
 		j->reason = SLUICE_R_RATE_LIMITED;
 	}
 	if (v->flags & SLUICE_POLICY_MONITOR)
@@ -345,7 +347,7 @@ static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u6
 	return 1;
 }
 
-/* One attempt at a GCRA step with CAS, against the policy the bucket is
+/* One attempt at an admission step with CAS, against the policy the bucket is
  * bound to in the active generation. Returns 1 with j->reason set when the
  * packet is decided, 0 when a lost race, a rebind or a policy flip means the
  * step must start again. */
@@ -390,13 +392,14 @@ static __always_inline int judge_step(struct judge *j)
 	barrier();
 	if (READ_ONCE(b->bound) != bound)
 		return 0;	/* rebound since: judge again */
-	/* The clock after TAT: any CPU that moved TAT read the clock before
-	 * it did, so TAT - now never exceeds the tolerance by a stale clock
-	 * (which would look like a ban). Read again at each attempt. */
-	j->now = gcra_now(bpf_ktime_get_ns());
-	if (!gcra_admit(tat, j->now,
-			v.unit == SLUICE_UNIT_BYTES ? gcra_cost(v.interval, j->p->bytes) : v.interval,
-			v.tolerance, &next))
+	/* The clock after the state: any CPU that moved the state read the
+	 * clock before it did, so the state never lies ahead of now by a
+	 * stale clock (a token bucket's TAT past its tolerance, a window's
+	 * tag past now's window: both would look like a ban). Read again at
+	 * each attempt. */
+	j->now = bpf_ktime_get_ns();
+	if (!limit_admit(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
+			 &next))
 		return reject(j, b, tat, &v);
 	if (SLUICE_CAS(&b->tat, tat, next) != tat)
 		return 0;	/* another CPU moved TAT first */

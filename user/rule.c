@@ -7,6 +7,7 @@
 #include <string.h>
 #include "sluice.h"
 #include "rule.h"
+#include "sluice/window.h"
 
 #define ON_LIMIT	(RULE_ON_SET | RULE_ON_DEFAULT)
 #define ON_MATCH	(RULE_ON_SET | RULE_ON_DEL | RULE_ON_ACCESS)
@@ -39,10 +40,10 @@ const struct cli_opt rule_opts[] = {
 		    ON_LIMIT, NULL),
 	[O_MONITOR] = CLI_OPT("monitor", 0, NULL, "count would-be drops as monitored, drop nothing",
 			ON_LIMIT, NULL),
-	[O_ALGO] = CLI_OPT("algo", 0, "ALGORITHM", "the limit's algorithm", ON_LIMIT,
-		     "every limit is a token bucket (GCRA) for now"),
-	[O_WINDOW] = CLI_OPT("window", 0, "DURATION", "window of a window algorithm", ON_LIMIT,
-		       "every limit is a token bucket (GCRA) for now"),
+	[O_ALGO] = CLI_OPT("algo", 0, "token-bucket|fixed-window|sliding-window",
+		     "how the limit decides (default token-bucket)", ON_LIMIT, NULL),
+	[O_WINDOW] = CLI_OPT("window", 0, "DURATION",
+		       "a window algorithm's window (default: the rate's unit)", ON_LIMIT, NULL),
 	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
 			"cluster-wide limits come with 'sluice cluster join'"),
 	CLI_OPT_END,
@@ -117,6 +118,36 @@ const char *per_name(__u32 per)
 	case SLUICE_PER_RULE:   return "rule";
 	default:                return "source";
 	}
+}
+
+static const char *const algo_names[SLUICE_ALGO_MAX] = {
+	[SLUICE_ALGO_TOKEN_BUCKET] = "token-bucket",
+	[SLUICE_ALGO_FIXED_WINDOW] = "fixed-window",
+	[SLUICE_ALGO_SLIDING_WINDOW] = "sliding-window",
+};
+
+const char *algo_name(__u32 algo)
+{
+	return algo < SLUICE_ALGO_MAX ? algo_names[algo] : "unknown";
+}
+
+int algo_parse(const char *s, __u32 *algo)
+{
+	for (__u32 i = 0; i < SLUICE_ALGO_MAX; i++)
+		if (!strcmp(s, algo_names[i])) {
+			*algo = i;
+			return 0;
+		}
+	return -1;
+}
+
+__u32 window_count_bits(__u64 budget)
+{
+	__u32 bits = 0;
+
+	while (bits < 64 && (budget >> bits))
+		bits++;
+	return bits ? bits : 1;
 }
 
 const char *unit_name(__u32 unit)
@@ -373,7 +404,75 @@ static int parse_per(const char *s, struct rule *r, bool is_default, char *why, 
 	return 0;
 }
 
-/* --rate/--bytes, --burst, --per, --ban, --monitor. */
+/* --algo and --window, after the rate: a window algorithm's budget is
+ * rate x window, a whole number of units that its state word can hold. */
+static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_t len)
+{
+	char win[24], rate[32], ban[24];
+	unsigned __int128 units;
+	__u64 period_ns, max, bw;
+	const char *what;
+
+	if (a->val[O_ALGO] && algo_parse(a->val[O_ALGO], &r->algo)) {
+		snprintf(why, len, "bad --algo '%s': give token-bucket, fixed-window or "
+			 "sliding-window", a->val[O_ALGO]);
+		return -1;
+	}
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		if (a->val[O_WINDOW]) {
+			snprintf(why, len, "--window goes with --algo fixed-window or sliding-window; "
+				 "a token bucket has --burst");
+			return -1;
+		}
+		return 0;
+	}
+	if (a->val[O_BURST]) {
+		snprintf(why, len, "--burst is a token bucket's: --algo %s admits rate x window "
+			 "per window (set --window)", algo_name(r->algo));
+		return -1;
+	}
+	period_ns = (__u64)r->period * SLUICE_NS_PER_SEC;
+	r->window_ns = period_ns;
+	if (a->val[O_WINDOW] && parse_duration("--window", a->val[O_WINDOW], SLUICE_WINDOW_NS_MIN,
+					       SLUICE_WINDOW_NS_MAX, &r->window_ns, why, len))
+		return -1;
+	what = unit_name(r->unit);
+	duration_words(r->window_ns, win, sizeof(win));
+	rule_rate_words(r, rate, sizeof(rate));
+	units = (unsigned __int128)r->rate * r->window_ns;
+	if (units % period_ns) {
+		snprintf(why, len, "%s %s over --window %s is %.6g %s a window: make rate x "
+			 "window a whole number", r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate",
+			 rate, win, (double)units / (double)period_ns, what);
+		return -1;
+	}
+	units /= period_ns;
+	max = r->algo == SLUICE_ALGO_SLIDING_WINDOW ? SLUICE_SW_BUDGET_MAX : SLUICE_FW_BUDGET_MAX;
+	if (units > max) {
+		snprintf(why, len, "%s %s over --window %s is %llu %s a window: --algo %s holds "
+			 "at most %llu; shorten --window", r->unit == SLUICE_UNIT_BYTES ?
+			 "--bytes" : "--rate", rate, win, (unsigned long long)units, what,
+			 algo_name(r->algo), (unsigned long long)max);
+		return -1;
+	}
+	r->burst = (__u64)units;
+	if (r->algo == SLUICE_ALGO_SLIDING_WINDOW && r->ban_ns) {
+		/* A ban keeps its window in the word's tag: it may lie at
+		 * most a quarter of the tag's range ahead. */
+		bw = sw_ban_windows(r->ban_ns, r->window_ns);
+		max = 1ULL << (sw_tag_bits(window_count_bits(r->burst)) - 2);
+		if (bw > max) {
+			duration_words(r->ban_ns, ban, sizeof(ban));
+			snprintf(why, len, "--ban %s is %llu windows of %s: a sliding window's ban "
+				 "spans at most %llu; lengthen --window or shorten --ban", ban,
+				 (unsigned long long)bw, win, (unsigned long long)max);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* --rate/--bytes, --burst, --per, --ban, --monitor, --algo, --window. */
 static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default,
 		       char *why, size_t len)
 {
@@ -417,7 +516,7 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 					     SLUICE_BAN_NS_MAX, &r->ban_ns, why, len))
 		return -1;
 	r->monitor = a->val[O_MONITOR] != NULL;
-	return 0;
+	return parse_algo(a, r, why, len);
 }
 
 int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rule *r,
@@ -627,9 +726,14 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 		return;
 	}
 	rule_rate_words(r, rate, sizeof(rate));
-	snprintf(buf, len, "limit %s%s %s %s --burst %llu", is_default ? "" : "set ",
-		 label, r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate", rate,
-		 (unsigned long long)r->burst);
+	snprintf(buf, len, "limit %s%s %s %s", is_default ? "" : "set ",
+		 label, r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate", rate);
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		put(buf, len, " --burst %llu", (unsigned long long)r->burst);
+	} else {
+		duration_words(r->window_ns, ban, sizeof(ban));
+		put(buf, len, " --algo %s --window %s", algo_name(r->algo), ban);
+	}
 	if (r->per == SLUICE_PER_PREFIX)
 		put(buf, len, " --per /%u", r->per_len);
 	else if (r->per == SLUICE_PER_RULE)

@@ -64,6 +64,11 @@ void duration_words(__u64 ns, char *buf, size_t len);
 void proto_name(__u8 proto, char *buf, size_t len);
 const char *per_name(__u32 per);
 const char *unit_name(__u32 unit);
+/* "token-bucket", "fixed-window", "sliding-window"; and back (0, or -1). */
+const char *algo_name(__u32 algo);
+int algo_parse(const char *s, __u32 *algo);
+/* Bits a sliding window's counts need to hold budget. */
+__u32 window_count_bits(__u64 budget);
 
 #define RULE_WORDS_MAX	32	/* words of one rule line */
 #define RULE_TEXT_MAX	256	/* rule_format's longest output */

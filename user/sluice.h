@@ -88,7 +88,11 @@ struct rule {
 	__u32 unit;		/* enum sluice_unit: --rate or --bytes */
 	__u64 rate;		/* units per period */
 	__u32 period;		/* SLUICE_PERIOD_*: N, N/s, N/m, N/h */
-	__u64 burst;		/* units; default one second's worth, at least 1 */
+	__u64 burst;		/* token bucket: units, default one second's
+				 * worth, at least 1; windows: the budget per
+				 * window, rate x window (no --burst) */
+	__u32 algo;		/* enum sluice_algo */
+	__u64 window_ns;	/* windows: --window (default: the period) */
 	__u32 per;		/* enum sluice_per */
 	__u32 per_len;		/* --per /LEN, in the family's own terms */
 	__u64 ban_ns;		/* --ban, 0 for none */

@@ -14,7 +14,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
-#include "sluice/gcra.h"
+#include "sluice/window.h"
+#include "rule.h"
 
 #define POLICY_READ_TRIES 8
 
@@ -43,7 +44,13 @@ static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u3
 	r->burst = sp->burst;
 	r->per = sp->per;
 	r->per_len = sp->per_len;
-	r->ban_ns = gcra_units_to_ns(sp->ban);
+	r->algo = sp->algo;
+	if (sp->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		r->ban_ns = gcra_units_to_ns(sp->ban);
+	} else {
+		r->ban_ns = sp->ban;
+		r->window_ns = sp->interval;
+	}
 	r->monitor = sp->flags & SLUICE_POLICY_MONITOR;
 	r->index = idx;
 }
@@ -203,9 +210,20 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->period = r->period ? r->period : SLUICE_PERIOD_SEC;
 		sp->rate = r->rate;
 		sp->burst = r->burst;
-		sp->interval = gcra_interval_per(r->rate, sp->period);
-		sp->tolerance = gcra_cost(sp->interval, r->burst);
-		sp->ban = r->ban_ns ? gcra_now(r->ban_ns) : 0;
+		sp->algo = (__u8)r->algo;
+		if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+			sp->interval = gcra_interval_per(r->rate, sp->period);
+			sp->tolerance = gcra_cost(sp->interval, r->burst);
+			sp->ban = r->ban_ns ? gcra_now(r->ban_ns) : 0;
+		} else {
+			sp->interval = r->window_ns;
+			sp->tolerance = r->burst;	/* the budget per window */
+			sp->ban = r->ban_ns;
+			if (r->algo == SLUICE_ALGO_SLIDING_WINDOW) {
+				sp->bits = (__u8)window_count_bits(r->burst);
+				sp->ban_windows = sw_ban_windows(r->ban_ns, r->window_ns);
+			}
+		}
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
 		sp->per = (__u8)r->per;
 		sp->per_len = (__u8)r->per_len;
@@ -213,6 +231,8 @@ static void policy_to_table(const struct rule *r, bool is_default,
 	}
 	sp->since = gen;
 	if (live && live->in_use && live->action == sp->action && live->unit == sp->unit &&
+	    live->algo == sp->algo && live->bits == sp->bits &&
+	    live->ban_windows == sp->ban_windows &&
 	    live->interval == sp->interval && live->tolerance == sp->tolerance)
 		sp->since = live->since;
 }

@@ -94,6 +94,14 @@ enum sluice_unit {
 	SLUICE_UNIT_MAX,
 };
 
+/* How a limit decides (--algo); see gcra.h and window.h. */
+enum sluice_algo {
+	SLUICE_ALGO_TOKEN_BUCKET = 0,	/* GCRA: smooths */
+	SLUICE_ALGO_FIXED_WINDOW = 1,	/* N per aligned window */
+	SLUICE_ALGO_SLIDING_WINDOW = 2,	/* the counter approximation */
+	SLUICE_ALGO_MAX,
+};
+
 /* The periods a rate may be written per: N, N/s, N/m, N/h. */
 #define SLUICE_PERIOD_SEC		1U
 #define SLUICE_PERIOD_MIN		60U
@@ -180,24 +188,31 @@ struct sluice_lpm_val {
 /* SLUICE_POLICY_* flags of a policy. */
 #define SLUICE_POLICY_MONITOR		0x1	/* --monitor: would-drops pass */
 
-/* One policy: what to do with a source and, for limit, its GCRA parameters.
- * The datapath reads the first 48 bytes only; the rest is the rule as
- * written, for the CLI. */
+/* One policy: what to do with a source and, for limit, its algorithm's
+ * parameters (struct sluice_limit, algo.h). The datapath reads the first
+ * 56 bytes only; the rest is the rule as written, for the CLI. */
 struct sluice_policy {
-	__u64 interval;		/* emission interval T, GCRA units (gcra.h), per
-				 * packet or, for SLUICE_UNIT_BYTES, per byte */
-	__u64 tolerance;	/* burst * T, GCRA units */
+	__u64 interval;		/* token bucket: emission interval T, GCRA units
+				 * (gcra.h), per packet or, for SLUICE_UNIT_BYTES,
+				 * per byte; windows: the window, ns */
+	__u64 tolerance;	/* token bucket: burst * T, GCRA units;
+				 * windows: the budget per window, units */
 	__u32 action;		/* enum sluice_action */
 	__u32 in_use;		/* 1 if this index holds a policy in its slot */
-	__u64 since;		/* generation since which action, unit, interval
-				 * and tolerance at this index are unchanged */
-	__u64 ban;		/* --ban, GCRA units; 0 for none */
+	__u64 since;		/* generation since which action, unit, algo,
+				 * interval, tolerance and ban at this index are
+				 * unchanged */
+	__u64 ban;		/* --ban, GCRA units (token bucket) or ns
+				 * (windows); 0 for none */
+	__u64 ban_windows;	/* sliding-window: --ban in windows (window.h) */
 	__u8 unit;		/* enum sluice_unit */
 	__u8 key_len;		/* buckets key the source masked to this many
 				 * bits of the 128-bit form: 128 per source */
 	__u8 flags;		/* SLUICE_POLICY_* */
+	__u8 algo;		/* enum sluice_algo */
+	__u8 bits;		/* sliding-window: bits of each count */
 	__u8 per;		/* enum sluice_per, as written */
-	__u32 period;		/* SLUICE_PERIOD_*: what rate is per */
+	__u16 period;		/* SLUICE_PERIOD_*: what rate is per */
 	/* the rule as written */
 	__u64 rate;		/* units per period */
 	__u64 burst;		/* units */
@@ -247,7 +262,9 @@ struct sluice_config {
  * tat: a banned bucket's TAT lies more than its tolerance ahead of now.
  */
 struct sluice_bucket {
-	__u64 tat;		/* theoretical arrival time, GCRA units */
+	__u64 tat;		/* the algorithm's state word: a token bucket's
+				 * theoretical arrival time (GCRA units), or a
+				 * window's counts (window.h) */
 	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| _DIRECT] [| _PENDING] */
 	__u64 passed;		/* packets, atomically added */
 	__u64 dropped;
