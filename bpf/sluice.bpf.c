@@ -131,8 +131,9 @@ struct pkt {
 };
 
 /* A packet rebind could not judge in the bucket it was given: the policy
- * changed under it so that another bucket is now the source's. Counted as
- * no_bucket (fail closed); only at the instant of a commit. */
+ * changed under it so that another bucket is now the source's, or a commit
+ * landed while it lost CAS after CAS (judge_step). Counted as no_bucket
+ * (fail closed); only at the instant of a commit. */
 #define JUDGE_REROUTE	SLUICE_R_MAX
 
 static __always_inline int match_holds(const struct sluice_match *m, const struct l4 *l4)
@@ -350,8 +351,11 @@ static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u6
 /* One attempt at an admission step with CAS, against the policy the bucket is
  * bound to in the active generation. Returns 1 with j->reason set when the
  * packet is decided, 0 when a lost race, a rebind or a policy flip means the
- * step must start again. */
-static __always_inline int judge_step(struct judge *j)
+ * step must start again. Without can_rebind (the retry loop, whose frame
+ * would otherwise stack rebind's and its conversion loop's on top), a bucket
+ * of an older generation is rerouted: that is a commit landing while this
+ * packet lost CAS after CAS. */
+static __always_inline int judge_step(struct judge *j, int can_rebind)
 {
 	struct sluice_bucket *b = j->b;
 	__u64 gen_slot, bound, tat, next;
@@ -370,6 +374,10 @@ static __always_inline int judge_step(struct judge *j)
 		return 1;	/* still pending: fail closed */
 	}
 	if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot)) {
+		if (!can_rebind) {
+			j->reason = JUDGE_REROUTE;
+			return 1;
+		}
 		/* A rebind that could not read the new policy (another commit
 		 * began meanwhile) is tried again, against the newer one. */
 		r = rebind(j->cfg, b, j->p, gen_slot, bound);
@@ -409,7 +417,7 @@ static __always_inline int judge_step(struct judge *j)
 
 static long judge_retry(__u64 i, struct judge *j)
 {
-	return judge_step(j);
+	return judge_step(j, 0);
 }
 
 /*
@@ -430,7 +438,7 @@ static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct slui
 	int i;
 
 	for (i = 0; i < SLUICE_CAS_INLINE_TRIES; i++)
-		if (judge_step(&j))
+		if (judge_step(&j, 1))
 			goto out;
 	bpf_loop(SLUICE_CAS_TRIES, judge_retry, &j, 0);
 out:

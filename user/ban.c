@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* ban list, ban del: the live bans of --ban rules. A ban is kept in a
- * bucket's TAT (more than its tolerance ahead of now, see gcra.h), so these
- * walk the source table and judge each bucket by the live policy. */
+ * bucket's state word (a token bucket's TAT more than its tolerance ahead
+ * of now, a window's count past the window: see algo.h), so these walk the
+ * source table and judge each bucket by the live policy. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
-#include "sluice/gcra.h"
+#include "sluice/algo.h"
 #include "cli.h"
 #include "rule.h"
 
@@ -15,22 +16,22 @@
 struct ban {
 	struct bucket_row row;
 	const struct rule *rule;
-	__u64 tolerance;	/* of its rule in the live slot, GCRA units */
+	struct sluice_limit lim;	/* of its rule in the live slot */
 	__u64 left_ns;
 };
 
-/* The live tolerance of a bucket's rule; false when it does not limit. A
- * bucket's rule is its bound index; the active slot's entry says how much
- * of its TAT is the burst and how much the ban. */
-static bool bucket_tolerance(const struct sluice_maps *m, __u32 slot,
-			     const struct sluice_bucket *b, __u64 *tolerance)
+/* The live limit of a bucket's rule; false when it does not limit. A
+ * bucket's rule is its bound index; the active slot's entry says how to
+ * read its state. */
+static bool bucket_limit(const struct sluice_maps *m, __u32 slot,
+			 const struct sluice_bucket *b, struct sluice_limit *l)
 {
 	struct sluice_policy sp;
 
 	if (policy_entry(m, slot, SLUICE_BOUND_IDX(b->bound), &sp) || !sp.in_use ||
 	    sp.action != SLUICE_ACT_LIMIT)
 		return false;
-	*tolerance = sp.tolerance;
+	limit_of(&sp, l);
 	return true;
 }
 
@@ -54,20 +55,21 @@ static int read_bans(const struct sluice_maps *m, const struct policy *p, struct
 		return runtime_err("out of memory");
 	}
 	live_config(m, &cfg);
-	now = gcra_now(mono_now_ns());
+	now = mono_now_ns();
 	for (size_t i = 0; i < nrows; i++) {
 		const struct sluice_bucket *b = &rows[i].b;
-		__u64 tol, left;
+		struct sluice_limit l;
+		__u64 left;
 
-		if (!bucket_tolerance(m, SLUICE_GEN_SLOT(cfg.gen_slot), b, &tol))
+		if (!bucket_limit(m, SLUICE_GEN_SLOT(cfg.gen_slot), b, &l))
 			continue;
-		left = gcra_ban_left(b->tat, now, tol);
+		left = limit_ban_left(&l, b->tat, now);
 		if (!left)
 			continue;
 		bans[nb].row = rows[i];
 		bans[nb].rule = rule_by_index(p, SLUICE_BOUND_IDX(b->bound));
-		bans[nb].tolerance = tol;
-		bans[nb].left_ns = gcra_units_to_ns(left);
+		bans[nb].lim = l;
+		bans[nb].left_ns = left;
 		nb++;
 	}
 	free(rows);
@@ -160,8 +162,8 @@ static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_k
 	return !memcmp(k->a, masked.a, sizeof(k->a));
 }
 
-/* Lift one ban: the bucket's TAT becomes now + tolerance (empty, refilling
- * at its rate). Userspace cannot compare-and-swap a map value, so the
+/* Lift one ban: the bucket becomes spent as of now (a token bucket empty,
+ * refilling at its rate; a window full for the rest of this window). Userspace cannot compare-and-swap a map value, so the
  * bucket is re-read and written back whole if it exists (BPF_EXIST); a
  * packet judged between the read and the write may still see the ban, and
  * its own TAT update (and count) is overwritten by the lift. */
@@ -173,10 +175,10 @@ static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted
 	*lifted = false;
 	if (bpf_map_lookup_elem(m->src_buckets, &ban->row.key, &b))
 		return errno == ENOENT ? 0 : -errno;
-	now = gcra_now(mono_now_ns());
-	if (!gcra_banned(b.tat, now, ban->tolerance))
+	now = mono_now_ns();
+	if (!limit_banned(&ban->lim, b.tat, now))
 		return 0;	/* ended meanwhile */
-	b.tat = gcra_tat_at(now, ban->tolerance);
+	b.tat = limit_state_with(&ban->lim, now, 0);
 	if (bpf_map_update_elem(m->src_buckets, &ban->row.key, &b, BPF_EXIST))
 		return errno == ENOENT ? 0 : -errno;
 	*lifted = true;

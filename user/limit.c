@@ -126,6 +126,11 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
 	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
 	json_bool(j, "monitor", r->monitor);
 	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
+	json_str(j, "algo", algo_name(r->algo));
+	if (r->algo != SLUICE_ALGO_TOKEN_BUCKET)
+		json_u64(j, "window_ns", r->window_ns);
+	else
+		json_null(j, "window_ns");
 	rule_match_words(&r->match, buf, sizeof(buf));
 	json_str(j, "match", buf);
 	rule_format(r, is_default, buf, sizeof(buf));
@@ -160,10 +165,19 @@ static void list_one_text(const char *cidr, const struct rule *r,
 			snprintf(rate + n, sizeof(rate) - n, " bytes");
 		}
 		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)r->burst);
-		if (r->per == SLUICE_PER_PREFIX)
-			snprintf(more, sizeof(more), "per /%u", r->per_len);
-		else if (r->per == SLUICE_PER_RULE)
-			snprintf(more, sizeof(more), "per rule");
+		if (r->algo != SLUICE_ALGO_TOKEN_BUCKET) {
+			duration_words(r->window_ns, ban, sizeof(ban));
+			snprintf(more, sizeof(more), "%s %s", algo_name(r->algo), ban);
+		}
+		if (r->per != SLUICE_PER_SOURCE) {
+			size_t n = strlen(more);
+
+			if (r->per == SLUICE_PER_PREFIX)
+				snprintf(more + n, sizeof(more) - n, "%sper /%u", n ? " " : "",
+					 r->per_len);
+			else
+				snprintf(more + n, sizeof(more) - n, "%sper rule", n ? " " : "");
+		}
 		if (r->ban_ns) {
 			size_t n = strlen(more);
 

@@ -227,9 +227,11 @@ static int parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 ma
 			continue;
 		if (!parse_u64(num, 0, max_ns / duration_units[i].ns + 1, &v) ||
 		    v * duration_units[i].ns > max_ns || v * duration_units[i].ns < min_ns) {
-			snprintf(why, len, "bad %s '%s': give %llums to %llus (%llu days)", opt, s,
-				 min_ns / 1000000ULL, max_ns / SLUICE_NS_PER_SEC,
-				 max_ns / SLUICE_NS_PER_SEC / 86400);
+			char lo[24], hi[24];
+
+			duration_words(min_ns, lo, sizeof(lo));
+			duration_words(max_ns, hi, sizeof(hi));
+			snprintf(why, len, "bad %s '%s': give %s to %s", opt, s, lo, hi);
 			return -1;
 		}
 		*out = v * duration_units[i].ns;

@@ -10,7 +10,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "rule.h"
-#include "sluice/gcra.h"
+#include "sluice/algo.h"
 
 #define TOP_DEFAULT 10
 #define TOP_MAX 100000
@@ -238,8 +238,8 @@ int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct slui
 }
 
 /* One source as the datapath sees it now: the live rule that judges it and
- * its TAT under that rule, re-bound the way the datapath re-binds a bucket
- * whose policy generation is old (tokens carried over, see gcra_rebind). */
+ * its state word under that rule, re-bound the way the datapath re-binds a
+ * bucket whose policy generation is old (see limit_rebind). */
 struct src_view {
 	const struct rule *rule;
 	bool tracked;
@@ -253,6 +253,7 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 {
 	__u64 gen_slot = cfg->gen_slot, gen = SLUICE_GEN(gen_slot), old_gen, at = now;
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), old_idx;
+	struct sluice_limit nl, ol = { 0 };
 	struct sluice_policy nv, ov;
 	bool old_known;
 
@@ -270,11 +271,15 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 	if ((v->rule->index == old_idx && nv.since <= old_gen) || nv.action != SLUICE_ACT_LIMIT)
 		return;
 	old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
-	if (old_known && gcra_now(cfg->active_since_ns[slot]) < at)
-		at = gcra_now(cfg->active_since_ns[slot]);
-	v->tat = gcra_rebind(b->tat, at, old_known, old_known ? ov.action : 0,
-			     old_known ? ov.interval : 0, old_known ? ov.tolerance : 0,
-			     nv.action, nv.interval, nv.tolerance);
+	if (!old_known && !policy_entry(m, slot, old_idx, &ov))
+		old_known = ov.since <= old_gen;
+	if (old_known && cfg->active_since_ns[slot] < at)
+		at = cfg->active_since_ns[slot];
+	if (old_known)
+		limit_of(&ov, &ol);
+	limit_of(&nv, &nl);
+	v->tat = limit_rebind(b->tat, at, old_known, old_known ? ov.action : 0, &ol, nv.action,
+			      &nl);
 }
 
 void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
@@ -318,7 +323,7 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (n > limit)
 		n = limit;
 	live_config(&m, &cfg);
-	now = gcra_now(mono_now_ns());
+	now = mono_now_ns();
 	if (opts.json) {
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
@@ -379,11 +384,51 @@ static bool find_bucket(const struct sluice_maps *m, const struct sluice_src_key
 	return false;
 }
 
+/* What query says about a limited source's state, whatever its algorithm. */
+struct state_view {
+	__u64 available;	/* tokens, or what is left of the window's budget */
+	__u64 wait;		/* ns until one more unit is admitted */
+	__u64 ban_left;		/* ns */
+	__u64 win_start;	/* windows: CLOCK_MONOTONIC ns of the window's start */
+	__u64 win_elapsed;	/* ns into it */
+	__u64 count;		/* units it has admitted */
+	__u64 prev;		/* sliding-window: the previous window's count */
+	__u64 estimate;		/* sliding-window: the blended count */
+};
+
+static void view_state(const struct sluice_policy *sp, __u64 st, __u64 now, struct state_view *s)
+{
+	struct sluice_limit l;
+	__u64 w;
+
+	memset(s, 0, sizeof(*s));
+	limit_of(sp, &l);
+	s->available = limit_available(&l, st, now);
+	s->wait = limit_wait(&l, st, now, 1);
+	s->ban_left = limit_ban_left(&l, st, now);
+	if (l.algo == SLUICE_ALGO_TOKEN_BUCKET || !l.interval)
+		return;
+	w = win_index(now, l.interval);
+	s->win_start = w * l.interval;
+	s->win_elapsed = now - s->win_start;
+	if (l.algo == SLUICE_ALGO_FIXED_WINDOW) {
+		s->count = fw_count(st, now, l.interval, l.tolerance);
+		return;
+	}
+	sw_counts(st, w, l.bits, &s->prev, &s->count);
+	s->estimate = sw_estimate(st, now, l.interval, l.bits, l.ban_windows);
+	if (s->ban_left) {
+		s->count = l.tolerance;
+		s->estimate = l.tolerance;
+	}
+}
+
 static void query_json(const struct sluice_maps *m, const char *text, const char *bucket,
 		       const struct policy *p, const struct src_view *v, const char *label,
-		       const struct sluice_lpm_val *cands, __u64 tokens, __u64 wait, __u64 ban_left)
+		       const struct sluice_lpm_val *cands, const struct state_view *s)
 {
 	const struct rule *r = v->rule;
+	__u64 tokens = s->available, wait = s->wait, ban_left = s->ban_left;
 	char cl[RULE_TEXT_MAX];
 	struct json j;
 
@@ -408,6 +453,20 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 	json_u64(&j, "passed", v->b.passed);
 	json_u64(&j, "dropped", v->b.dropped);
 	rule_json_fields(&j, r, r == &p->def);
+	if (r->action == SLUICE_ACT_LIMIT && r->algo != SLUICE_ALGO_TOKEN_BUCKET) {
+		json_obj_open(&j, "window");
+		json_u64(&j, "start_ns", s->win_start);
+		json_u64(&j, "elapsed_ns", s->win_elapsed);
+		json_u64(&j, "budget", r->burst);
+		json_u64(&j, "count", s->count);
+		if (r->algo == SLUICE_ALGO_SLIDING_WINDOW) {
+			json_u64(&j, "previous", s->prev);
+			json_u64(&j, "estimate", s->estimate);
+		}
+		json_obj_close(&j);
+	} else {
+		json_null(&j, "window");
+	}
 	json_str(&j, "bucket", bucket);
 	json_bool(&j, "banned", ban_left != 0);
 	json_u64(&j, "ban_left_ms", (ban_left + 999999) / 1000000);
@@ -439,8 +498,9 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 	struct policy *p;
 	struct src_view v;
 	char label[RULE_TEXT_MAX], text[SLUICE_CIDR_STR_MAX], bucket[SLUICE_CIDR_STR_MAX];
-	__u64 now, tokens = 0, wait = 0, ban_left = 0;
+	struct state_view st = { 0 };
 	bool tracked, have_cands;
+	__u64 now;
 	const char *e;
 	int err;
 
@@ -459,23 +519,16 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 		sp.key_len = SLUICE_KEY_LEN_SOURCE;
 	}
 	tracked = find_bucket(&m, &addr, &sp, r->index, &key, &b);
-	now = gcra_now(mono_now_ns());
+	now = mono_now_ns();
 	view_source(&m, r, &cfg, tracked ? &b : NULL, now, &v);
-	if (r->action == SLUICE_ACT_LIMIT) {
-		__u64 interval = gcra_interval_per(r->rate, r->period ? r->period : 1);
-		__u64 tolerance = gcra_cost(interval, r->burst);
-
-		tokens = gcra_tokens(v.tat, now, interval, tolerance);
-		wait = gcra_units_to_ns(gcra_wait(v.tat, now, interval, tolerance));
-		ban_left = gcra_units_to_ns(gcra_ban_left(v.tat, now, tolerance));
-	}
+	if (r->action == SLUICE_ACT_LIMIT)
+		view_state(&sp, v.tat, now, &st);
 	policy_rule_label(p, r, label, sizeof(label));
 	format_source(&addr, text, sizeof(text));
 	format_source(&key, bucket, sizeof(bucket));
 
 	if (opts.json) {
-		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, tokens, wait,
-			   ban_left);
+		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, &st);
 	} else {
 		char words[RULE_TEXT_MAX];
 
@@ -484,10 +537,23 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 		if (r->action == SLUICE_ACT_LIMIT) {
 			rule_format(r, r == &p->def, words, sizeof(words));
 			printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
-			       bucket, r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
-			       (unsigned long long)tokens, (double)wait / SLUICE_NS_PER_SEC);
-			if (ban_left)
-				printf("  banned for %.3f s more\n", (double)ban_left / SLUICE_NS_PER_SEC);
+			       bucket, r->algo != SLUICE_ALGO_TOKEN_BUCKET ? unit_name(r->unit) :
+			       r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
+			       (unsigned long long)st.available, (double)st.wait / SLUICE_NS_PER_SEC);
+			if (r->algo == SLUICE_ALGO_FIXED_WINDOW)
+				printf("  window %.3f s in (started at %.3f s): %llu of %llu\n",
+				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+				       (double)st.win_start / SLUICE_NS_PER_SEC,
+				       (unsigned long long)st.count, (unsigned long long)r->burst);
+			else if (r->algo == SLUICE_ALGO_SLIDING_WINDOW)
+				printf("  window %.3f s in (started at %.3f s): %llu, previous %llu, "
+				       "estimate %llu of %llu\n",
+				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+				       (double)st.win_start / SLUICE_NS_PER_SEC,
+				       (unsigned long long)st.count, (unsigned long long)st.prev,
+				       (unsigned long long)st.estimate, (unsigned long long)r->burst);
+			if (st.ban_left)
+				printf("  banned for %.3f s more\n", (double)st.ban_left / SLUICE_NS_PER_SEC);
 		} else {
 			printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
 		}

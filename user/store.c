@@ -221,7 +221,7 @@ static void policy_to_table(const struct rule *r, bool is_default,
 			sp->ban = r->ban_ns;
 			if (r->algo == SLUICE_ALGO_SLIDING_WINDOW) {
 				sp->bits = (__u8)window_count_bits(r->burst);
-				sp->ban_windows = sw_ban_windows(r->ban_ns, r->window_ns);
+				sp->ban_windows = (__u32)sw_ban_windows(r->ban_ns, r->window_ns);
 			}
 		}
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;

@@ -19,10 +19,22 @@ struct sluice_limit {
 				 * windows: the budget N per window, units */
 	__u64 ban;		/* --ban: GCRA units (token bucket), ns
 				 * (windows); 0 for none */
-	__u64 ban_windows;	/* sliding-window: sw_ban_windows() */
+	__u32 ban_windows;	/* sliding-window: sw_ban_windows() */
 	__u8 algo;		/* enum sluice_algo */
 	__u8 bits;		/* sliding-window: bits of each count */
 };
+
+/* The limit of a policy table entry (userspace; the datapath copies it
+ * word by word). */
+SLUICE_INLINE void limit_of(const struct sluice_policy *sp, struct sluice_limit *l)
+{
+	l->interval = sp->interval;
+	l->tolerance = sp->tolerance;
+	l->ban = sp->ban;
+	l->ban_windows = sp->ban_windows;
+	l->algo = sp->algo;
+	l->bits = sp->bits;
+}
 
 /* What n units cost a token bucket: n * T. */
 SLUICE_INLINE __u64 limit_gcra_cost(const struct sluice_limit *l, __u64 n)

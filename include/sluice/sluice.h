@@ -204,7 +204,8 @@ struct sluice_policy {
 				 * unchanged */
 	__u64 ban;		/* --ban, GCRA units (token bucket) or ns
 				 * (windows); 0 for none */
-	__u64 ban_windows;	/* sliding-window: --ban in windows (window.h) */
+	__u32 ban_windows;	/* sliding-window: --ban in windows (window.h) */
+	__u32 pad0;
 	__u8 unit;		/* enum sluice_unit */
 	__u8 key_len;		/* buckets key the source masked to this many
 				 * bits of the 128-bit form: 128 per source */

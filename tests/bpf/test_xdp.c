@@ -327,6 +327,7 @@ static void policy_change_reaches_known_sources(void)
 {
 	struct sluice_policy_counter pc;
 	struct frame f;
+	__u64 drops;
 
 	CHECK(setup("limit default --rate 1 --burst 1") == 0, "setup");
 	frame_udp_from(&f, "198.18.2.2");
@@ -338,10 +339,18 @@ static void policy_change_reaches_known_sources(void)
 	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;deny 198.18.2.0/24") == 0,
 	      "deny");
 	EXPECT_REASON(&f, SLUICE_R_DENIED, XDP_DROP);
-	/* a larger burst for the same CIDR: TAT is kept, the new tolerance admits */
+	/* A limit for the same CIDR: the source's bucket was last judged by
+	 * the default, which has not changed since, so its tokens are known
+	 * (none: it spent its one) and carry over, clamped to the new burst;
+	 * the /24's rule (index 1) judges it now. */
+	CHECK(read_policy_counter(&fx.m, 1, &pc) == 0, "read the /24's counters");
+	drops = pc.drop_packets;
 	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1;"
 			     "limit set 198.18.2.0/24 --rate 1 --burst 3") == 0, "limit");
-	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(read_policy_counter(&fx.m, 1, &pc) == 0 && pc.drop_packets == drops + 1,
+	      "the /24's rule dropped %llu, want %llu", (unsigned long long)pc.drop_packets,
+	      (unsigned long long)drops + 1);
 	/* per-policy counters follow the CIDR, the default saw its two */
 	CHECK(read_policy_counter(&fx.m, SLUICE_POLICY_DEFAULT, &pc) == 0 &&
 	      pc.pass_packets == 1 && pc.drop_packets == 1,

@@ -388,6 +388,8 @@ limit set 2001:2::/48 --rate 100 --per /64 --ban 1h
 limit set 2001:2::/48 --rate 10/h --proto icmpv6
 allow 2001:2:0:1::/64
 limit set ::/0 --rate 1000 --per rule
+limit set 198.18.11.0/24 --rate 100 --per /28 --algo fixed-window --window 100ms
+limit set 2001:2:0:2::/64 --rate 600/m --algo sliding-window --ban 10m
 limit new-sources --rate 600/m --burst 50'
 
 t_roundtrip_v2() {
@@ -395,7 +397,7 @@ t_roundtrip_v2() {
 	printf '%s\n' "$V2_POLICY" >"$CLI_TMP/v2.pol"
 	printf 'limit default --rate 1\ndeny 198.18.0.0/16\n' >"$CLI_TMP/other.pol"
 	sl -i "$IF" policy apply "$CLI_TMP/v2.pol"
-	expect "policy apply of a policy using every option" 0 'applied 12 rules' -
+	expect "policy apply of a policy using every option" 0 'applied 14 rules' -
 	sl_ok -i "$IF" limit list -j
 	cp "$OUT" "$CLI_TMP/list1.json"
 	sl_ok -i "$IF" policy show
@@ -423,16 +425,18 @@ t_roundtrip_v2() {
 		limit set 2001:2::/48 --proto icmpv6 --rate 10/h --burst 1
 		allow 2001:2:0:1::/64
 		limit set ::/0 --rate 1000 --burst 1000 --per rule
+		limit set 198.18.11.0/24 --rate 100 --algo fixed-window --window 100ms --per /28
+		limit set 2001:2:0:2::/64 --rate 600/m --algo sliding-window --window 1m --ban 10m
 		limit new-sources --rate 600/m --burst 50
 	EOF
-	check "policy show: 13 rules, the new-source budget and a header" \
-		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 14
+	check "policy show: 15 rules, the new-source budget and a header" \
+		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 16
 	sl_ok -i "$IF" policy apply "$CLI_TMP/other.pol"
 	sl_ok -i "$IF" policy show
 	check "another policy applied: policy show differs" \
 		bash -c "! cmp -s '$CLI_TMP/show1' '$OUT'"
 	sl -i "$IF" policy apply "$CLI_TMP/show1"
-	expect "policy apply of policy show's output" 0 'applied 12 rules' -
+	expect "policy apply of policy show's output" 0 'applied 14 rules' -
 	sl_ok -i "$IF" policy show
 	if cmp -s "$CLI_TMP/show1" "$OUT"; then
 		pass_check "policy show after the round trip is identical"
@@ -448,11 +452,19 @@ t_roundtrip_v2() {
 		nsenter --net="/run/netns/$NS_RX" "$SLUICE" policy check "$CLI_TMP/show1"
 
 	local L=$CLI_TMP/list1.json
-	check "limit list -j: 13 entries, each with the old and the new keys" \
-		jq -e 'length == 13 and all(.[]; has("cidr") and has("action") and has("rate")
+	check "limit list -j: 15 entries, each with the old and the new keys" \
+		jq -e 'length == 15 and all(.[]; has("cidr") and has("action") and has("rate")
 			and has("burst") and has("unit") and has("period") and has("per")
 			and has("per_len") and has("proto") and has("dport") and has("syn")
-			and has("monitor") and has("ban_ms") and has("match") and has("rule"))' "$L"
+			and has("monitor") and has("ban_ms") and has("match") and has("rule")
+			and has("algo") and has("window_ns"))' "$L"
+	check "limit list -j: the window algorithms, their windows and budgets" \
+		jq -e 'any(.[]; .cidr == "198.18.11.0/24" and .algo == "fixed-window"
+			and .window_ns == 100000000 and .burst == 10 and .per_len == 28)
+			and any(.[]; .cidr == "2001:2:0:2::/64" and .algo == "sliding-window"
+			and .window_ns == 60000000000 and .burst == 600 and .ban_ms == 600000)
+			and any(.[]; .cidr == "198.18.0.0/16" and .match == "" and .algo == "token-bucket"
+			and .window_ns == null)' "$L"
 	check "limit list -j: the default in bytes per minute, per rule, ban, monitor" \
 		jq -e '.[0] | .cidr == "default" and .action == "limit" and .unit == "bytes"
 			and .rate == 1000000 and .period == 60 and .burst == 50000 and .per == "rule"
@@ -496,6 +508,18 @@ t_roundtrip_v2() {
 	sl_ok -i "$IF" query 198.18.7.1 -j
 	check "query -j: 198.18.7.1 falls to the /16 (the /24 rule matches tcp only)" \
 		jq -e '.policy == "198.18.0.0/16" and (.match_rules | index("198.18.7.0/24 --proto tcp") == 0)' "$OUT"
+	sl_ok -i "$IF" query 198.18.11.17 -j
+	check "query -j: a fixed window's state (window start, count, budget) and retry-after" \
+		jq -e '.policy == "198.18.11.0/24" and .algo == "fixed-window" and .bucket == "198.18.11.16/28"
+			and .window.budget == 10 and .window.count == 0 and .tokens == 10
+			and (.window.start_ns | type == "number") and .window.elapsed_ns < 100000000
+			and .retry_after_ns == 0 and (.window | has("estimate") | not)' "$OUT"
+	sl_ok -i "$IF" query 2001:2:0:2::5 -j
+	check "query -j: a sliding window's state has the previous count and the estimate" \
+		jq -e '.algo == "sliding-window" and .window.budget == 600 and .window.count == 0
+			and .window.previous == 0 and .window.estimate == 0 and .banned == false' "$OUT"
+	sl_ok -i "$IF" query 198.18.11.17
+	check "query (text) shows the window" grep -qE 'window [0-9.]+ s in .*: 0 of 10' "$OUT"
 	sl_ok -i "$IF" query 2001:2:0:9::1 -j
 	check "query -j: an IPv6 source's bucket is its /64" \
 		jq -e '.policy == "2001:2::/48" and .bucket == "2001:2:0:9::/64"' "$OUT"
