@@ -26,29 +26,44 @@ static int load_bare_drop(void)
 			     sizeof(insns) / sizeof(insns[0]), NULL);
 }
 
-/* Median of BENCH_ROUNDS runs of `repeat` packets, in ns per packet. */
-static double per_packet_ns(int prog_fd, const struct frame *f)
+/* One run of BENCH_REPEAT packets: the kernel's mean ns per packet. */
+static double one_run_ns(int prog_fd, const struct frame *f)
 {
-	double v[BENCH_ROUNDS], t;
 	__u8 out[sizeof(f->buf)];
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = f->buf, .data_size_in = (__u32)f->len,
+		.data_out = out, .data_size_out = sizeof(out),
+		.repeat = BENCH_REPEAT);
 
-	for (int r = 0; r < BENCH_ROUNDS; r++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o,
-			.data_in = f->buf, .data_size_in = (__u32)f->len,
-			.data_out = out, .data_size_out = sizeof(out),
-			.repeat = BENCH_REPEAT);
+	if (bpf_prog_test_run_opts(prog_fd, &o))
+		return -1;
+	return o.duration;
+}
 
-		if (bpf_prog_test_run_opts(prog_fd, &o))
-			return -1;
-		v[r] = o.duration;
-	}
-	for (int i = 1; i < BENCH_ROUNDS; i++)	/* insertion sort */
+static double median(double *v, int n)
+{
+	double t;
+
+	for (int i = 1; i < n; i++)	/* insertion sort */
 		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
 			t = v[j];
 			v[j] = v[j - 1];
 			v[j - 1] = t;
 		}
-	return v[BENCH_ROUNDS / 2];
+	return v[n / 2];
+}
+
+/* Median of BENCH_ROUNDS runs of `repeat` packets, in ns per packet. */
+static double per_packet_ns(int prog_fd, const struct frame *f)
+{
+	double v[BENCH_ROUNDS];
+
+	for (int r = 0; r < BENCH_ROUNDS; r++) {
+		v[r] = one_run_ns(prog_fd, f);
+		if (v[r] < 0)
+			return -1;
+	}
+	return median(v, BENCH_ROUNDS);
 }
 
 /* What a case sends. */
@@ -168,8 +183,9 @@ static void run_cases(struct fixture *fx, const struct bench_case *cases, size_t
 }
 
 /* The policy every case runs under: a default and 1000 other prefixes in
- * the trie, and (with v2) one rule of each kind of policy model v2. */
-static int apply_policy(struct fixture *fx, bool v2)
+ * the trie, (with v2) one rule of each kind of policy model v2, and the
+ * rules in `more`. */
+static int apply_policy(struct fixture *fx, bool v2, const char *more)
 {
 	static char policy[64 * 1024];
 	size_t off;
@@ -191,6 +207,8 @@ static int apply_policy(struct fixture *fx, bool v2)
 			"limit set 198.18.10.0/24 --rate 1 --burst 1 --monitor;"
 			"limit set 198.18.11.0/24 --rate 1 --burst 1 --ban 1h;"
 			"limit set 198.18.12.0/24 --per rule --rate 1000000000 --burst 1000000000;");
+	if (more)
+		off += (size_t)snprintf(policy + off, sizeof(policy) - off, "%s;", more);
 	for (int i = 0; i < 1000 && off < sizeof(policy) - 64; i++)
 		off += (size_t)snprintf(policy + off, sizeof(policy) - off,
 					"limit set 198.19.%d.%d/30 --rate 10 --burst 10;",
@@ -257,6 +275,62 @@ static void table_scenarios(double base)
 	fixture_close(&fx);
 }
 
+/*
+ * The algorithms (--algo) side by side: one plain per-source rule of each,
+ * in the drop regime (budget 1, spent) and in the pass regime (a budget no
+ * run can spend: 1e9/s, and 1e6 per 1 ms window for the sliding window,
+ * whose counts hold at most 2^20 - 1). Rounds are interleaved, each round
+ * one run of every case, so the machine's drift falls on all of them alike.
+ */
+#define ALGO_CASES	6
+static void algo_scenarios(double base)
+{
+	static const struct {
+		const char *name, *src;
+	} cases[ALGO_CASES] = {
+		{ "token-bucket, limited (drop)", "198.18.2.1" },
+		{ "fixed-window, limited (drop)", "198.18.20.1" },
+		{ "sliding-window, limited (drop)", "198.18.21.1" },
+		{ "token-bucket, within limit (pass)", "198.18.1.1" },
+		{ "fixed-window, within limit (pass)", "198.18.22.1" },
+		{ "sliding-window, within limit (pass)", "198.18.23.1" },
+	};
+	double v[ALGO_CASES][BENCH_ROUNDS], ns[ALGO_CASES];
+	struct frame f[ALGO_CASES];
+	struct fixture fx;
+
+	if (fixture_open(&fx, 0) ||
+	    apply_policy(&fx, false, "limit set 198.18.20.0/24 --rate 1 --algo fixed-window;"
+				"limit set 198.18.21.0/24 --rate 1 --algo sliding-window;"
+				"limit set 198.18.22.0/24 --rate 1000000000 --algo fixed-window "
+				"--window 1ms;"
+				"limit set 198.18.23.0/24 --rate 1000000000 --algo sliding-window "
+				"--window 1ms")) {
+		fprintf(stderr, "bench: cannot apply the algorithms' policy\n");
+		return;
+	}
+	printf("\nthe algorithms, a plain per-source rule each (rounds interleaved):\n");
+	for (int c = 0; c < ALGO_CASES; c++) {
+		frame_udp_from(&f[c], cases[c].src);
+		run_frame(&fx, &f[c], 2, NULL);	/* take the bucket, spend budget 1 */
+	}
+	for (int r = 0; r < BENCH_ROUNDS; r++)
+		for (int c = 0; c < ALGO_CASES; c++)
+			v[c][r] = one_run_ns(fx.prog_fd, &f[c]);
+	for (int c = 0; c < ALGO_CASES; c++) {
+		int tb = c < 3 ? 0 : 3;
+
+		ns[c] = median(v[c], BENCH_ROUNDS);
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare", cases[c].name, ns[c],
+		       ns[c] / base, ns[c] - base);
+		if (c != tb)
+			printf(", %+.1f over the token bucket%s", ns[c] - ns[tb],
+			       ns[c] - ns[tb] > 10 ? " (over the 10 ns aim)" : "");
+		printf("\n");
+	}
+	fixture_close(&fx);
+}
+
 int main(void)
 {
 	/* Plain CIDR rules: the figures to compare with earlier versions. */
@@ -293,7 +367,7 @@ int main(void)
 		fprintf(stderr, "bench: cannot load programs: %s\n", strerror(errno));
 		return 1;
 	}
-	if (apply_policy(&fx, false) || apply_policy(&fx2, true)) {
+	if (apply_policy(&fx, false, NULL) || apply_policy(&fx2, true, NULL)) {
 		fprintf(stderr, "bench: cannot apply the policy\n");
 		return 1;
 	}
@@ -320,6 +394,7 @@ int main(void)
 	}
 	fixture_close(&fx2);
 	fixture_close(&fx);
+	algo_scenarios(base);
 	table_scenarios(base);
 	close(bare);
 
