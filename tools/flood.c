@@ -8,7 +8,9 @@
  * BPF_PROG_TEST_RUN's live-frames mode, as a NIC's receive path would see
  * them on the peer of a veth. With --random it sends from a different
  * source of a CIDR each frame, in an order that looks random and uses every
- * address of the CIDR once per cycle (tools/flood_src.h). */
+ * address of the CIDR once per cycle (tools/flood_src.h). With --timestamps
+ * it writes each packet's send time, the trace `sluice simulate --trace`
+ * reads, so a test can compare what sluice admitted with a prediction. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -69,7 +71,7 @@ static const char usage[] =
 	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources S]\n"
 	"       [--src-step K] [--dst ADDR] [--proto udp|tcp] [--tcp-flags FLAGS]\n"
 	"       [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
-	"       [--random CIDR [--skip CIDR] [--seed N]]\n"
+	"       [--random CIDR [--skip CIDR] [--seed N]] [--timestamps FILE]\n"
 	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the S sources\n"
 	"  ADDR, ADDR+K, ... ADDR+(S-1)K in turn (S and K default to 1), at RATE\n"
 	"  packets/s (0 = as fast as possible), for at most T seconds (default 10,\n"
@@ -93,6 +95,11 @@ static const char usage[] =
 	"  every address once per 2^(32-LEN) frames; with --xdp, UDP only.\n"
 	"  --skip CIDR, inside the --random one and smaller, is never a source:\n"
 	"  its draws go to the other half of the --random CIDR instead.\n"
+	"  --timestamps FILE writes the CLOCK_MONOTONIC send time of every packet\n"
+	"  sent, one a line, in seconds with 9 decimals (12345.000125000): the\n"
+	"  trace format of 'sluice simulate --trace'. Frames go out in batches of\n"
+	"  up to 32 (one sendmmsg); every frame of a batch gets the time read just\n"
+	"  before that call. FILE has exactly \"sent\" lines. Not with --xdp.\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
 	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y, \"distinct_sources\": D};\n"
 	"  seconds runs from the first packet sent to the last, D counts the\n"
@@ -115,6 +122,7 @@ struct flood_opts {
 	bool xdp;
 	bool random;		/* sources from rnd (--random) */
 	struct flood_random rnd;
+	const char *timestamps;	/* --timestamps FILE, or NULL */
 };
 
 static volatile sig_atomic_t stop;
@@ -453,6 +461,7 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "random", required_argument, NULL, 'R' },
 		{ "skip", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 'e' },
+		{ "timestamps", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -576,6 +585,11 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			o->rnd.seed = (uint32_t)v;
 			have_seed = true;
 			break;
+		case 'T':
+			if (!*optarg)
+				return usage_err("bad --timestamps '': give a file to write");
+			o->timestamps = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -592,6 +606,9 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--count is required: see '" PROG " --help'");
 	if (o->xdp && o->pps)
 		return usage_err("--xdp sends as fast as it can: leave out --pps");
+	if (o->xdp && o->timestamps)
+		return usage_err("--timestamps times the frames of the packet socket: "
+				 "leave out --xdp");
 	if (have_flags && o->proto != IPPROTO_TCP)
 		return usage_err("--tcp-flags needs --proto tcp");
 	if (o->random && have_walk)
@@ -770,6 +787,18 @@ static uint64_t distinct_sources(const struct flood_opts *o, uint64_t n)
 	return count;
 }
 
+/* n lines of t (ns) as seconds with 9 decimals: one batch's send times. */
+static void write_times(FILE *f, uint64_t t, uint64_t n)
+{
+	char line[32];
+	int len = snprintf(line, sizeof(line), "%llu.%09llu\n",
+			   (unsigned long long)(t / NS_PER_SEC),
+			   (unsigned long long)(t % NS_PER_SEC));
+
+	while (n--)
+		fwrite(line, 1, (size_t)len, f);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t bufs[BATCH][FRAME_SLOT] __attribute__((aligned(8)));
@@ -780,6 +809,7 @@ int main(int argc, char **argv)
 	struct flood_opts o;
 	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0, frames_run = 0;
 	int fd, ifindex = 0, err = 0;
+	FILE *times = NULL;
 	double secs;
 
 	err = parse_opts(argc, argv, &o);
@@ -791,6 +821,14 @@ int main(int argc, char **argv)
 	fd = open_socket(o.iface, &ifindex, src_mac);
 	if (fd < 0)
 		return -fd;
+	if (o.timestamps) {
+		times = fopen(o.timestamps, "w");
+		if (!times) {
+			close(fd);
+			return runtime_err("cannot write --timestamps %s: %s", o.timestamps,
+					   strerror(errno));
+		}
+	}
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -810,7 +848,7 @@ int main(int argc, char **argv)
 	if (o.xdp)
 		err = send_xdp(&o, ifindex, src_mac, &sent, &first, &last, &frames_run);
 	while (!o.xdp && sent < o.count && !stop) {
-		uint64_t now = now_ns(), due, n;
+		uint64_t now = now_ns(), due, n, t_send;
 		int r;
 
 		if (now >= deadline)
@@ -848,6 +886,7 @@ int main(int argc, char **argv)
 				build_frame(frames[i], &o, src_mac, &src);
 				next_src = next_src + 1 == o.sources ? 0 : next_src + 1;
 			}
+		t_send = now_ns();
 		r = sendmmsg(fd, msgs, (unsigned int)n, 0);
 		if (r < 0) {
 			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
@@ -867,9 +906,14 @@ int main(int argc, char **argv)
 			if (!sent)
 				first = now;
 			sent += (uint64_t)r;
+			if (times)
+				write_times(times, t_send, (uint64_t)r);
 		}
 	}
 	close(fd);
+	if (times && (ferror(times) | fclose(times)) && !err)
+		err = runtime_err("cannot write --timestamps %s: %s", o.timestamps,
+				  strerror(errno ? errno : EIO));
 	secs = sent ? (double)(last - first) / NS_PER_SEC : 0.0;
 	printf("{\"sent\": %llu, \"seconds\": %.6f, \"pps\": %.1f, \"distinct_sources\": %llu}\n",
 	       (unsigned long long)sent, secs, secs > 0 ? (double)sent / secs : 0.0,
