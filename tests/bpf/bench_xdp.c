@@ -331,7 +331,8 @@ static void algo_scenarios(double base)
 	fixture_close(&fx);
 }
 
-int main(void)
+/* usage: bench_xdp [algos]   (algos: only the algorithms, next to bare) */
+int main(int argc, char **argv)
 {
 	/* Plain CIDR rules: the figures to compare with earlier versions. */
 	static const struct bench_case plain[] = {
@@ -377,6 +378,10 @@ int main(void)
 	printf("%-46s %8s %8s\n", "case (BPF_PROG_TEST_RUN, median of 7 x 1M)", "ns/pkt",
 	       "x bare");
 	printf("%-46s %8.1f %8.2f\n", "bare XDP_DROP (baseline)", base, 1.0);
+	if (argc > 1 && !strcmp(argv[1], "algos")) {
+		algo_scenarios(base);
+		return 0;
+	}
 	run_cases(&fx, plain, sizeof(plain) / sizeof(plain[0]), base, 0);
 
 	printf("\npolicy model v2, one rule of each kind added to the same policy:\n");
