@@ -333,9 +333,9 @@ struct judge {
  * so (algo.h); else rate limited, which starts a ban when the rule has one.
  * Returns 0 when the ban's CAS lost a race (judge again). */
 static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u64 tat,
-				  const struct verdict *v)
+				  const struct verdict *v, int banned)
 {
-	if (limit_banned(&v->lim, tat, j->now)) {
+	if (banned) {
 		j->reason = SLUICE_R_BANNED;
 	} else {
 		if (v->lim.ban &&
@@ -406,9 +406,10 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 	 * tag past now's window: both would look like a ban). Read again at
 	 * each attempt. */
 	j->now = bpf_ktime_get_ns();
-	if (!limit_admit(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
-			 &next))
-		return reject(j, b, tat, &v);
+	r = limit_judge(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
+			&next);
+	if (r != SLUICE_JUDGE_ADMITTED)
+		return reject(j, b, tat, &v, r == SLUICE_JUDGE_BANNED);
 	if (SLUICE_CAS(&b->tat, tat, next) != tat)
 		return 0;	/* another CPU moved TAT first */
 	j->reason = SLUICE_R_WITHIN_LIMIT;

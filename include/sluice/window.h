@@ -65,10 +65,8 @@ SLUICE_INLINE __u64 fw_start(__u64 now, __u64 window, __u64 budget)
 
 /* Admit a packet of cost units: base = max(S, start); admitted when
  * base + cost <= start + N, and then *next = base + cost. */
-SLUICE_INLINE int fw_admit(__u64 s, __u64 now, __u64 window, __u64 budget, __u64 cost,
-			   __u64 *next)
+SLUICE_INLINE int fw_admit_from(__u64 s, __u64 start, __u64 budget, __u64 cost, __u64 *next)
 {
-	__u64 start = fw_start(now, window, budget);
 	__u64 end = win_add(start, budget);
 	__u64 base = s > start ? s : start;
 
@@ -76,6 +74,12 @@ SLUICE_INLINE int fw_admit(__u64 s, __u64 now, __u64 window, __u64 budget, __u64
 		return 0;
 	*next = base + cost;
 	return 1;
+}
+
+SLUICE_INLINE int fw_admit(__u64 s, __u64 now, __u64 window, __u64 budget, __u64 cost,
+			   __u64 *next)
+{
+	return fw_admit_from(s, fw_start(now, window, budget), budget, cost, next);
 }
 
 /* Units the current window has admitted (N while banned). */
@@ -192,11 +196,16 @@ SLUICE_INLINE void sw_counts(__u64 st, __u64 w, __u32 bits, __u64 *prev, __u64 *
 
 /* Weight of prev at now: ceil((W - e) * 2^20 / W), e the offset into the
  * window (W <= 1 h < 2^42 ns, so the product fits). */
-SLUICE_INLINE __u64 sw_weight(__u64 now, __u64 window)
+SLUICE_INLINE __u64 sw_weight_in(__u64 now, __u64 w, __u64 window)
 {
-	__u64 left = window - (now - win_index(now, window) * window);
+	__u64 left = window - (now - w * window);
 
 	return ((left << SLUICE_SW_FRAC_BITS) + window - 1) / window;
+}
+
+SLUICE_INLINE __u64 sw_weight(__u64 now, __u64 window)
+{
+	return sw_weight_in(now, win_index(now, window), window);
 }
 
 /* prev's share of the estimate, rounded up. */
@@ -221,18 +230,30 @@ SLUICE_INLINE __u64 sw_estimate(__u64 st, __u64 now, __u64 window, __u32 bits,
 	return cur + sw_share(prev, sw_weight(now, window));
 }
 
-SLUICE_INLINE int sw_admit(__u64 st, __u64 now, __u64 window, __u64 budget, __u32 bits,
-			   __u64 ban_windows, __u64 cost, __u64 *next)
+/* sw_admit in window w = win_index(now, window), already divided out. */
+SLUICE_INLINE int sw_admit_in(__u64 st, __u64 now, __u64 w, __u64 window, __u64 budget,
+			      __u32 bits, __u64 ban_windows, __u64 cost, __u64 *next)
 {
-	__u64 w = win_index(now, window), prev, cur;
+	__u64 prev, cur;
 
 	if (bits == 0 || bits > SLUICE_SW_COUNT_BITS_MAX || sw_ahead(st, w, bits, ban_windows))
 		return 0;
 	sw_counts(st, w, bits, &prev, &cur);
-	if (cost > budget || cur + sw_share(prev, sw_weight(now, window)) > budget - cost)
+	/* Each division costs a few ns per packet: now's window is divided
+	 * out once, and a window whose cur alone leaves no room rejects
+	 * without weighing prev (a flood's common case). */
+	if (cost > budget || cur > budget - cost ||
+	    cur + sw_share(prev, sw_weight_in(now, w, window)) > budget - cost)
 		return 0;
 	*next = sw_make(w, prev, cur + cost, bits);
 	return 1;
+}
+
+SLUICE_INLINE int sw_admit(__u64 st, __u64 now, __u64 window, __u64 budget, __u32 bits,
+			   __u64 ban_windows, __u64 cost, __u64 *next)
+{
+	return sw_admit_in(st, now, win_index(now, window), window, budget, bits, ban_windows,
+			   cost, next);
 }
 
 SLUICE_INLINE int sw_banned(__u64 st, __u64 now, __u64 window, __u32 bits,
