@@ -68,6 +68,15 @@ static const char *const sim_names[A_MAX] = {
 	[A_SLIDING_LOG] = "sliding-log",
 };
 
+/* Each algorithm's colour and dash in both plots. */
+static const char *const sim_styles[A_MAX] = {
+	[A_TOKEN_BUCKET] = "lc rgb '#1b9e77' lw 2",
+	[A_LEAKY_QUEUE] = "lc rgb '#7570b3' lw 2 dt 2",
+	[A_FIXED_WINDOW] = "lc rgb '#d95f02' lw 2",
+	[A_SLIDING_WINDOW] = "lc rgb '#e7298a' lw 2",
+	[A_SLIDING_LOG] = "lc rgb '#202020' lw 1.5 dt 3",
+};
+
 enum sim_pattern { P_STEADY, P_BURSTY, P_BOUNDARY, P_RAMP, P_MAX };
 
 static const char *const pattern_names[P_MAX] = {
@@ -199,6 +208,11 @@ static int read_trace(struct sim *s, const char *path)
 			continue;		/* blank, or a comment */
 		for (char *q = end; *q && *q != '#'; q++)
 			if (!isspace((unsigned char)*q)) {
+				/* quote the line without its comment and newline */
+				q = p + strcspn(p, "#\r\n");
+				while (q > p && isspace((unsigned char)q[-1]))
+					q--;
+				*q = '\0';
 				rc = usage_err("%s:%zu: one time a line, got '%.40s'", path, lineno,
 					       p);
 				goto out;
@@ -743,20 +757,21 @@ static int write_script(const struct sim *s, struct plot_dir *d, const char *kin
 	gp_quoted(f, image);
 	fputs("\nset multiplot layout 2,1 title ", f);
 	gp_quoted(f, title);
-	fprintf(f, "\nset key outside right top\nset grid\nset xlabel 'time (s)'\n"
-		"set ylabel 'admitted so far'\nset format x '%%g'\n"
-		"set lmargin 10\nset rmargin 24\n"
-		"plot '%s/arrivals.dat' using 1:2 with steps lw 1 dt 3 lc 'black' title 'arrivals'",
+	fprintf(f, "\nset key outside right top reverse Left\nset grid\nset xlabel 'time (s)'\n"
+		"set format x '%%g'\nset lmargin 10\nset rmargin 25\n"
+		"set yrange [0:*]\nset offsets 0, 0, graph 0.08, 0\n"
+		"set ylabel 'admitted so far'\nplot ");
+	for (int a = 0; a < A_MAX; a++)
+		fprintf(f, "'%s/%s.dat' using 1:2 with steps %s title '%s', \\\n  ", d->dir,
+			sim_names[a], sim_styles[a], sim_names[a]);
+	fprintf(f, "'%s/arrivals.dat' using 1:2 with steps lc rgb '#999999' lw 1 title 'arrivals'\n",
 		d->dir);
+	fprintf(f, "set ylabel 'admitted in the last window'\n"
+		"plot %llu with lines dt 2 lc rgb '#888888' title 'budget N', "
+		"%llu with lines dt 4 lc rgb '#bbbbbb' title '2N'", s->budget, 2 * s->budget);
 	for (int a = 0; a < A_MAX; a++)
-		fprintf(f, ", \\\n  '%s/%s.dat' using 1:2 with steps lw 1.5 title '%s'", d->dir,
-			sim_names[a], sim_names[a]);
-	fprintf(f, "\nset ylabel 'admitted in the last window'\n"
-		"plot %llu with lines dt 2 lc 'gray40' title 'budget N', "
-		"%llu with lines dt 4 lc 'gray60' title '2N'", s->budget, 2 * s->budget);
-	for (int a = 0; a < A_MAX; a++)
-		fprintf(f, ", \\\n  '%s/%s.dat' using 1:3 with steps lw 1.5 title '%s'", d->dir,
-			sim_names[a], sim_names[a]);
+		fprintf(f, ", \\\n  '%s/%s.dat' using 1:3 with steps %s title '%s'", d->dir,
+			sim_names[a], sim_styles[a], sim_names[a]);
 	fputs("\nunset multiplot\nset output\n", f);
 	bad = ferror(f);
 	if (fclose(f) || bad)
