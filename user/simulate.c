@@ -249,10 +249,10 @@ out:
 
 /* --- the arrivals: a pattern --------------------------------------------- */
 
-/* floor(a * b / c), exact (a * b < 2^127). */
+/* floor(a * b / c), exact (a * b < 2^127); c is never 0 (rate, budget >= 1). */
 static __u64 muldiv(__u64 a, __u64 b, __u64 c)
 {
-	return (__u64)((unsigned __int128)a * b / c);
+	return c ? (__u64)((unsigned __int128)a * b / c) : 0;
 }
 
 /* floor(sqrt(v)), by Newton's method from above (v < 2^126). */
