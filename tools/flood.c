@@ -50,6 +50,7 @@
 #define PPS_MAX			100000000ULL
 #define SECONDS_DEFAULT		10.0
 #define SECONDS_MAX		120.0
+#define ALIGN_MAX		60.0		/* --align's period, s */
 #define SOURCES_MAX		16777216ULL
 #define RANDOM_BITS_MAX		17		/* 198.18.0.0/15 holds 2^17 */
 #define BATCH			32		/* frames per sendmmsg */
@@ -72,6 +73,7 @@ static const char usage[] =
 	"       [--src-step K] [--dst ADDR] [--proto udp|tcp] [--tcp-flags FLAGS]\n"
 	"       [--dport PORT] [--pps RATE] [--seconds T] [--size BYTES] [--xdp]\n"
 	"       [--random CIDR [--skip CIDR] [--seed N]] [--timestamps FILE]\n"
+	"       [--align PERIOD[+OFFSET]]\n"
 	"  Sends N UDP (or TCP) frames on IF (raw, no ARP/ND) from the S sources\n"
 	"  ADDR, ADDR+K, ... ADDR+(S-1)K in turn (S and K default to 1), at RATE\n"
 	"  packets/s (0 = as fast as possible), for at most T seconds (default 10,\n"
@@ -100,6 +102,10 @@ static const char usage[] =
 	"  trace format of 'sluice simulate --trace'. Frames go out in batches of\n"
 	"  up to 32 (one sendmmsg); every frame of a batch gets the time read just\n"
 	"  before that call. FILE has exactly \"sent\" lines. Not with --xdp.\n"
+	"  --align PERIOD[+OFFSET] (seconds, PERIOD up to 60, OFFSET below it)\n"
+	"  first waits until CLOCK_MONOTONIC is OFFSET past a multiple of PERIOD:\n"
+	"  a test can start a flood at a known point of sluice's windows (which\n"
+	"  align to that clock); -T then counts from there.\n"
 	"  Run it inside a test namespace: ip netns exec NS " PROG " ...\n"
 	"  Prints {\"sent\": N, \"seconds\": X, \"pps\": Y, \"distinct_sources\": D};\n"
 	"  seconds runs from the first packet sent to the last, D counts the\n"
@@ -123,6 +129,7 @@ struct flood_opts {
 	bool random;		/* sources from rnd (--random) */
 	struct flood_random rnd;
 	const char *timestamps;	/* --timestamps FILE, or NULL */
+	uint64_t align_ns, align_off_ns;	/* --align, 0 for none */
 };
 
 static volatile sig_atomic_t stop;
@@ -441,6 +448,29 @@ static void build_frame(uint8_t *f, const struct flood_opts *o, const uint8_t *s
 	set_l4_csum(l4, o->proto, csum_fold(sum));
 }
 
+/* --align PERIOD[+OFFSET], seconds. */
+static bool parse_align(const char *s, struct flood_opts *o)
+{
+	double period, off = 0;
+	char *end;
+
+	errno = 0;
+	period = strtod(s, &end);
+	if (errno || end == s || !(period > 0) || period > ALIGN_MAX)
+		return false;
+	if (*end == '+') {
+		s = end + 1;
+		off = strtod(s, &end);
+		if (errno || end == s || !(off >= 0) || off >= period)
+			return false;
+	}
+	if (*end)
+		return false;
+	o->align_ns = (uint64_t)(period * NS_PER_SEC + 0.5);
+	o->align_off_ns = (uint64_t)(off * NS_PER_SEC + 0.5);
+	return o->align_ns > 0 && o->align_off_ns < o->align_ns;
+}
+
 static int parse_opts(int argc, char **argv, struct flood_opts *o)
 {
 	static const struct option longopts[] = {
@@ -462,6 +492,7 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		{ "skip", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "timestamps", required_argument, NULL, 'T' },
+		{ "align", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -589,6 +620,12 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 			if (!*optarg)
 				return usage_err("bad --timestamps '': give a file to write");
 			o->timestamps = optarg;
+			break;
+		case 'A':
+			if (!parse_align(optarg, o))
+				return usage_err("bad --align '%s': give PERIOD[+OFFSET] in seconds, "
+						 "0 < PERIOD <= %.0f, 0 <= OFFSET < PERIOD (e.g. 1+0.7)",
+						 optarg, ALIGN_MAX);
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -843,6 +880,11 @@ int main(int argc, char **argv)
 			build_frame(frames[i], &o, src_mac, &o.src);
 	}
 
+	if (o.align_ns) {
+		/* the next moment OFFSET past a multiple of PERIOD */
+		start = now_ns() + o.align_ns - o.align_off_ns;
+		sleep_until(start - start % o.align_ns + o.align_off_ns);
+	}
 	start = now_ns();
 	deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
 	if (o.xdp)
