@@ -240,9 +240,13 @@ SLUICE_INLINE int sw_admit_in(__u64 st, __u64 now, __u64 w, __u64 window, __u64 
 		return 0;
 	sw_counts(st, w, bits, &prev, &cur);
 	/* Each division costs a few ns per packet: now's window is divided
-	 * out once, and a window whose cur alone leaves no room rejects
-	 * without weighing prev (a flood's common case). */
-	if (cost > budget || cur > budget - cost ||
+	 * out once, and prev is weighed only when that decides: prev's share
+	 * lies in [0, prev], so cur alone over the room rejects (a flood's
+	 * common case) and cur + prev within it admits (a source well under
+	 * its limit). */
+	if (cost > budget || cur > budget - cost)
+		return 0;
+	if (cur + prev > budget - cost &&
 	    cur + sw_share(prev, sw_weight_in(now, w, window)) > budget - cost)
 		return 0;
 	*next = sw_make(w, prev, cur + cost, bits);
