@@ -749,10 +749,10 @@ static int write_script(const struct sim *s, struct plot_dir *d, const char *kin
 	snprintf(title, sizeof(title), "%s: --rate %s, --window %s (budget %llu), --burst %llu",
 		 s->source, rate, win, s->budget, s->burst);
 	if (!strcmp(kind, "svg"))
-		fputs("set terminal svg size 1000,750 dynamic font 'sans,11' background '#ffffff'\n",
+		fputs("set terminal svg size 1000,750 dynamic noenhanced font 'sans,11' background '#ffffff'\n",
 		      f);
 	else
-		fputs("set terminal pngcairo size 1000,750 font 'sans,10' background '#ffffff'\n", f);
+		fputs("set terminal pngcairo size 1000,750 noenhanced font 'sans,10' background '#ffffff'\n", f);
 	fputs("set output ", f);
 	gp_quoted(f, image);
 	fputs("\nset multiplot layout 2,1 title ", f);
