@@ -33,8 +33,9 @@ run() {
 # run -j ARGS, which must succeed; then the jq value of EXPR.
 run_json() {
 	run -j simulate "$@"
-	((RC == 0)) && [[ ! -s $ERR ]] ||
+	if ((RC != 0)) || [[ -s $ERR ]]; then
 		die "sluice -j simulate $* exited $RC: $(head -c 300 "$ERR")"
+	fi
 	jq -e . "$OUT" >/dev/null || die "sluice -j simulate $* printed no JSON: $(head -c 300 "$OUT")"
 }
 
@@ -42,8 +43,17 @@ run_json() {
 alg() { jq -r --arg a "$1" --arg f "$2" '.algorithms[] | select(.name == $a) | .[$f]' "$OUT"; }
 
 # A numeric comparison as a check, printing both sides.
-is() { # MSG LEFT OP RIGHT
-	if (($2 $3 $4)); then
+is() { # MSG LEFT ==|<=|>= RIGHT
+	local ok=false
+	if [[ $2 =~ ^[0-9]+$ && $4 =~ ^[0-9]+$ ]]; then
+		case $3 in
+		==) (( $2 == $4 )) && ok=true ;;
+		"<=") (( $2 <= $4 )) && ok=true ;;
+		">=") (( $2 >= $4 )) && ok=true ;;
+		*) die "is: unknown operator $3" ;;
+		esac
+	fi
+	if $ok; then
 		pass_check "$1: $2 $3 $4"
 	else
 		fail_check "$1: $2 $3 $4 does not hold"
