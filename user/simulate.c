@@ -249,6 +249,8 @@ out:
 
 /* --- the arrivals: a pattern --------------------------------------------- */
 
+static void ns_words(__u64 ns, char *buf, size_t len);
+
 /* floor(a * b / c), exact (a * b < 2^127); c is never 0 (rate, budget >= 1). */
 static __u64 muldiv(__u64 a, __u64 b, __u64 c)
 {
@@ -277,6 +279,7 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 	__u64 per_ns = (__u64)s->r.period * SLUICE_NS_PER_SEC, w = s->window_ns, n = s->budget;
 	__u64 rate = s->r.rate, k, t, start, span;
 	bool oom = false;
+	char at[24];
 
 	switch (p) {
 	case P_STEADY:	/* 2R, evenly: arrival k at k * period / (2 rate) */
@@ -314,9 +317,14 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 	default:
 		break;
 	}
-	if (!s->n)
-		return usage_err("--pattern %s makes no arrival in --duration: lengthen it",
-				 pattern_names[p]);
+	if (!s->n) {
+		/* where it would have begun: steady begins at 0, always in */
+		t = p == P_BURSTY ? w / 4 : p == P_BOUNDARY ? w - w / SIM_BOUNDARY_SPAN_DIV :
+		    isqrt((unsigned __int128)duration * per_ns / (2 * rate));
+		ns_words(t, at, sizeof(at));
+		return usage_err("--pattern %s makes no arrival in --duration: its first comes at "
+				 "%s; lengthen --duration", pattern_names[p], at);
+	}
 	return 0;
 full:
 	if (oom)

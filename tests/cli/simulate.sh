@@ -199,6 +199,7 @@ bad "0.75 packets a window" --pattern steady --rate 3 --window 250ms
 bad "bad --window '2h'" --pattern steady --rate 10 --window 2h
 bad "bad --duration '10'" --pattern steady --rate 10 --duration 10
 bad "--duration goes with --pattern" --trace "$T/hand.trace" --rate 10 --duration 1s
+bad "boundary makes no arrival in --duration: its first comes at 3528s" --pattern boundary --rate 5/h
 bad "more than 10000000 arrivals" --pattern steady --rate 1000000 --window 1ms --duration 6s
 bad "bad --plot '.*x.pdf'" --pattern steady --rate 10 --plot "$T/x.pdf"
 bad "unknown option '--algo'" --pattern steady --rate 10 --algo fixed-window
