@@ -272,6 +272,13 @@ static __u64 isqrt(unsigned __int128 v)
 	return (__u64)x;
 }
 
+/* When a ramp from 0 to 4R over duration sends its k-th arrival: the
+ * arrivals so far are 2R t^2 / D, so t = sqrt(k D / 2R). */
+static __u64 ramp_at(__u64 k, __u64 duration, __u64 per_ns, __u64 rate)
+{
+	return rate ? isqrt((unsigned __int128)k * duration * per_ns / rate / 2) : duration;
+}
+
 /* The pattern's arrivals from t = 0 for duration ns. The sizes follow the
  * rate R (per second), the window W and its budget N; see --help. */
 static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
@@ -309,8 +316,7 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 			}
 		break;
 	case P_RAMP:	/* rate 4R * t / D: arrival k at sqrt(k * D / (2R)) */
-		for (k = 1; (t = isqrt((unsigned __int128)k * duration * per_ns / (2 * rate))) <
-			    duration; k++)
+		for (k = 1; (t = ramp_at(k, duration, per_ns, rate)) < duration; k++)
 			if (push(s, t, &oom))
 				goto full;
 		break;
@@ -320,7 +326,7 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 	if (!s->n) {
 		/* where it would have begun: steady begins at 0, always in */
 		t = p == P_BURSTY ? w / 4 : p == P_BOUNDARY ? w - w / SIM_BOUNDARY_SPAN_DIV :
-		    isqrt((unsigned __int128)duration * per_ns / (2 * rate));
+		    ramp_at(1, duration, per_ns, rate);
 		ns_words(t, at, sizeof(at));
 		return usage_err("--pattern %s makes no arrival in --duration: its first comes at "
 				 "%s; lengthen --duration", pattern_names[p], at);
