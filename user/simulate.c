@@ -651,7 +651,7 @@ static void print_text(const struct sim *s)
 
 /* --- the picture: gnuplot ------------------------------------------------ */
 
-/* gnuplot's path, or NULL. */
+/* Whether gnuplot is in PATH; its path in path. */
 static bool gnuplot_found(char *path, size_t len)
 {
 	const char *env = getenv("PATH");
