@@ -11,6 +11,7 @@ PACKAGES=(
 	iproute2 nftables iptables netsniff-ng	# netns/veth tests, trafgen
 	procps util-linux			# pgrep, sysctl, nsenter
 	prometheus curl jq ca-certificates	# exporter tests
+	gnuplot-nox libxml2-utils		# sluice simulate --plot, its test
 )
 BPFFS=/sys/fs/bpf
 

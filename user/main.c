@@ -6,6 +6,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "rule.h"
+#include "simulate.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.0.0"
@@ -45,7 +46,8 @@ static const struct cli_cmd help_cmd = {
 
 static const struct cli_cmd *const top_cmds[] = {
 	&attach_cmd, &detach_cmd, &status_cmd, &limit_obj, &rule_cmd_allow, &rule_cmd_deny,
-	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &version_cmd,
+	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &simulate_cmd,
+	&version_cmd,
 	&help_cmd, NULL,
 };
 

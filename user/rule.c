@@ -166,7 +166,7 @@ void proto_name(__u8 proto, char *buf, size_t len)
 }
 
 /* N[/s|/m|/h] of --rate or --bytes. */
-static int parse_rate(const char *opt, const char *s, struct rule *r, char *why, size_t len)
+int rule_parse_rate(const char *opt, const char *s, struct rule *r, char *why, size_t len)
 {
 	const char *what = r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets";
 	char num[24];
@@ -206,8 +206,8 @@ static int parse_rate(const char *opt, const char *s, struct rule *r, char *why,
 }
 
 /* DURATION: a whole number and ms, s, m or h. */
-static int parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns,
-			  __u64 *out, char *why, size_t len)
+int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns,
+			__u64 *out, char *why, size_t len)
 {
 	char num[24];
 	size_t n = 0;
@@ -406,37 +406,18 @@ static int parse_per(const char *s, struct rule *r, bool is_default, char *why, 
 	return 0;
 }
 
-/* --algo and --window, after the rate: a window algorithm's budget is
- * rate x window, a whole number of units that its state word can hold. */
-static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_t len)
+/* --window (s, NULL for the default) after the rate, for r->algo. */
+int rule_parse_window(const char *s, struct rule *r, char *why, size_t len)
 {
-	char win[24], rate[32], ban[24];
+	char win[24], rate[32];
 	unsigned __int128 units;
-	__u64 period_ns, max, bw;
+	__u64 period_ns, max;
 	const char *what;
 
-	if (a->val[O_ALGO] && algo_parse(a->val[O_ALGO], &r->algo)) {
-		snprintf(why, len, "bad --algo '%s': give token-bucket, fixed-window or "
-			 "sliding-window", a->val[O_ALGO]);
-		return -1;
-	}
-	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
-		if (a->val[O_WINDOW]) {
-			snprintf(why, len, "--window goes with --algo fixed-window or sliding-window; "
-				 "a token bucket has --burst");
-			return -1;
-		}
-		return 0;
-	}
-	if (a->val[O_BURST]) {
-		snprintf(why, len, "--burst is a token bucket's: --algo %s admits rate x window "
-			 "per window (set --window)", algo_name(r->algo));
-		return -1;
-	}
 	period_ns = (__u64)r->period * SLUICE_NS_PER_SEC;
 	r->window_ns = period_ns;
-	if (a->val[O_WINDOW] && parse_duration("--window", a->val[O_WINDOW], SLUICE_WINDOW_NS_MIN,
-					       SLUICE_WINDOW_NS_MAX, &r->window_ns, why, len))
+	if (s && rule_parse_duration("--window", s, SLUICE_WINDOW_NS_MIN, SLUICE_WINDOW_NS_MAX,
+				     &r->window_ns, why, len))
 		return -1;
 	what = unit_name(r->unit);
 	duration_words(r->window_ns, win, sizeof(win));
@@ -458,6 +439,36 @@ static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_
 		return -1;
 	}
 	r->burst = (__u64)units;
+	return 0;
+}
+
+/* --algo and --window, after the rate: a window algorithm's budget is
+ * rate x window, a whole number of units that its state word can hold. */
+static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_t len)
+{
+	char win[24], ban[24];
+	__u64 max, bw;
+
+	if (a->val[O_ALGO] && algo_parse(a->val[O_ALGO], &r->algo)) {
+		snprintf(why, len, "bad --algo '%s': give token-bucket, fixed-window or "
+			 "sliding-window", a->val[O_ALGO]);
+		return -1;
+	}
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		if (a->val[O_WINDOW]) {
+			snprintf(why, len, "--window goes with --algo fixed-window or sliding-window; "
+				 "a token bucket has --burst");
+			return -1;
+		}
+		return 0;
+	}
+	if (a->val[O_BURST]) {
+		snprintf(why, len, "--burst is a token bucket's: --algo %s admits rate x window "
+			 "per window (set --window)", algo_name(r->algo));
+		return -1;
+	}
+	if (rule_parse_window(a->val[O_WINDOW], r, why, len))
+		return -1;
 	if (r->algo == SLUICE_ALGO_SLIDING_WINDOW && r->ban_ns) {
 		/* A ban keeps its window in the word's tag: it may lie at
 		 * most a quarter of the tag's range ahead. */
@@ -465,6 +476,7 @@ static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_
 		max = 1ULL << (sw_tag_bits(window_count_bits(r->burst)) - 2);
 		if (bw > max) {
 			duration_words(r->ban_ns, ban, sizeof(ban));
+			duration_words(r->window_ns, win, sizeof(win));
 			snprintf(why, len, "--ban %s is %llu windows of %s: a sliding window's ban "
 				 "spans at most %llu; lengthen --window or shorten --ban", ban,
 				 (unsigned long long)bw, win, (unsigned long long)max);
@@ -474,13 +486,33 @@ static int parse_algo(const struct cli_args *a, struct rule *r, char *why, size_
 	return 0;
 }
 
+/* --burst N after the rate. */
+int rule_parse_burst(const char *s, struct rule *r, char *why, size_t len)
+{
+	__u64 burst;
+
+	if (!parse_u64(s, SLUICE_BURST_MIN, SLUICE_BURST_MAX, &burst)) {
+		snprintf(why, len, "bad --burst '%s': give %llu..%llu %s", s,
+			 SLUICE_BURST_MIN, SLUICE_BURST_MAX, unit_name(r->unit));
+		return -1;
+	}
+	/* burst * period <= 1e9 * 3600 fits in 64 bits. */
+	if (burst * r->period / r->rate >= SLUICE_BURST_SECONDS_MAX) {
+		snprintf(why, len, "bad --burst %llu: worth %llu seconds or more of the rate; "
+			 "at most %llu seconds' worth", (unsigned long long)burst,
+			 SLUICE_BURST_SECONDS_MAX, SLUICE_BURST_SECONDS_MAX);
+		return -1;
+	}
+	r->burst = burst;
+	return 0;
+}
+
 /* --rate/--bytes, --burst, --per, --ban, --monitor, --algo, --window. */
 static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default,
 		       char *why, size_t len)
 {
 	const char *opt = a->val[O_BYTES] ? "--bytes" : "--rate";
 	const char *val = a->val[O_BYTES] ? a->val[O_BYTES] : a->val[O_RATE];
-	__u64 burst;
 
 	if (a->val[O_RATE] && a->val[O_BYTES]) {
 		snprintf(why, len, "give --rate (packets) or --bytes, not both: one rule limits "
@@ -493,28 +525,15 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 	}
 	r->action = SLUICE_ACT_LIMIT;
 	r->unit = a->val[O_BYTES] ? SLUICE_UNIT_BYTES : SLUICE_UNIT_PACKETS;
-	if (parse_rate(opt, val, r, why, len))
+	if (rule_parse_rate(opt, val, r, why, len))
 		return -1;
 	/* Default burst: one second's worth, at least 1. */
 	r->burst = (r->rate + r->period - 1) / r->period;
-	if (a->val[O_BURST]) {
-		if (!parse_u64(a->val[O_BURST], SLUICE_BURST_MIN, SLUICE_BURST_MAX, &burst)) {
-			snprintf(why, len, "bad --burst '%s': give %llu..%llu %s", a->val[O_BURST],
-				 SLUICE_BURST_MIN, SLUICE_BURST_MAX, unit_name(r->unit));
-			return -1;
-		}
-		/* burst * period <= 1e9 * 3600 fits in 64 bits. */
-		if (burst * r->period / r->rate >= SLUICE_BURST_SECONDS_MAX) {
-			snprintf(why, len, "bad --burst %llu: worth %llu seconds or more of the rate; "
-				 "at most %llu seconds' worth", (unsigned long long)burst,
-				 SLUICE_BURST_SECONDS_MAX, SLUICE_BURST_SECONDS_MAX);
-			return -1;
-		}
-		r->burst = burst;
-	}
+	if (a->val[O_BURST] && rule_parse_burst(a->val[O_BURST], r, why, len))
+		return -1;
 	if (a->val[O_PER] && parse_per(a->val[O_PER], r, is_default, why, len))
 		return -1;
-	if (a->val[O_BAN] && parse_duration("--ban", a->val[O_BAN], SLUICE_BAN_NS_MIN,
+	if (a->val[O_BAN] && rule_parse_duration("--ban", a->val[O_BAN], SLUICE_BAN_NS_MIN,
 					     SLUICE_BAN_NS_MAX, &r->ban_ns, why, len))
 		return -1;
 	r->monitor = a->val[O_MONITOR] != NULL;

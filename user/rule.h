@@ -44,6 +44,19 @@ int rule_parse_words(int argc, char **argv, struct rule *r, enum rule_verb *verb
  * the reason in why. */
 int rule_parse_line(char *line, struct rule *r, enum rule_verb *verb, char *why, size_t len);
 
+/* The parsers of single rule words, for commands that take the same words
+ * with the same meaning and errors (sluice simulate); each is 0, or -1 with
+ * the reason in why. The rate first (r->unit set): into r->rate and
+ * r->period. --burst N into r->burst. A DURATION (250ms, 30s, 5m, 1h) in
+ * [min_ns, max_ns]. --window (s; NULL for the rate's unit) into
+ * r->window_ns, and the budget rate x window, which must be whole and fit
+ * r->algo's word, into r->burst. */
+int rule_parse_rate(const char *opt, const char *s, struct rule *r, char *why, size_t len);
+int rule_parse_burst(const char *s, struct rule *r, char *why, size_t len);
+int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns, __u64 *out,
+			char *why, size_t len);
+int rule_parse_window(const char *s, struct rule *r, char *why, size_t len);
+
 /* The words of r: "limit default ...", "limit set CIDR ...", "allow CIDR
  * ..." (is_default for the default). A default that does not limit has no
  * words: the empty string. */
