@@ -533,9 +533,8 @@ static __u64 window_walk(const struct sim *s, int a, struct plot_out *p)
 
 static int simulate(struct sim *s)
 {
-	struct sluice_limit tb = { .algo = SLUICE_ALGO_TOKEN_BUCKET };
-	struct sluice_limit fw = { .algo = SLUICE_ALGO_FIXED_WINDOW };
-	struct sluice_limit sw = { .algo = SLUICE_ALGO_SLIDING_WINDOW };
+	struct sluice_limit tb, fw, sw;
+	struct rule r = s->r;
 	int err;
 
 	for (int a = 0; a < A_MAX; a++) {
@@ -543,12 +542,19 @@ static int simulate(struct sim *s)
 		if (!s->adm[a])
 			return runtime_err("out of memory for %zu arrivals", s->n);
 	}
-	/* as store.c's policy_to_table fills the policy table */
-	tb.interval = gcra_interval_per(s->r.rate, s->r.period);
-	tb.tolerance = gcra_cost(tb.interval, s->burst);
-	fw.interval = sw.interval = s->window_ns;
-	fw.tolerance = sw.tolerance = s->budget;
-	sw.bits = (__u8)window_count_bits(s->budget);
+	/* the limits exactly as a rule of each algorithm puts them in the
+	 * policy table */
+	r.action = SLUICE_ACT_LIMIT;
+	r.ban_ns = 0;
+	r.algo = SLUICE_ALGO_TOKEN_BUCKET;
+	r.burst = s->burst;
+	rule_limit(&r, &tb);
+	r.window_ns = s->window_ns;
+	r.burst = s->budget;
+	r.algo = SLUICE_ALGO_FIXED_WINDOW;
+	rule_limit(&r, &fw);
+	r.algo = SLUICE_ALGO_SLIDING_WINDOW;
+	rule_limit(&r, &sw);
 	run_limit(s, A_TOKEN_BUCKET, &tb);
 	run_limit(s, A_FIXED_WINDOW, &fw);
 	run_limit(s, A_SLIDING_WINDOW, &sw);
