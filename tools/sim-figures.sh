@@ -18,6 +18,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export LC_ALL=C	# a decimal point in awk and sort whatever the locale
 bin=build/sluice
 out=doc/img
 keep=

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "privdrop.h"
 #include "prom.h"
+#include "rule.h"
 #include "sources.h"
 
 #ifndef SLUICE_VERSION
@@ -114,6 +115,8 @@ static void rule_sample(const struct rule *r, bool is_default, struct prom_rule 
 	out->per_len = r->per_len;
 	out->ban_ns = r->ban_ns;
 	out->monitor = r->monitor;
+	out->algo = algo_name(r->algo);
+	out->window_ns = r->algo != SLUICE_ALGO_TOKEN_BUCKET ? r->window_ns : 0;
 }
 
 /* The default first, then each rule, with its counters. */

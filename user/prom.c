@@ -131,6 +131,11 @@ static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom
 	if (limit)
 		per_value(r, v, sizeof(v));
 	put_label(f, "per", v, false);
+	put_label(f, "algo", !limit ? "" : r->algo ? r->algo : "token-bucket", false);
+	v[0] = '\0';
+	if (limit && r->window_ns)
+		seconds_value(r->window_ns, v, sizeof(v));
+	put_label(f, "window_seconds", v, false);
 	v[0] = '\0';
 	if (limit)
 		seconds_value(r->ban_ns, v, sizeof(v));

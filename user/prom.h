@@ -37,6 +37,8 @@ struct prom_rule {
 	__u32 per_len;			/* --per /LEN */
 	__u64 ban_ns;			/* 0 for none */
 	bool monitor;
+	const char *algo;		/* algo_name(): NULL is token-bucket */
+	__u64 window_ns;		/* window algorithms: the window */
 	struct sluice_policy_counter c;
 };
 

@@ -249,6 +249,8 @@ out:
 
 /* --- the arrivals: a pattern --------------------------------------------- */
 
+static void ns_words(__u64 ns, char *buf, size_t len);
+
 /* floor(a * b / c), exact (a * b < 2^127); c is never 0 (rate, budget >= 1). */
 static __u64 muldiv(__u64 a, __u64 b, __u64 c)
 {
@@ -270,6 +272,13 @@ static __u64 isqrt(unsigned __int128 v)
 	return (__u64)x;
 }
 
+/* When a ramp from 0 to 4R over duration sends its k-th arrival: the
+ * arrivals so far are 2R t^2 / D, so t = sqrt(k D / 2R). */
+static __u64 ramp_at(__u64 k, __u64 duration, __u64 per_ns, __u64 rate)
+{
+	return rate ? isqrt((unsigned __int128)k * duration * per_ns / rate / 2) : duration;
+}
+
 /* The pattern's arrivals from t = 0 for duration ns. The sizes follow the
  * rate R (per second), the window W and its budget N; see --help. */
 static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
@@ -277,6 +286,7 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 	__u64 per_ns = (__u64)s->r.period * SLUICE_NS_PER_SEC, w = s->window_ns, n = s->budget;
 	__u64 rate = s->r.rate, k, t, start, span;
 	bool oom = false;
+	char at[24];
 
 	switch (p) {
 	case P_STEADY:	/* 2R, evenly: arrival k at k * period / (2 rate) */
@@ -306,17 +316,21 @@ static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
 			}
 		break;
 	case P_RAMP:	/* rate 4R * t / D: arrival k at sqrt(k * D / (2R)) */
-		for (k = 1; (t = isqrt((unsigned __int128)k * duration * per_ns / (2 * rate))) <
-			    duration; k++)
+		for (k = 1; (t = ramp_at(k, duration, per_ns, rate)) < duration; k++)
 			if (push(s, t, &oom))
 				goto full;
 		break;
 	default:
 		break;
 	}
-	if (!s->n)
-		return usage_err("--pattern %s makes no arrival in --duration: lengthen it",
-				 pattern_names[p]);
+	if (!s->n) {
+		/* where it would have begun: steady begins at 0, always in */
+		t = p == P_BURSTY ? w / 4 : p == P_BOUNDARY ? w - w / SIM_BOUNDARY_SPAN_DIV :
+		    ramp_at(1, duration, per_ns, rate);
+		ns_words(t, at, sizeof(at));
+		return usage_err("--pattern %s makes no arrival in --duration: its first comes at "
+				 "%s; lengthen --duration", pattern_names[p], at);
+	}
 	return 0;
 full:
 	if (oom)
@@ -519,9 +533,8 @@ static __u64 window_walk(const struct sim *s, int a, struct plot_out *p)
 
 static int simulate(struct sim *s)
 {
-	struct sluice_limit tb = { .algo = SLUICE_ALGO_TOKEN_BUCKET };
-	struct sluice_limit fw = { .algo = SLUICE_ALGO_FIXED_WINDOW };
-	struct sluice_limit sw = { .algo = SLUICE_ALGO_SLIDING_WINDOW };
+	struct sluice_limit tb, fw, sw;
+	struct rule r = s->r;
 	int err;
 
 	for (int a = 0; a < A_MAX; a++) {
@@ -529,12 +542,19 @@ static int simulate(struct sim *s)
 		if (!s->adm[a])
 			return runtime_err("out of memory for %zu arrivals", s->n);
 	}
-	/* as store.c's policy_to_table fills the policy table */
-	tb.interval = gcra_interval_per(s->r.rate, s->r.period);
-	tb.tolerance = gcra_cost(tb.interval, s->burst);
-	fw.interval = sw.interval = s->window_ns;
-	fw.tolerance = sw.tolerance = s->budget;
-	sw.bits = (__u8)window_count_bits(s->budget);
+	/* the limits exactly as a rule of each algorithm puts them in the
+	 * policy table */
+	r.action = SLUICE_ACT_LIMIT;
+	r.ban_ns = 0;
+	r.algo = SLUICE_ALGO_TOKEN_BUCKET;
+	r.burst = s->burst;
+	rule_limit(&r, &tb);
+	r.window_ns = s->window_ns;
+	r.burst = s->budget;
+	r.algo = SLUICE_ALGO_FIXED_WINDOW;
+	rule_limit(&r, &fw);
+	r.algo = SLUICE_ALGO_SLIDING_WINDOW;
+	rule_limit(&r, &sw);
 	run_limit(s, A_TOKEN_BUCKET, &tb);
 	run_limit(s, A_FIXED_WINDOW, &fw);
 	run_limit(s, A_SLIDING_WINDOW, &sw);
@@ -637,7 +657,7 @@ static void print_text(const struct sim *s)
 
 /* --- the picture: gnuplot ------------------------------------------------ */
 
-/* gnuplot's path, or NULL. */
+/* Whether gnuplot is in PATH; its path in path. */
 static bool gnuplot_found(char *path, size_t len)
 {
 	const char *env = getenv("PATH");
@@ -749,10 +769,10 @@ static int write_script(const struct sim *s, struct plot_dir *d, const char *kin
 	snprintf(title, sizeof(title), "%s: --rate %s, --window %s (budget %llu), --burst %llu",
 		 s->source, rate, win, s->budget, s->burst);
 	if (!strcmp(kind, "svg"))
-		fputs("set terminal svg size 1000,750 dynamic font 'sans,11' background '#ffffff'\n",
+		fputs("set terminal svg size 1000,750 dynamic noenhanced font 'sans,11' background '#ffffff'\n",
 		      f);
 	else
-		fputs("set terminal pngcairo size 1000,750 font 'sans,10' background '#ffffff'\n", f);
+		fputs("set terminal pngcairo size 1000,750 noenhanced font 'sans,10' background '#ffffff'\n", f);
 	fputs("set output ", f);
 	gp_quoted(f, image);
 	fputs("\nset multiplot layout 2,1 title ", f);

@@ -170,6 +170,9 @@ int maps_lock(struct sluice_maps *m);
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit);
 
 /* --- store.c: the live policy in the maps --- */
+struct sluice_limit;
+/* A limit rule's limit as the policy table holds it (algo.h). */
+void rule_limit(const struct rule *r, struct sluice_limit *l);
 /* Reads the active generation's policy. */
 int policy_read(const struct sluice_maps *m, struct policy *p);
 /* Writes p into the inactive slot and flips to it; rules keep their index

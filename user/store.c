@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
-#include "sluice/window.h"
+#include "sluice/algo.h"
 #include "rule.h"
 
 #define POLICY_READ_TRIES 8
@@ -191,9 +191,32 @@ static __u8 rule_key_len(const struct rule *r, bool is_default)
 /* The table entry of rule r in generation gen. `live` is the entry at the
  * same index in the active slot: when it says the same, the entry keeps its
  * `since`, so buckets bound to it keep their TAT as it is. */
+void rule_limit(const struct rule *r, struct sluice_limit *l)
+{
+	__u32 period = r->period ? r->period : SLUICE_PERIOD_SEC;
+
+	memset(l, 0, sizeof(*l));
+	l->algo = (__u8)r->algo;
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		l->interval = gcra_interval_per(r->rate, period);
+		l->tolerance = gcra_cost(l->interval, r->burst);
+		l->ban = r->ban_ns ? gcra_now(r->ban_ns) : 0;
+		return;
+	}
+	l->interval = r->window_ns;
+	l->tolerance = r->burst;	/* the budget per window */
+	l->ban = r->ban_ns;
+	if (r->algo == SLUICE_ALGO_SLIDING_WINDOW) {
+		l->bits = (__u8)window_count_bits(r->burst);
+		l->ban_windows = (__u32)sw_ban_windows(r->ban_ns, r->window_ns);
+	}
+}
+
 static void policy_to_table(const struct rule *r, bool is_default,
 			    const struct sluice_policy *live, __u64 gen, struct sluice_policy *sp)
 {
+	struct sluice_limit l;
+
 	memset(sp, 0, sizeof(*sp));
 	sp->action = r->action;
 	sp->in_use = 1;
@@ -210,20 +233,13 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->period = r->period ? r->period : SLUICE_PERIOD_SEC;
 		sp->rate = r->rate;
 		sp->burst = r->burst;
-		sp->algo = (__u8)r->algo;
-		if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
-			sp->interval = gcra_interval_per(r->rate, sp->period);
-			sp->tolerance = gcra_cost(sp->interval, r->burst);
-			sp->ban = r->ban_ns ? gcra_now(r->ban_ns) : 0;
-		} else {
-			sp->interval = r->window_ns;
-			sp->tolerance = r->burst;	/* the budget per window */
-			sp->ban = r->ban_ns;
-			if (r->algo == SLUICE_ALGO_SLIDING_WINDOW) {
-				sp->bits = (__u8)window_count_bits(r->burst);
-				sp->ban_windows = (__u32)sw_ban_windows(r->ban_ns, r->window_ns);
-			}
-		}
+		rule_limit(r, &l);
+		sp->algo = l.algo;
+		sp->interval = l.interval;
+		sp->tolerance = l.tolerance;
+		sp->ban = l.ban;
+		sp->bits = l.bits;
+		sp->ban_windows = l.ban_windows;
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
 		sp->per = (__u8)r->per;
 		sp->per_len = (__u8)r->per_len;

@@ -33,8 +33,9 @@ run() {
 # run -j ARGS, which must succeed; then the jq value of EXPR.
 run_json() {
 	run -j simulate "$@"
-	((RC == 0)) && [[ ! -s $ERR ]] ||
+	if ((RC != 0)) || [[ -s $ERR ]]; then
 		die "sluice -j simulate $* exited $RC: $(head -c 300 "$ERR")"
+	fi
 	jq -e . "$OUT" >/dev/null || die "sluice -j simulate $* printed no JSON: $(head -c 300 "$OUT")"
 }
 
@@ -42,8 +43,17 @@ run_json() {
 alg() { jq -r --arg a "$1" --arg f "$2" '.algorithms[] | select(.name == $a) | .[$f]' "$OUT"; }
 
 # A numeric comparison as a check, printing both sides.
-is() { # MSG LEFT OP RIGHT
-	if (($2 $3 $4)); then
+is() { # MSG LEFT ==|<=|>= RIGHT
+	local ok=false
+	if [[ $2 =~ ^[0-9]+$ && $4 =~ ^[0-9]+$ ]]; then
+		case $3 in
+		==) (( $2 == $4 )) && ok=true ;;
+		"<=") (( $2 <= $4 )) && ok=true ;;
+		">=") (( $2 >= $4 )) && ok=true ;;
+		*) die "is: unknown operator $3" ;;
+		esac
+	fi
+	if $ok; then
 		pass_check "$1: $2 $3 $4"
 	else
 		fail_check "$1: $2 $3 $4 does not hold"
@@ -189,6 +199,7 @@ bad "0.75 packets a window" --pattern steady --rate 3 --window 250ms
 bad "bad --window '2h'" --pattern steady --rate 10 --window 2h
 bad "bad --duration '10'" --pattern steady --rate 10 --duration 10
 bad "--duration goes with --pattern" --trace "$T/hand.trace" --rate 10 --duration 1s
+bad "boundary makes no arrival in --duration: its first comes at 3528s" --pattern boundary --rate 5/h
 bad "more than 10000000 arrivals" --pattern steady --rate 1000000 --window 1ms --duration 6s
 bad "bad --plot '.*x.pdf'" --pattern steady --rate 10 --plot "$T/x.pdf"
 bad "unknown option '--algo'" --pattern steady --rate 10 --algo fixed-window

@@ -108,9 +108,9 @@ while IFS=$'\t' read -r cidr action rate burst passed dropped; do
 		[[ $got == "$want" ]] || fail "policy $cidr $a: exporter $got, limit list -j $want"
 	done
 	if [[ $action == limit ]]; then
-		what="unit=\"packets\",rate=\"$rate/s\",burst=\"$burst\",per=\"source\",ban_seconds=\"0\""
+		what="unit=\"packets\",rate=\"$rate/s\",burst=\"$burst\",per=\"source\",algo=\"token-bucket\",window_seconds=\"\",ban_seconds=\"0\""
 	else
-		what='unit="",rate="",burst="",per="",ban_seconds=""'
+		what='unit="",rate="",burst="",per="",algo="",window_seconds="",ban_seconds=""'
 	fi
 	info="sluice_rule_info{$P,kind=\"$action\",$what,monitor=\"false\"}"
 	assert_eq "$(series "$m" "$info")" 1 "$info"

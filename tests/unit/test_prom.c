@@ -243,11 +243,12 @@ static void case_empty(void)
 /* One interface: every reason, the default and a few plain CIDR rules. */
 static void case_one_iface(void)
 {
-	struct prom_rule rules[4] = {
+	struct prom_rule rules[5] = {
 		rule_limit("default", 100, 200),
 		rule_limit("198.18.6.0/24", 10, 10),
 		rule_deny("198.18.7.0/24"),
 		rule_allow("2001:2::100/120"),
+		rule_limit("198.18.8.0/24", 100, 25),
 	};
 	struct prom_iface ifc;
 	struct prom_scrape s;
@@ -256,6 +257,10 @@ static void case_one_iface(void)
 	counts(&rules[1], 40, 960);
 	counts(&rules[2], 0, 300);
 	counts(&rules[3], 300, 0);
+	/* a sliding window of 250 ms: its budget is in burst */
+	rules[4].algo = "sliding-window";
+	rules[4].window_ns = 250000000;
+	counts(&rules[4], 25, 75);
 	iface_init(&ifc, "veth0", 42);
 	fill_reasons(&ifc, 1);
 	ifc.sources = 7;
