@@ -41,6 +41,13 @@ SLUICE_INLINE __u64 win_mul(__u64 a, __u64 b)
 	return gcra_cost(a, b);
 }
 
+/* w * W in ns, saturating: W may exceed 2^32 (a window over 4.3 s), which
+ * win_mul does not take. */
+SLUICE_INLINE __u64 win_time(__u64 w, __u64 window)
+{
+	return window && w > SLUICE_U64_MAX / window ? SLUICE_U64_MAX : w * window;
+}
+
 /* The window now falls in, and where it starts. */
 SLUICE_INLINE __u64 win_index(__u64 now, __u64 window)
 {
@@ -111,7 +118,7 @@ SLUICE_INLINE __u64 fw_ban_left(__u64 s, __u64 now, __u64 window, __u64 budget)
 	/* Banned until the window w where S = (w + 1) * N, that is until
 	 * window S / N - 1 begins. */
 	w = s / budget - 1;
-	return win_mul(w, window) > now ? win_mul(w, window) - now : 0;
+	return win_time(w, window) > now ? win_time(w, window) - now : 0;
 }
 
 /* ns until a packet of cost units would be admitted: 0 now, U64_MAX never
@@ -129,9 +136,9 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
 	w = (win_add(s, cost) - 1) / budget;
 	if (w <= win_index(now, window))
 		w = win_index(now, window) + 1;
-	t = win_mul(w, window);
-	if (t == SLUICE_U64_MAX || w > SLUICE_U64_MAX / window)
-		return SLUICE_U64_MAX;
+	t = win_time(w, window);
+	if (t == SLUICE_U64_MAX || win_add(win_mul(w, budget), budget) == SLUICE_U64_MAX)
+		return SLUICE_U64_MAX;	/* past the clock's end, or S saturates */
 	return t - now;
 }
 
