@@ -185,7 +185,8 @@ SLUICE_INLINE int sw_ahead(__u64 st, __u64 w, __u32 bits, __u64 ban_windows)
 {
 	__u64 age = sw_age(st, w, bits);
 
-	return age && sw_mask(sw_tag_bits(bits)) - age < ban_windows;
+	/* The zero word, a new bucket's, is empty at any window. */
+	return st && age && sw_mask(sw_tag_bits(bits)) - age < ban_windows;
 }
 
 /* The counts as of window w: *cur of window w, *prev of window w - 1. */
