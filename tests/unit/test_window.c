@@ -835,6 +835,47 @@ static void case_fw_saturation(void)
 		}
 }
 
+/*
+ * The zero word is a new bucket's (bpf/sluice.bpf.c take_bucket) and what
+ * limit_rebind gives a source entering a limit: empty at every window,
+ * also where its tag 0 lies within a ban's reach ahead of now (windows
+ * 2^tagbits - ban_windows .. 2^tagbits - 1, modulo 2^tagbits).
+ */
+static void case_sw_zero_word_empty(void)
+{
+	static const __u64 budgets[] = { 1, 1023, 65536, SLUICE_SW_BUDGET_MAX };
+	static const __u64 bans[] = { 0, 1, 3 * MS, 3600 * SEC };
+	size_t k, j;
+	__u64 m, q;
+
+	for (k = 0; k < ARRAY_LEN(budgets); k++)
+		for (j = 0; j < ARRAY_LEN(bans); j++) {
+			__u64 N = budgets[k], W = MS;
+			struct sluice_limit l = lim_sw(W, N, bans[j]);
+			__u32 tb = sw_tag_bits(l.bits);
+
+			for (m = 1; m <= 3; m++)
+				for (q = 0; q < 8; q++) {
+					/* windows just below m * 2^tagbits */
+					__u64 back = q < 4 ? q + 1 : l.ban_windows + 3 - q;
+					__u64 w, t;
+
+					if (tb >= 44 || back > m << tb)
+						continue;	/* past the clock's end */
+					w = (m << tb) - back;
+					t = w * W + (q * W) / 8;
+					CHECK(!limit_banned(&l, 0, t), "N=%llu ban %llu: a new bucket "
+					      "is banned %llu windows before %llu * 2^%u", (ull)N,
+					      (ull)bans[j], (ull)back, (ull)m, tb);
+					CHECK_EQ(limit_available(&l, 0, t), N, "N=%llu ban %llu: "
+						 "new bucket, %llu windows before %llu * 2^%u",
+						 (ull)N, (ull)bans[j], (ull)back, (ull)m, tb);
+					CHECK_EQ(limit_wait(&l, 0, t, N), 0, "N=%llu ban %llu: new "
+						 "bucket's wait for N", (ull)N, (ull)bans[j]);
+				}
+		}
+}
+
 /* Admit (no ban stored): what the tag-wrap case compares. */
 static int admit_only(const struct sluice_limit *l, __u64 *st, __u64 now, __u64 cost)
 {
@@ -845,8 +886,9 @@ static int admit_only(const struct sluice_limit *l, __u64 *st, __u64 now, __u64 
  * The sliding window's tag wraps every 2^tagbits windows: a word last
  * written exactly that many windows ago (give or take a few) reads its old
  * counts again, or reads as banned for up to the rule's ban in windows
- * before that. It must only ever reject more than a word that is simply
- * old (empty), and decide the same once those windows have passed.
+ * before that. Probed at times through those windows, it must only ever
+ * reject more than a word that is simply old (empty), and decide the same
+ * once they have passed.
  */
 static void case_sw_tag_wrap(void)
 {
@@ -875,19 +917,22 @@ static void case_sw_tag_wrap(void)
 				for (x = first - 3; x <= last + 4; x++) {
 					wx = (__u64)((long long)x0 + x);
 					if (x == first - 3) {	/* same counts, 100 windows old */
-						CHECK(admit_only(&l, &plain, (wx - 101) * W, 1), "p");
-						CHECK(admit_only(&l, &plain, (wx - 100) * W, N - 2), "c");
+						CHECK(admit_only(&l, &plain, (wx - 101) * W, 1),
+						      "old word: prev rejected");
+						CHECK(admit_only(&l, &plain, (wx - 100) * W, N - 2),
+						      "old word: cur rejected");
 					}
 					for (t = wx * W; t < (wx + 1) * W; t += W / 16 + rng_below(W / 8)) {
 						__u64 c = 1 + rng_below(rng_below(2) ? 3 : N / 3);
-						int aw = admit_only(&l, &st, t, c);
-						int ap = admit_only(&l, &plain, t, c);
+						/* probes: the words stay as they are */
+						int aw = would_admit(&l, st, t, c);
+						int ap = would_admit(&l, plain, t, c);
 
 						CHECK(!aw || ap, "N=%llu ban %llu skew %d: the wrapped "
 						      "word admits cost %llu in window %+lld where an old "
 						      "one rejects", (ull)N, (ull)bans[j], skews[z], (ull)c,
 						      x);
-						if (x > last + 1)
+						if (x > last)
 							CHECK_EQ(aw, ap, "N=%llu ban %llu skew %d: window "
 								 "%+lld, cost %llu", (ull)N, (ull)bans[j],
 								 skews[z], x, (ull)c);
@@ -1400,6 +1445,7 @@ static const struct test_case cases[] = {
 	{ "sw_bound_traces", case_sw_bound_traces },
 	{ "sw_bound_reached", case_sw_bound_reached },
 	{ "sw_rounding_conservative", case_sw_rounding_conservative },
+	{ "sw_zero_word_empty", case_sw_zero_word_empty },
 	{ "sw_tag_wrap", case_sw_tag_wrap },
 	{ "clock_extremes", case_clock_extremes },
 	{ "retry_after_exact", case_retry_after_exact },
