@@ -319,13 +319,18 @@ SLUICE_INLINE __u64 sw_wait(__u64 st, __u64 now, __u64 window, __u64 budget, __u
 		e = sw_offset_for(prev, budget - cost - cur, window);
 		if (e < now - start)
 			e = now - start;
-		if (e < window)
+		if (e < window && e <= SLUICE_U64_MAX - start)
 			return left + start + e - now;
 	}
+	/* Never when the clock ends first. */
+	if (start > SLUICE_U64_MAX - window)
+		return SLUICE_U64_MAX;
 	start += window;
 	e = sw_offset_for(cur, budget - cost, window);
-	if (e < window)
+	if (e < window && e <= SLUICE_U64_MAX - start)
 		return left + start + e - now;
+	if (start > SLUICE_U64_MAX - window)
+		return SLUICE_U64_MAX;
 	return left + start + window - now;
 }
 
