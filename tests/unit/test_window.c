@@ -1084,7 +1084,7 @@ static void case_bans(void)
 				CHECK_EQ(wait, E + W - now, "%s: wait", ctx);
 				break;
 			case SLUICE_ALGO_SLIDING_WINDOW:
-				CHECK(wait >= E + W - now && wait < E + 2 * W - now,
+				CHECK(wait >= E + W - now && wait <= E + 2 * W - now,
 				      "%s: wait %llu, the ban ends at +%llu", ctx, (ull)wait,
 				      (ull)(E - now));
 				CHECK_EQ(limit_available(&l, st, E + W - 1), 0, "%s: full window",
