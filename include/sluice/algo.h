@@ -91,6 +91,8 @@ SLUICE_INLINE __u64 limit_wait(const struct sluice_limit *l, __u64 st, __u64 now
 		return fw_wait(st, now, l->interval, l->tolerance, n);
 	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW)
 		return sw_wait(st, now, l->interval, l->tolerance, l->bits, l->ban_windows, n);
+	if (limit_gcra_cost(l, n) > l->tolerance)
+		return SLUICE_U64_MAX;	/* over the burst: never */
 	return gcra_units_to_ns(gcra_wait(st, gcra_now(now), limit_gcra_cost(l, n), l->tolerance));
 }
 
