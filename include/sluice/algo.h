@@ -150,7 +150,7 @@ SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_ac
 				 const struct sluice_limit *ol, __u32 action,
 				 const struct sluice_limit *nl)
 {
-	__u64 cap, avail;
+	__u64 cap, avail, w, prev, cur;
 
 	if (action != SLUICE_ACT_LIMIT)
 		return st;
@@ -163,20 +163,18 @@ SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_ac
 	if (!old_known)
 		return limit_state_with(nl, at, 0);
 	avail = limit_available(ol, st, at);
-	if (ol->algo == nl->algo && ol->interval == nl->interval) {
-		/* The same windows: the counts carry over, clamped. */
+	if (ol->algo == nl->algo && ol->interval == nl->interval && !limit_banned(ol, st, at)) {
+		/* The same windows: the counts carry over, clamped (a banned
+		 * bucket has none left, below). */
 		if (nl->algo == SLUICE_ALGO_FIXED_WINDOW) {
 			cap = ol->tolerance - avail;	/* used */
 			return limit_state_with(nl, at, cap >= nl->tolerance ? 0
 								    : nl->tolerance - cap);
 		}
-		if (!limit_banned(ol, st, at)) {
-			__u64 w = win_index(at, nl->interval), prev, cur;
-
-			sw_counts(st, w, ol->bits, &prev, &cur);
-			return sw_make(w, prev > nl->tolerance ? nl->tolerance : prev,
-				       cur > nl->tolerance ? nl->tolerance : cur, nl->bits);
-		}
+		w = win_index(at, nl->interval);
+		sw_counts(st, w, ol->bits, &prev, &cur);
+		return sw_make(w, prev > nl->tolerance ? nl->tolerance : prev,
+			       cur > nl->tolerance ? nl->tolerance : cur, nl->bits);
 	}
 	cap = limit_capacity(ol);
 	return limit_state_with(nl, at, cap ? avail * limit_capacity(nl) / cap : 0);
