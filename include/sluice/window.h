@@ -150,13 +150,27 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
  * rule's budget fits; at most SLUICE_SW_COUNT_BITS_MAX) and the low
  * 64 - 2 * bits bits of the window number as the tag, which is at least
  * 24 bits. The weight of prev is rounded up to 2^-20 of the window and its
- * product up to a whole unit, so the estimate is never below the exact one:
- * the rounding only ever rejects (by at most two units), never admits.
+ * product up to a whole unit, so the estimate is never below the exact one
+ * and less than two units above it: the rounding never admits what the
+ * exact estimate rejects, and admits whenever that one has two units to
+ * spare.
  *
- * The tag wraps: a bucket left idle for a whole multiple of 2^tagbits
- * windows (at least 2^24, 4.6 hours of 1 ms windows, 194 days of 1 s ones)
- * reads its old counts again. That only rejects more, for at most two
- * windows. A ban keeps the tag of the window it ends in, ahead of now.
+ * The bound: in any interval of length L <= W it admits at most
+ * N * (1 + L / W) units. By offset e, window w admits at most
+ * N - prev * (W - e) / W, so an interval from window w - 1 into w, ending
+ * at offset e < L, holds at most N + prev * e / W. Over a window-long
+ * interval that is 2N, as for a fixed window, and it is reached (to within
+ * 2 units: N in the last ns of a window, then a sender paced by the
+ * retry-after through the next); but where a fixed window admits 2N within
+ * 2 ns, this one admits N + 2N/W there. The sliding log it approximates
+ * admits at most N in any window-long interval.
+ *
+ * The tag wraps every 2^tagbits windows (at least 2^24: 4.6 hours of 1 ms
+ * windows, 194 days of 1 s ones): a word last written in window t reads its
+ * old counts again in windows t + k * 2^tagbits and the one after, and with
+ * a --ban it reads as banned in the ban_windows windows before those. That
+ * only rejects more. A ban keeps the tag of the window it ends in, ahead of
+ * now; the zero word (a new bucket) is empty at any window.
  */
 SLUICE_INLINE __u32 sw_tag_bits(__u32 bits)
 {
