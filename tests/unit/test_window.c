@@ -747,14 +747,19 @@ static void case_clock_extremes(void)
 			__u64 bmax = algos[a] == SLUICE_ALGO_FIXED_WINDOW ? SLUICE_FW_BUDGET_MAX
 									  : SLUICE_SW_BUDGET_MAX;
 			const __u64 budgets[] = { 1, 2, 1000, bmax };
-			/* Boundaries: the first, those around 2^63, the last two. */
-			const __u64 bounds[] = { W, 2 * W, (1ULL << 63) / W * W,
-						 (1ULL << 63) / W * W + W, U64_MAX / W * W - W,
-						 U64_MAX / W * W };
+			for (k = 0; k < ARRAY_LEN(budgets); k++) {
+				__u64 N = budgets[k];
+				/* Boundaries: the first, those around 2^63, the last
+				 * two; a fixed window's S saturates in the window
+				 * U64_MAX / N (its end passes 2^64 - 1): around it. */
+				__u64 sat = U64_MAX / N < U64_MAX / W ? U64_MAX / N * W : W;
+				const __u64 bounds[] = { W, 2 * W, (1ULL << 63) / W * W,
+							 (1ULL << 63) / W * W + W,
+							 U64_MAX / W * W - W, U64_MAX / W * W,
+							 sat, sat + W };
 
-			for (k = 0; k < ARRAY_LEN(budgets); k++)
 				for (s = 0; s < ARRAY_LEN(bounds); s++) {
-					__u64 N = budgets[k], B = bounds[s], c, per, got;
+					__u64 B = bounds[s], c, per, got;
 					struct bk b = bk_new(lim_of(algos[a], W, N, 0));
 					const __u64 costs[] = { 1, N / 4 ? N / 4 : 1, N };
 					size_t q;
@@ -793,6 +798,7 @@ static void case_clock_extremes(void)
 						RETURN_IF_FAILED();
 					}
 				}
+			}
 		}
 }
 
