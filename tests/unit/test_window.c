@@ -747,6 +747,7 @@ static void case_clock_extremes(void)
 			__u64 bmax = algos[a] == SLUICE_ALGO_FIXED_WINDOW ? SLUICE_FW_BUDGET_MAX
 									  : SLUICE_SW_BUDGET_MAX;
 			const __u64 budgets[] = { 1, 2, 1000, bmax };
+
 			for (k = 0; k < ARRAY_LEN(budgets); k++) {
 				__u64 N = budgets[k];
 				/* Boundaries: the first, those around 2^63, the last
