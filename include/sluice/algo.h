@@ -142,9 +142,10 @@ SLUICE_INLINE __u64 limit_state_with(const struct sluice_limit *l, __u64 at, __u
  * every algorithm) when the old one did not limit. A token bucket that
  * stays one keeps its tokens, clamped to the new burst (gcra_rebind). A
  * bucket that changes algorithm or window keeps the share of its capacity
- * it had left, rounded down. When the old limit is no longer known, a token
- * bucket keeps its debt (gcra_carry_unknown) and a window starts spent at
- * `at`: a change never hands a source a budget it had not earned.
+ * it had left, rounded down. When the old limit is no longer known (the
+ * bucket was idle across several changes of its own rule), neither is what
+ * its word means, so it starts spent at `at` and refills by its new limit
+ * since: a change never hands a source a budget it had not earned.
  */
 SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_action,
 				 const struct sluice_limit *ol, __u32 action,
@@ -156,12 +157,11 @@ SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_ac
 		return st;
 	if (old_known && old_action != SLUICE_ACT_LIMIT)
 		return 0;
-	if (nl->algo == SLUICE_ALGO_TOKEN_BUCKET &&
-	    (!old_known || ol->algo == SLUICE_ALGO_TOKEN_BUCKET))
-		return gcra_rebind(st, gcra_now(at), old_known, old_action, ol->interval,
-				   ol->tolerance, action, nl->interval, nl->tolerance);
 	if (!old_known)
 		return limit_state_with(nl, at, 0);
+	if (nl->algo == SLUICE_ALGO_TOKEN_BUCKET && ol->algo == SLUICE_ALGO_TOKEN_BUCKET)
+		return gcra_rebind(st, gcra_now(at), 1, old_action, ol->interval,
+				   ol->tolerance, action, nl->interval, nl->tolerance);
 	avail = limit_available(ol, st, at);
 	if (ol->algo == nl->algo && ol->interval == nl->interval && !limit_banned(ol, st, at)) {
 		/* The same windows: the counts carry over, clamped (a banned

@@ -1153,7 +1153,7 @@ static __u64 burst_units(const struct sluice_limit *l, __u64 st, __u64 at, __u64
  * a token bucket to a token bucket is gcra_rebind; the same window
  * algorithm and window keeps the counts, clamped to the new budget; any
  * other change keeps the share of the capacity left, rounded down; an
- * unknown old limit starts a window spent at `at`.
+ * unknown old limit starts every algorithm spent at `at`.
  */
 static void case_rebind(void)
 {
@@ -1194,8 +1194,8 @@ static void case_rebind(void)
 		/* Old limit unknown. */
 		r = limit_rebind(st, at, 0, SLUICE_ACT_LIMIT, &ol, SLUICE_ACT_LIMIT, &nl);
 		if (na == SLUICE_ALGO_TOKEN_BUCKET) {
-			CHECK_EQ(r, gcra_carry_unknown(st, gcra_now(at), nl.tolerance),
-				 "%s: unknown old, token bucket keeps the debt", ctx);
+			CHECK_EQ(r, gcra_tat_at(gcra_now(at), nl.tolerance),
+				 "%s: unknown old, token bucket starts spent", ctx);
 		} else {
 			CHECK_EQ(limit_available(&nl, r, at), 0, "%s: unknown old", ctx);
 			CHECK(!limit_banned(&nl, r, at), "%s: unknown old bans", ctx);
