@@ -261,7 +261,7 @@ static int ban_case(int sliding)
 	const __u64 W = 100 * MS, N = 5, BAN = 300 * MS;
 	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
 	struct frame f;
-	__u64 w, t0, t1, a, rejected_at, free_w;
+	__u64 w, t0, t1, a, over, during, rejected_at, free_w;
 
 	TCHECK(setup(sliding ? "limit default --rate 50 --algo sliding-window --window 100ms "
 			       "--ban 300ms"
@@ -273,8 +273,9 @@ static int ban_case(int sliding)
 	t0 = mono_now_ns();
 	a = send_n(&f, N);
 	rejected_at = mono_now_ns();
-	TCHECK(send_n(&f, 1) == 0, "the packet over the budget passed");
+	over = send_n(&f, 1);
 	t1 = mono_now_ns();
+	during = send_n(&f, 10);
 	/* the ban's window is the one now + ban falls in, now read between
 	 * rejected_at and t1 */
 	MISSED(win_index(rejected_at + BAN, W) != win_index(t1 + BAN, W),
@@ -282,12 +283,17 @@ static int ban_case(int sliding)
 	MISSED(win_index(t0, W) != w || win_index(t1, W) != w, "the budget left its window");
 	TCHECK(a == N, "%llu of the budget %llu passed", (unsigned long long)a,
 	       (unsigned long long)N);
-	TCHECK(send_n(&f, 10) == 0, "passed while banned");
+	TCHECK(over == 0, "the packet over the budget passed");
+	TCHECK(during == 0, "%llu passed while banned", (unsigned long long)during);
 	/* a window later, still banned */
 	sleep_until((w + 1) * W + 50 * MS);
-	TCHECK(send_n(&f, 10) == 0, "passed while banned, a window later");
+	t0 = mono_now_ns();
+	during = send_n(&f, 10);
 	t1 = mono_now_ns();
-	MISSED(win_index(t1, W) != w + 1, "the check a window later left its window");
+	MISSED(win_index(t0, W) != w + 1 || win_index(t1, W) != w + 1,
+	       "the check a window later left its window");
+	TCHECK(during == 0, "%llu passed while banned, a window later",
+	       (unsigned long long)during);
 	counters_now(&fx, after);
 	TCHECK(reason_delta(before, after, SLUICE_R_RATE_LIMITED) == 1 &&
 	       reason_delta(before, after, SLUICE_R_BANNED) == 20,
