@@ -55,11 +55,13 @@ $(BUILD)/tests/sluice_random.bpf.o: tests/bpf/sluice_random.bpf.c bpf/sluice.bpf
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
 $(BUILD)/tests/sluice_random.skel.h: $(BUILD)/tests/sluice_random.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_random_bpf > $@
-$(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources: $(BUILD)/tests/%: tests/bpf/%.c \
+$(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources \
+		$(BUILD)/tests/test_algos: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
+TEST_BINS	+= $(BUILD)/tests/test_algos
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_random.skel.h
 	@mkdir -p $(@D)

@@ -123,6 +123,8 @@ SLUICE_INLINE __u64 limit_wait(const struct sluice_limit *l, __u64 st, __u64 now
 		return fw_wait(st, now, l->interval, l->tolerance, n);
 	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW)
 		return sw_wait(st, now, l->interval, l->tolerance, l->bits, l->ban_windows, n);
+	if (limit_gcra_cost(l, n) > l->tolerance)
+		return SLUICE_U64_MAX;	/* over the burst: never */
 	return gcra_units_to_ns(gcra_wait(st, gcra_now(now), limit_gcra_cost(l, n), l->tolerance));
 }
 
@@ -172,41 +174,39 @@ SLUICE_INLINE __u64 limit_state_with(const struct sluice_limit *l, __u64 at, __u
  * every algorithm) when the old one did not limit. A token bucket that
  * stays one keeps its tokens, clamped to the new burst (gcra_rebind). A
  * bucket that changes algorithm or window keeps the share of its capacity
- * it had left, rounded down. When the old limit is no longer known, a token
- * bucket keeps its debt (gcra_carry_unknown) and a window starts spent at
- * `at`: a change never hands a source a budget it had not earned.
+ * it had left, rounded down. When the old limit is no longer known (the
+ * bucket was idle across several changes of its own rule), neither is what
+ * its word means, so it starts spent at `at` and refills by its new limit
+ * since: a change never hands a source a budget it had not earned.
  */
 SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_action,
 				 const struct sluice_limit *ol, __u32 action,
 				 const struct sluice_limit *nl)
 {
-	__u64 cap, avail;
+	__u64 cap, avail, w, prev, cur;
 
 	if (action != SLUICE_ACT_LIMIT)
 		return st;
 	if (old_known && old_action != SLUICE_ACT_LIMIT)
 		return 0;
-	if (nl->algo == SLUICE_ALGO_TOKEN_BUCKET &&
-	    (!old_known || ol->algo == SLUICE_ALGO_TOKEN_BUCKET))
-		return gcra_rebind(st, gcra_now(at), old_known, old_action, ol->interval,
-				   ol->tolerance, action, nl->interval, nl->tolerance);
 	if (!old_known)
 		return limit_state_with(nl, at, 0);
+	if (nl->algo == SLUICE_ALGO_TOKEN_BUCKET && ol->algo == SLUICE_ALGO_TOKEN_BUCKET)
+		return gcra_rebind(st, gcra_now(at), 1, old_action, ol->interval,
+				   ol->tolerance, action, nl->interval, nl->tolerance);
 	avail = limit_available(ol, st, at);
-	if (ol->algo == nl->algo && ol->interval == nl->interval) {
-		/* The same windows: the counts carry over, clamped. */
+	if (ol->algo == nl->algo && ol->interval == nl->interval && !limit_banned(ol, st, at)) {
+		/* The same windows: the counts carry over, clamped (a banned
+		 * bucket has none left, below). */
 		if (nl->algo == SLUICE_ALGO_FIXED_WINDOW) {
 			cap = ol->tolerance - avail;	/* used */
 			return limit_state_with(nl, at, cap >= nl->tolerance ? 0
 								    : nl->tolerance - cap);
 		}
-		if (!limit_banned(ol, st, at)) {
-			__u64 w = win_index(at, nl->interval), prev, cur;
-
-			sw_counts(st, w, ol->bits, &prev, &cur);
-			return sw_make(w, prev > nl->tolerance ? nl->tolerance : prev,
-				       cur > nl->tolerance ? nl->tolerance : cur, nl->bits);
-		}
+		w = win_index(at, nl->interval);
+		sw_counts(st, w, ol->bits, &prev, &cur);
+		return sw_make(w, prev > nl->tolerance ? nl->tolerance : prev,
+			       cur > nl->tolerance ? nl->tolerance : cur, nl->bits);
 	}
 	cap = limit_capacity(ol);
 	return limit_state_with(nl, at, cap ? avail * limit_capacity(nl) / cap : 0);

@@ -41,6 +41,13 @@ SLUICE_INLINE __u64 win_mul(__u64 a, __u64 b)
 	return gcra_cost(a, b);
 }
 
+/* w * W in ns, saturating: W may exceed 2^32 (a window over 4.3 s), which
+ * win_mul does not take. */
+SLUICE_INLINE __u64 win_time(__u64 w, __u64 window)
+{
+	return window && w > SLUICE_U64_MAX / window ? SLUICE_U64_MAX : w * window;
+}
+
 /* The window now falls in, and where it starts. */
 SLUICE_INLINE __u64 win_index(__u64 now, __u64 window)
 {
@@ -115,7 +122,7 @@ SLUICE_INLINE __u64 fw_ban_left(__u64 s, __u64 now, __u64 window, __u64 budget)
 	/* Banned until the window w where S = (w + 1) * N, that is until
 	 * window S / N - 1 begins. */
 	w = s / budget - 1;
-	return win_mul(w, window) > now ? win_mul(w, window) - now : 0;
+	return win_time(w, window) > now ? win_time(w, window) - now : 0;
 }
 
 /* ns until a packet of cost units would be admitted: 0 now, U64_MAX never
@@ -133,9 +140,9 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
 	w = (win_add(s, cost) - 1) / budget;
 	if (w <= win_index(now, window))
 		w = win_index(now, window) + 1;
-	t = win_mul(w, window);
-	if (t == SLUICE_U64_MAX || w > SLUICE_U64_MAX / window)
-		return SLUICE_U64_MAX;
+	t = win_time(w, window);
+	if (t == SLUICE_U64_MAX || win_add(win_mul(w, budget), budget) == SLUICE_U64_MAX)
+		return SLUICE_U64_MAX;	/* past the clock's end, or S saturates */
 	return t - now;
 }
 
@@ -147,13 +154,27 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
  * rule's budget fits; at most SLUICE_SW_COUNT_BITS_MAX) and the low
  * 64 - 2 * bits bits of the window number as the tag, which is at least
  * 24 bits. The weight of prev is rounded up to 2^-20 of the window and its
- * product up to a whole unit, so the estimate is never below the exact one:
- * the rounding only ever rejects (by at most two units), never admits.
+ * product up to a whole unit, so the estimate is never below the exact one
+ * and less than two units above it: the rounding never admits what the
+ * exact estimate rejects, and admits whenever that one has two units to
+ * spare.
  *
- * The tag wraps: a bucket left idle for a whole multiple of 2^tagbits
- * windows (at least 2^24, 4.6 hours of 1 ms windows, 194 days of 1 s ones)
- * reads its old counts again. That only rejects more, for at most two
- * windows. A ban keeps the tag of the window it ends in, ahead of now.
+ * The bound: in any interval of length L <= W it admits at most
+ * N * (1 + L / W) units. By offset e, window w admits at most
+ * N - prev * (W - e) / W, so an interval from window w - 1 into w, ending
+ * at offset e < L, holds at most N + prev * e / W. Over a window-long
+ * interval that is 2N, as for a fixed window, and it is reached (to within
+ * 2 units: N in the last ns of a window, then a sender paced by the
+ * retry-after through the next); but where a fixed window admits 2N within
+ * 2 ns, this one admits N + 2N/W there. The sliding log it approximates
+ * admits at most N in any window-long interval.
+ *
+ * The tag wraps every 2^tagbits windows (at least 2^24: 4.6 hours of 1 ms
+ * windows, 194 days of 1 s ones): a word last written in window t reads its
+ * old counts again in windows t + k * 2^tagbits and the one after, and with
+ * a --ban it reads as banned in the ban_windows windows before those. That
+ * only rejects more. A ban keeps the tag of the window it ends in, ahead of
+ * now; the zero word (a new bucket) is empty at any window.
  */
 SLUICE_INLINE __u32 sw_tag_bits(__u32 bits)
 {
@@ -182,7 +203,8 @@ SLUICE_INLINE int sw_ahead(__u64 st, __u64 w, __u32 bits, __u64 ban_windows)
 {
 	__u64 age = sw_age(st, w, bits);
 
-	return age && sw_mask(sw_tag_bits(bits)) - age < ban_windows;
+	/* The zero word, a new bucket's, is empty at any window. */
+	return st && age && sw_mask(sw_tag_bits(bits)) - age < ban_windows;
 }
 
 /* The counts as of window w: *cur of window w, *prev of window w - 1. */
@@ -336,13 +358,18 @@ SLUICE_INLINE __u64 sw_wait(__u64 st, __u64 now, __u64 window, __u64 budget, __u
 		e = sw_offset_for(prev, budget - cost - cur, window);
 		if (e < now - start)
 			e = now - start;
-		if (e < window)
+		if (e < window && e <= SLUICE_U64_MAX - start)
 			return left + start + e - now;
 	}
+	/* Never when the clock ends first. */
+	if (start > SLUICE_U64_MAX - window)
+		return SLUICE_U64_MAX;
 	start += window;
 	e = sw_offset_for(cur, budget - cost, window);
-	if (e < window)
+	if (e < window && e <= SLUICE_U64_MAX - start)
 		return left + start + e - now;
+	if (start > SLUICE_U64_MAX - window)
+		return SLUICE_U64_MAX;
 	return left + start + window - now;
 }
 

@@ -9,6 +9,7 @@
 #include "fixture.h"
 #include "check.h"
 #include "sluice/gcra.h"
+#include "sluice/window.h"
 #include "sluice_racy.skel.h"
 
 #define RACE_REPEAT	200000	/* test runs per call */
@@ -389,8 +390,274 @@ static void race_policy_flips(void)
 	}
 }
 
-int main(void)
+/*
+ * The window algorithms under the same hammer: every CPU on one source, a
+ * budget N below what they send, in one window (1 h; a run that crosses a
+ * boundary is run again). The real program admits exactly N and its state
+ * word counts exactly the admissions (no lost update); the racy variant,
+ * whose lost updates leave the count behind, must over-admit.
+ */
+#define WIN_RETRIES	3	/* runs that cross a window boundary */
+#define ROLL_WINDOW_NS	(50ULL * 1000000ULL)
+#define ROLL_BUDGET	50000ULL	/* per 50 ms window: far below what 2 CPUs send */
+
+struct win_result {
+	__u64 total, passed, counted, windows, src_passed, src_dropped;
+	__u64 most;	/* what the state word says the run may have admitted */
+	char others[256];
+	int err, crossed;
+};
+
+/* Run every CPU at once against 198.18.0.77 under policy, a window
+ * algorithm of window W and budget N; counted is what the state word says
+ * the current window admitted (raw, not capped at N). */
+static struct win_result win_race(skel_open_fn open_skel, const char *policy, int algo,
+				  __u64 window, __u64 budget)
 {
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	struct sluice_counter c[SLUICE_R_MAX];
+	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
+	struct win_result res = { .err = -1 };
+	struct sluice_bucket b;
+	__u64 t0, t1;
+
+	fixture_close(&fx);
+	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
+		free(w);
+		return res;
+	}
+	frame_udp_from(&race_frame, "198.18.0.77");
+	pthread_barrier_init(&start_line, NULL, (unsigned int)ncpu + 1);
+	for (int i = 0; i < ncpu; i++) {
+		w[i].cpu = i;
+		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
+	}
+	t0 = mono_now_ns();
+	pthread_barrier_wait(&start_line);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(w[i].tid, NULL);
+	t1 = mono_now_ns();
+	pthread_barrier_destroy(&start_line);
+	res.err = 0;
+	for (int i = 0; i < ncpu; i++)
+		if (w[i].err)
+			res.err = w[i].err;
+	free(w);
+
+	counters_now(&fx, c);
+	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
+	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
+	for (__u32 r = 0, off = 0; r < SLUICE_R_MAX; r++)
+		if (c[r].packets && r != SLUICE_R_WITHIN_LIMIT && r != SLUICE_R_RATE_LIMITED &&
+		    off < sizeof(res.others))
+			off += (__u32)snprintf(res.others + off, sizeof(res.others) - off, " %s %llu",
+					       reason_name(r), (unsigned long long)c[r].packets);
+	res.windows = win_index(t1, window) - win_index(t0, window) + 1;
+	res.crossed = res.windows > 1;
+	if (bucket_of(&fx, "198.18.0.77", &b)) {
+		res.err = ENOENT;
+		return res;
+	}
+	/*
+	 * The state word bounds what the run admitted. A fixed window's
+	 * running count S moved from at least t0's window start by one per
+	 * admission plus what windows left unused: at most S - w0 x N. A
+	 * sliding window's word holds the counts of its last window wl and
+	 * the one before (prev), each earlier window admitted at most N: at
+	 * most N x (wl - 1 - w0) + prev + cur. A lost update leaves the word
+	 * behind the admissions.
+	 */
+	if (algo == SLUICE_ALGO_FIXED_WINDOW) {
+		__u64 start = fw_start(t1, window, budget), first = fw_start(t0, window, budget);
+
+		res.counted = b.tat > start ? b.tat - start : 0;
+		res.most = b.tat > first ? b.tat - first : 0;
+	} else {
+		__u32 bits = window_count_bits(budget);
+		__u64 w1 = win_index(t1, window), w0 = win_index(t0, window);
+		__u64 wl = w1 - sw_age(b.tat, w1, bits), prev = (b.tat >> bits) & sw_mask(bits);
+
+		res.counted = b.tat & sw_mask(bits);
+		res.most = (wl > w0 + 1 ? (wl - w0 - 1) * budget : 0) + prev + res.counted;
+	}
+	res.src_passed = b.passed;
+	res.src_dropped = b.dropped;
+	printf("  %s: %d CPUs, %llu packets in %.3f s over %llu window(s), %llu passed, "
+	       "%llu counted in the last window, at most %llu by the state\n", policy, ncpu,
+	       (unsigned long long)res.total, (double)(t1 - t0) / 1e9,
+	       (unsigned long long)res.windows, (unsigned long long)res.passed,
+	       (unsigned long long)res.counted, (unsigned long long)res.most);
+	return res;
+}
+
+/* A run of one window that crossed a boundary is run again. */
+static struct win_result win_race_one_window(skel_open_fn open_skel, const char *policy,
+					     int algo, __u64 window, __u64 budget)
+{
+	struct win_result r = { .err = -1 };
+
+	for (int i = 0; i < WIN_RETRIES; i++) {
+		r = win_race(open_skel, policy, algo, window, budget);
+		if (r.err || !r.crossed)
+			break;
+		printf("  crossed a window boundary: again\n");
+	}
+	return r;
+}
+
+static void check_common(const struct win_result *r)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	CHECK(r->err == 0, "run failed: %s", r->err > 0 ? strerror(r->err) : "setup");
+	CHECK(r->total == (__u64)ncpu * RACE_CALLS * RACE_REPEAT,
+	      "%llu packets passed or rate limited; others:%s", (unsigned long long)r->total,
+	      r->others);
+	CHECK(r->src_passed == r->passed && r->src_dropped == r->total - r->passed,
+	      "per-source counters lost updates: %llu/%llu vs %llu/%llu",
+	      (unsigned long long)r->src_passed, (unsigned long long)r->src_dropped,
+	      (unsigned long long)r->passed, (unsigned long long)(r->total - r->passed));
+}
+
+static void check_one_window(const struct win_result *r, __u64 budget)
+{
+	int before = check_failures;
+
+	check_common(r);
+	if (check_failures != before)
+		return;
+	CHECK(!r->crossed, "every run crossed a window boundary");
+	CHECK(r->passed <= budget, "over-admitted: %llu passed, the budget is %llu",
+	      (unsigned long long)r->passed, (unsigned long long)budget);
+	CHECK(r->passed == budget, "starved: %llu passed, the budget is %llu",
+	      (unsigned long long)r->passed, (unsigned long long)budget);
+	CHECK(r->counted == r->passed, "the state counts %llu admissions of %llu: %llu lost",
+	      (unsigned long long)r->counted, (unsigned long long)r->passed,
+	      (unsigned long long)(r->passed - r->counted));
+}
+
+/* Run racy then real until the racy one shows over-admission (so the CPUs
+ * were truly concurrent), as race_proven does. */
+static void win_race_proven(const char *policy, int algo, __u64 budget)
+{
+	__u64 give_up = mono_now_ns() + RACE_PROVE_SECONDS * SLUICE_NS_PER_SEC;
+	__u64 window = 3600ULL * SLUICE_NS_PER_SEC;
+	int proven = 0, tries = 0;
+
+	for (; !proven && mono_now_ns() < give_up; tries++) {
+		struct win_result racy = win_race_one_window(open_racy, policy, algo, window,
+							     budget);
+		struct win_result real = win_race_one_window(sluice_bpf__open, policy, algo,
+							     window, budget);
+		int before = check_failures;
+
+		CHECK(racy.err == 0, "racy variant: run failed");
+		check_one_window(&real, budget);
+		if (check_failures != before)
+			return;
+		proven = !racy.crossed && racy.passed > budget;
+	}
+	if (!proven) {
+		printf("  the racy variant never over-admitted in %d tries over %d s: this "
+		       "machine cannot show the race now\n", tries, RACE_PROVE_SECONDS);
+		race_unproven++;
+	}
+}
+
+/* fixed-window: a budget of 2 million in a 1 h window, 4 million sent. */
+static void race_fixed_window(void)
+{
+	win_race_proven("limit default --rate 2000000/h --algo fixed-window",
+			SLUICE_ALGO_FIXED_WINDOW, 2000000);
+}
+
+/* sliding-window: a fresh source (no previous window), a budget of 1
+ * million (its counts hold at most 2^20 - 1). */
+static void race_sliding_window(void)
+{
+	win_race_proven("limit default --rate 1000000/h --algo sliding-window",
+			SLUICE_ALGO_SLIDING_WINDOW, 1000000);
+}
+
+/*
+ * The rollover race: every CPU hammers across several 50 ms windows, so
+ * CPUs roll the same window over at once. Each window admits at most its
+ * budget (a sliding window's cur never exceeds N either), so the total is
+ * at most N x the windows the run touched; and at most what the final
+ * state word accounts for (win_race). The racy variant, which loses counts
+ * and can reset a window twice, must exceed the latter.
+ */
+static void roll_race_proven(const char *policy, int algo)
+{
+	__u64 give_up = mono_now_ns() + RACE_PROVE_SECONDS * SLUICE_NS_PER_SEC;
+	int proven = 0, tries = 0;
+
+	for (; !proven && mono_now_ns() < give_up; tries++) {
+		struct win_result racy = win_race(open_racy, policy, algo, ROLL_WINDOW_NS,
+						  ROLL_BUDGET);
+		struct win_result real = win_race(sluice_bpf__open, policy, algo,
+						  ROLL_WINDOW_NS, ROLL_BUDGET);
+		int before = check_failures;
+
+		CHECK(racy.err == 0, "racy variant: run failed");
+		check_common(&real);
+		if (check_failures != before)
+			return;
+		CHECK(real.windows >= 2, "the run stayed in one window: no rollover seen");
+		CHECK(real.passed <= ROLL_BUDGET * real.windows,
+		      "over-admitted: %llu passed over %llu windows of %llu",
+		      (unsigned long long)real.passed, (unsigned long long)real.windows,
+		      (unsigned long long)ROLL_BUDGET);
+		CHECK(real.passed <= real.most,
+		      "%llu passed, the state word accounts for at most %llu: lost updates",
+		      (unsigned long long)real.passed, (unsigned long long)real.most);
+		CHECK(real.passed >= ROLL_BUDGET, "starved: %llu passed, one window is %llu",
+		      (unsigned long long)real.passed, (unsigned long long)ROLL_BUDGET);
+		proven = racy.passed > racy.most;
+	}
+	if (!proven) {
+		printf("  the racy variant never over-admitted across windows in %d tries over "
+		       "%d s: this machine cannot show the race now\n", tries, RACE_PROVE_SECONDS);
+		race_unproven++;
+	}
+}
+
+static void race_fixed_window_rollover(void)
+{
+	roll_race_proven("limit default --rate 1000000 --algo fixed-window --window 50ms",
+			 SLUICE_ALGO_FIXED_WINDOW);
+}
+
+static void race_sliding_window_rollover(void)
+{
+	roll_race_proven("limit default --rate 1000000 --algo sliding-window --window 50ms",
+			 SLUICE_ALGO_SLIDING_WINDOW);
+}
+
+/* With arguments, only the cases named (for a quick run by hand). */
+static int only_argc;
+static char **only_argv;
+
+static int selected(const char *name)
+{
+	if (only_argc < 2)
+		return 1;
+	for (int i = 1; i < only_argc; i++)
+		if (!strcmp(only_argv[i], name))
+			return 1;
+	return 0;
+}
+
+#define RUN_SELECTED(fn)                                                     \
+	do {                                                                 \
+		if (selected(#fn))                                           \
+			RUN(fn);                                                     \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	only_argc = argc;
+	only_argv = argv;
 	if (geteuid() != 0) {
 		printf("needs root for BPF_PROG_TEST_RUN\n");
 		return 77;
@@ -399,12 +666,16 @@ int main(void)
 		printf("needs at least 2 CPUs\n");
 		return 77;
 	}
-	RUN(race_burst_only);
-	RUN(race_contended_admissions);
-	RUN(race_high_rate);
-	RUN(race_per_prefix);
-	RUN(race_per_rule);
-	RUN(race_policy_flips);
+	RUN_SELECTED(race_burst_only);
+	RUN_SELECTED(race_contended_admissions);
+	RUN_SELECTED(race_high_rate);
+	RUN_SELECTED(race_per_prefix);
+	RUN_SELECTED(race_per_rule);
+	RUN_SELECTED(race_policy_flips);
+	RUN_SELECTED(race_fixed_window);
+	RUN_SELECTED(race_sliding_window);
+	RUN_SELECTED(race_fixed_window_rollover);
+	RUN_SELECTED(race_sliding_window_rollover);
 	fixture_close(&fx);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
 	if (!check_failures && race_unproven) {
