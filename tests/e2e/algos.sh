@@ -76,6 +76,53 @@ done
 # |a - b| > pct % of b
 apart() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d > b * p / 100) }'; }
 
+# `sluice query` of SRC right after its flood, under a window algorithm: the
+# window it shows is the one the flood's last packet fell in (else the
+# machine took a whole window to get here: said, not failed), a fixed
+# window's count is the whole budget with nothing left and a retry-after
+# that ends the window; a sliding window's previous count is the whole
+# budget (within the 2 units its rounding may leave) and its estimate is the count plus that count weighed by what is
+# left of the window (rounded up), with what is left of the budget beside it.
+query_window() { # ALGO SRC TRACE
+	local algo=$1 src=$2 trace=$3 q last_w w0 el cnt prev est tok ret share
+	q=$(sluice_rx -j query "$src") || fail "sluice query $src failed"
+	last_w=$(tail -n 1 "$trace" | cut -d. -f1)	# 1 s windows: the whole seconds
+	w0=$(jq -r '.window.start_ns' <<<"$q")
+	[[ $w0 =~ ^[0-9]+$ ]] || fail "$algo: query -j has no window: $q"
+	if [[ $((w0 / 1000000000)) != "$last_w" ]]; then
+		echo "$algo: query came a window after the flood's last packet: its state not checked"
+		return 0
+	fi
+	el=$(jq -r .window.elapsed_ns <<<"$q")
+	cnt=$(jq -r .window.count <<<"$q")
+	tok=$(jq -r .tokens <<<"$q")
+	ret=$(jq -r .retry_after_ns <<<"$q")
+	assert_eq "$(jq -r .window.budget <<<"$q")" "$RATE" "$algo: query: the window's budget"
+	if [[ $algo == fixed-window ]]; then
+		assert_eq "$cnt" "$RATE" "$algo: query: the flood's last window is spent"
+		assert_eq "$tok" 0 "$algo: query: nothing left"
+		assert_eq $((ret + el)) 1000000000 "$algo: query: retry-after is the window's end"
+		return 0
+	fi
+	prev=$(jq -r .window.previous <<<"$q")
+	est=$(jq -r .window.estimate <<<"$q")
+	# spent: the previous window's share, rounded up, may leave 1 or 2 unused
+	[[ $prev -le $RATE && $prev -ge $((RATE - 2)) ]] ||
+		fail "$algo: query: the window before the flood's last holds $prev, not its budget $RATE (within 2)"
+	ok "$algo: query: the window before the flood's last was spent ($prev)"
+	share=$(((prev * (1000000000 - el) + 999999999) / 1000000000))
+	# the weight is rounded up to 2^-20 of the window first: one unit more at most
+	[[ $est -ge $((cnt + share)) && $est -le $((cnt + share + 1)) ]] ||
+		fail "$algo: query: estimate $est, count $cnt + previous $prev x $((1000000000 - el)) ns left = $((cnt + share))"
+	ok "$algo: query: estimate $est = count $cnt + the previous window's $share"
+	assert_eq "$tok" $((est >= RATE ? 0 : RATE - est)) "$algo: query: what is left beside the estimate"
+	if ((est >= RATE)); then
+		[[ $ret -gt 0 ]] || fail "$algo: query: over the budget and no retry-after"
+	else
+		assert_eq "$ret" 0 "$algo: query: room left, so no retry-after"
+	fi
+}
+
 # One flood from SRC against rule NET of algorithm ALGO (index I); TELLS=0
 # when the trace could not tell ALGO from another algorithm (flood again).
 # (Called as a plain command, so errexit holds inside it.)
@@ -88,6 +135,7 @@ flood_one() { # I ALGO NET SRC
 	out=$(flood --src "$src" --count "$COUNT" --pps "$PPS" --seconds 3 \
 		--align "$ALIGN" --timestamps "$trace")
 	echo "flood $algo from $src: $out"
+	[[ $algo == token-bucket ]] || query_window "$algo" "$src" "$trace"
 	sent=$(flood_field "$out" .sent)
 	[[ $sent -ge $((COUNT * 9 / 10)) ]] ||
 		fail "flood $algo sent only $sent of $COUNT packets: the machine is too slow for this test"
@@ -100,6 +148,7 @@ flood_one() { # I ALGO NET SRC
 		fail "$algo: XDP saw $((passed + dropped)) of the $sent packets sent (the veth dropped some before XDP?): the comparison with the simulator would mean nothing"
 	ok "$algo: every packet sent reached XDP ($sent)"
 	assert_eq $(($(nft_rx_packets "a$i") - n0)) "$passed" "$algo: nftables behind sluice counts its passes"
+
 
 	sim=$("$SLUICE" simulate --trace "$trace" --rate "$SIM_RATE" --burst "$BURST" \
 		--window "$WINDOW" -j) || fail "sluice simulate --trace failed"
