@@ -432,5 +432,7 @@ int main(int argc, char **argv)
 		printf("  --max-sources %-8u %ld bytes per source, %.1f MiB in all\n", n, per,
 		       (double)per * n / (1 << 20));
 	}
+	printf("  every algorithm: a bucket value of %zu bytes, its state in one %zu-byte word\n",
+	       sizeof(struct sluice_bucket), sizeof(((struct sluice_bucket *)0)->tat));
 	return 0;
 }
