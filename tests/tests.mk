@@ -5,7 +5,7 @@
 # by the wildcard below; anything else gets its own rule and a line
 # `TEST_BINS += $(BUILD)/tests/NAME`. Then list it in tests/list.
 
-TEST_HEADERS	:= $(wildcard include/sluice/*.h)
+TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/unit/harness.h
 # Sanitizers abort on the first report so a finding fails the test.
 TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer

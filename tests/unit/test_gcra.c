@@ -8,87 +8,13 @@
 #include <string.h>
 
 #include "sluice/gcra.h"
+#include "harness.h"
 
 #define SEC		SLUICE_GCRA_UNITS_PER_SEC	/* 1 s in GCRA units */
 #define NSU		SLUICE_GCRA_UNITS_PER_NS	/* 1 ns in GCRA units */
 #define U64_MAX		SLUICE_U64_MAX
-#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 
 typedef unsigned __int128 u128;
-typedef unsigned long long ull;
-
-/* ---- harness: the first failed check of a case is its detail ---- */
-
-static int case_failed;
-static char case_detail[768];
-
-__attribute__((format(printf, 2, 3)))
-static void fail_at(int line, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (case_failed++)
-		return;
-	n = snprintf(case_detail, sizeof(case_detail), "line %d: ", line);
-	va_start(ap, fmt);
-	vsnprintf(case_detail + n, sizeof(case_detail) - (size_t)n, fmt, ap);
-	va_end(ap);
-}
-
-__attribute__((format(printf, 5, 6)))
-static void fail_eq(int line, const char *expr, ull got, ull want,
-		    const char *fmt, ...)
-{
-	char ctx[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ctx, sizeof(ctx), fmt, ap);
-	va_end(ap);
-	fail_at(line, "%s: %s = %llu, want %llu", ctx, expr, got, want);
-}
-
-/* Both return from the calling (void) function on failure. */
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fail_at(__LINE__, __VA_ARGS__);			\
-			return;						\
-		}							\
-	} while (0)
-
-#define CHECK_EQ(got, want, ...)					\
-	do {								\
-		ull got_ = (got), want_ = (want);			\
-		if (got_ != want_) {					\
-			fail_eq(__LINE__, #got, got_, want_, __VA_ARGS__); \
-			return;						\
-		}							\
-	} while (0)
-
-#define RETURN_IF_FAILED()						\
-	do {								\
-		if (case_failed)					\
-			return;						\
-	} while (0)
-
-/* splitmix64: fixed seeds make every run check the same cases. */
-static __u64 rng_state;
-
-static __u64 rng(void)
-{
-	__u64 z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static __u64 rng_below(__u64 n)
-{
-	return n ? rng() % n : 0;
-}
 
 /* A rate spread over every order of magnitude from 1 to SLUICE_RATE_MAX. */
 static __u64 rng_rate(void)
@@ -1594,11 +1520,6 @@ static void case_rebind_actions(void)
 			}
 }
 
-struct test_case {
-	const char *name;
-	void (*run)(void);
-};
-
 static const struct test_case cases[] = {
 	{ "interval_and_tolerance", case_interval_and_tolerance },
 	{ "interval_every_rate", case_interval_every_rate },
@@ -1633,27 +1554,5 @@ static const struct test_case cases[] = {
 /* Optional argument: run only the cases whose name contains it. */
 int main(int argc, char **argv)
 {
-	int failed = 0, ran = 0;
-	size_t i;
-
-	for (i = 0; i < ARRAY_LEN(cases); i++) {
-		if (argc > 1 && !strstr(cases[i].name, argv[1]))
-			continue;
-		case_failed = 0;
-		case_detail[0] = '\0';
-		cases[i].run();
-		ran++;
-		if (case_failed) {
-			printf("FAIL %s: %s\n", cases[i].name, case_detail);
-			failed++;
-		} else {
-			printf("ok %s\n", cases[i].name);
-		}
-		fflush(stdout);
-	}
-	if (!ran) {
-		fprintf(stderr, "test_gcra: no case matches '%s'\n", argv[1]);
-		return 2;
-	}
-	return failed ? 1 : 0;
+	return run_cases("test_gcra", cases, ARRAY_LEN(cases), argc, argv);
 }

@@ -20,24 +20,12 @@
 #include <unistd.h>
 
 #include "prom.h"
+#include "harness.h"
 
-#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 #define MS		1000000ULL	/* ns */
 
-static int case_failed;
-static char case_detail[1024];
-
-__attribute__((format(printf, 1, 2)))
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (case_failed++)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(case_detail, sizeof(case_detail), fmt, ap);
-	va_end(ap);
-}
+/* A failure without a line number (the golden diff says where). */
+#define fail(...)	fail_at(0, __VA_ARGS__)
 
 /* ---- building samples ---- */
 
@@ -389,10 +377,7 @@ static void case_write_error(void)
 	fclose(f);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
+static const struct test_case cases[] = {
 	{ "empty", case_empty },
 	{ "one_iface", case_one_iface },
 	{ "two_ifaces", case_two_ifaces },
@@ -403,26 +388,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	int failed = 0, ran = 0;
-
-	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-		if (argc > 1 && !strstr(cases[i].name, argv[1]))
-			continue;
-		case_failed = 0;
-		case_detail[0] = '\0';
-		cases[i].run();
-		ran++;
-		if (case_failed) {
-			printf("FAIL %s: %s\n", cases[i].name, case_detail);
-			failed++;
-		} else {
-			printf("ok %s\n", cases[i].name);
-		}
-		fflush(stdout);
-	}
-	if (!ran) {
-		fprintf(stderr, "test_prom: no case matches '%s'\n", argv[1]);
-		return 2;
-	}
-	return failed ? 1 : 0;
+	return run_cases("test_prom", cases, ARRAY_LEN(cases), argc, argv);
 }
