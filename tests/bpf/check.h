@@ -9,16 +9,18 @@ static int check_failures;
 static const char *check_case = "?";
 
 #define CASE(name) (check_case = (name))
-#define CHECK(cond, ...)                                                     \
+/* On failure: say so and `return ret` (empty in a void function). */
+#define CHECK_OR(ret, cond, ...)                                             \
 	do {                                                                 \
 		if (!(cond)) {                                               \
 			printf("FAIL %s: %s:%d: ", check_case, __FILE__, __LINE__); \
 			printf(__VA_ARGS__);                                 \
 			printf("\n");                                        \
 			check_failures++;                                    \
-			return;                                              \
+			return ret;                                          \
 		}                                                            \
 	} while (0)
+#define CHECK(cond, ...) CHECK_OR(, cond, __VA_ARGS__)
 #define RUN(fn)                                                              \
 	do {                                                                 \
 		int before = check_failures;                                 \

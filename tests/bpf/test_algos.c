@@ -76,16 +76,7 @@ static void room_in_window(__u64 window, __u64 need)
 
 /* Local CHECK for cases that return whether their timing held: 1 done
  * (passed or failed), 0 missed (run again). */
-#define TCHECK(cond, ...)                                                    \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			printf("FAIL %s: %s:%d: ", check_case, __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-			check_failures++;                                    \
-			return 1;                                            \
-		}                                                            \
-	} while (0)
+#define TCHECK(cond, ...) CHECK_OR(1, cond, __VA_ARGS__)
 #define MISSED(cond, what)                                                   \
 	do {                                                                 \
 		if (cond) {                                                  \

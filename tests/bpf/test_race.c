@@ -82,6 +82,55 @@ static int race_bucket(struct sluice_bucket *b)
 	return 0;
 }
 
+/* One contended run: a fresh program of open_skel under policy, every CPU
+ * hammering 198.18.0.77 at once from a barrier; its span (t0, t1), the
+ * packets passed and passed or rate limited, and any other reason seen.
+ * 0, -1 when the program could not be set up, or a worker's errno. */
+struct hammer_run {
+	__u64 t0, t1, passed, total;
+	char others[256];	/* reasons other than within_limit and rate_limited */
+};
+
+static int hammer_all(skel_open_fn open_skel, const char *policy, struct hammer_run *h)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), err = 0;
+	struct sluice_counter c[SLUICE_R_MAX];
+	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
+
+	memset(h, 0, sizeof(*h));
+	fixture_close(&fx);
+	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
+		free(w);
+		return -1;
+	}
+	frame_udp_from(&race_frame, "198.18.0.77");
+	pthread_barrier_init(&start_line, NULL, (unsigned int)ncpu + 1);
+	for (int i = 0; i < ncpu; i++) {
+		w[i].cpu = i;
+		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
+	}
+	h->t0 = mono_now_ns();
+	pthread_barrier_wait(&start_line);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(w[i].tid, NULL);
+	h->t1 = mono_now_ns();
+	pthread_barrier_destroy(&start_line);
+	for (int i = 0; i < ncpu; i++)
+		if (w[i].err)
+			err = w[i].err;
+	free(w);
+
+	counters_now(&fx, c);
+	h->passed = c[SLUICE_R_WITHIN_LIMIT].packets;
+	h->total = h->passed + c[SLUICE_R_RATE_LIMITED].packets;
+	for (__u32 r = 0, off = 0; r < SLUICE_R_MAX; r++)
+		if (c[r].packets && r != SLUICE_R_WITHIN_LIMIT && r != SLUICE_R_RATE_LIMITED &&
+		    off < sizeof(h->others))
+			off += (__u32)snprintf(h->others + off, sizeof(h->others) - off, " %s %llu",
+					       reason_name(r), (unsigned long long)c[r].packets);
+	return err;
+}
+
 struct race_result {
 	__u64 total, passed, most, lost, src_passed, src_dropped;
 	char others[256];	/* reasons other than within_limit and rate_limited */
@@ -96,43 +145,19 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 			       __u64 burst)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	struct sluice_counter c[SLUICE_R_MAX];
-	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 	struct race_result res = { .err = -1 };
-	struct sluice_bucket b;
 	__u64 t0, t1, interval = gcra_interval(rate);
+	struct sluice_bucket b;
+	struct hammer_run h;
 
-	fixture_close(&fx);
-	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
-		free(w);
+	res.err = hammer_all(open_skel, policy, &h);
+	if (res.err < 0)
 		return res;
-	}
-	frame_udp_from(&race_frame, "198.18.0.77");
-	pthread_barrier_init(&start_line, NULL, (unsigned int)ncpu + 1);
-	for (int i = 0; i < ncpu; i++) {
-		w[i].cpu = i;
-		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
-	}
-	t0 = mono_now_ns();
-	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(w[i].tid, NULL);
-	t1 = mono_now_ns();
-	pthread_barrier_destroy(&start_line);
-	res.err = 0;
-	for (int i = 0; i < ncpu; i++)
-		if (w[i].err)
-			res.err = w[i].err;
-	free(w);
-
-	counters_now(&fx, c);
-	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
-	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
-	for (__u32 r = 0, off = 0; r < SLUICE_R_MAX; r++)
-		if (c[r].packets && r != SLUICE_R_WITHIN_LIMIT && r != SLUICE_R_RATE_LIMITED &&
-		    off < sizeof(res.others))
-			off += (__u32)snprintf(res.others + off, sizeof(res.others) - off, " %s %llu",
-					       reason_name(r), (unsigned long long)c[r].packets);
+	t0 = h.t0;
+	t1 = h.t1;
+	res.passed = h.passed;
+	res.total = h.total;
+	memcpy(res.others, h.others, sizeof(res.others));
 	res.most = burst + (gcra_now(t1) - gcra_now(t0)) / interval + 1;
 	if (race_bucket(&b)) {
 		res.err = ENOENT;
@@ -415,43 +440,19 @@ static struct win_result win_race(skel_open_fn open_skel, const char *policy, in
 				  __u64 window, __u64 budget)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	struct sluice_counter c[SLUICE_R_MAX];
-	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 	struct win_result res = { .err = -1 };
 	struct sluice_bucket b;
+	struct hammer_run h;
 	__u64 t0, t1;
 
-	fixture_close(&fx);
-	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
-		free(w);
+	res.err = hammer_all(open_skel, policy, &h);
+	if (res.err < 0)
 		return res;
-	}
-	frame_udp_from(&race_frame, "198.18.0.77");
-	pthread_barrier_init(&start_line, NULL, (unsigned int)ncpu + 1);
-	for (int i = 0; i < ncpu; i++) {
-		w[i].cpu = i;
-		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
-	}
-	t0 = mono_now_ns();
-	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(w[i].tid, NULL);
-	t1 = mono_now_ns();
-	pthread_barrier_destroy(&start_line);
-	res.err = 0;
-	for (int i = 0; i < ncpu; i++)
-		if (w[i].err)
-			res.err = w[i].err;
-	free(w);
-
-	counters_now(&fx, c);
-	res.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
-	res.total = res.passed + c[SLUICE_R_RATE_LIMITED].packets;
-	for (__u32 r = 0, off = 0; r < SLUICE_R_MAX; r++)
-		if (c[r].packets && r != SLUICE_R_WITHIN_LIMIT && r != SLUICE_R_RATE_LIMITED &&
-		    off < sizeof(res.others))
-			off += (__u32)snprintf(res.others + off, sizeof(res.others) - off, " %s %llu",
-					       reason_name(r), (unsigned long long)c[r].packets);
+	t0 = h.t0;
+	t1 = h.t1;
+	res.passed = h.passed;
+	res.total = h.total;
+	memcpy(res.others, h.others, sizeof(res.others));
 	res.windows = win_index(t1, window) - win_index(t0, window) + 1;
 	res.crossed = res.windows > 1;
 	if (bucket_of(&fx, "198.18.0.77", &b)) {
