@@ -322,6 +322,23 @@ static void sources_have_their_own_buckets(void)
 	CHECK(count_sources(&fx.m) == 100, "%ld sources tracked, want 100", count_sources(&fx.m));
 }
 
+/* A source whose rule was deleted, idle across one more commit: its old
+ * limit is unknown (its index is free, not "unchanged since"), so it
+ * starts its new rule spent, never with a fresh budget. */
+static void deleted_rule_idle_source_starts_spent(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1/h --burst 5;"
+		    "limit set 198.18.3.0/24 --rate 1/h --burst 1") == 0, "setup");
+	frame_udp_from(&f, "198.18.3.3");
+	EXPECT_REASON(&f, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+	CHECK(fixture_policy(&fx, "limit default --rate 1/h --burst 5") == 0, "delete the /24");
+	CHECK(fixture_policy(&fx, "limit default --rate 2/h --burst 5") == 0, "another commit");
+	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
+}
+
 /* A policy change reaches sources that already have a bucket. */
 static void policy_change_reaches_known_sources(void)
 {
@@ -554,6 +571,7 @@ int main(void)
 	RUN(exact_burst_of_identical_packets);
 	RUN(refill_after_idle);
 	RUN(sources_have_their_own_buckets);
+	RUN(deleted_rule_idle_source_starts_spent);
 	RUN(policy_change_reaches_known_sources);
 	RUN(initial_policy_limits_nothing);
 	RUN(families_are_separate);
