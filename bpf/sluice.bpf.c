@@ -208,8 +208,7 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	v->lim.ban_windows = READ_ONCE(p->ban_windows);
 	v->lim.algo = READ_ONCE(p->algo);
 	v->lim.bits = READ_ONCE(p->bits);
-	/* A free index has changed since any bucket was bound to it. */
-	v->since = READ_ONCE(p->in_use) ? READ_ONCE(p->since) : SLUICE_U64_MAX;
+	v->since = READ_ONCE(p->since);
 	v->action = READ_ONCE(p->action);
 	v->unit = READ_ONCE(p->unit);
 	v->key_len = READ_ONCE(p->key_len);

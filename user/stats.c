@@ -272,7 +272,7 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 		return;
 	old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
 	if (!old_known && !policy_entry(m, slot, old_idx, &ov))
-		old_known = ov.in_use && ov.since <= old_gen;
+		old_known = ov.since <= old_gen;
 	if (old_known && cfg->active_since_ns[slot] < at)
 		at = cfg->active_since_ns[slot];
 	if (old_known)

@@ -490,6 +490,12 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
 	}
 
+	/* A free index changes at every commit: its entry is never "unchanged
+	 * since" the generation of a bucket bound to the rule it once held
+	 * (which the datapath would otherwise read as an allow, and hand the
+	 * bucket a fresh budget). */
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
+		table[idx].since = gen;
 	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen,
 			&table[SLUICE_POLICY_DEFAULT]);
 	for (unsigned int i = 0; i < next->n; i++) {
