@@ -219,6 +219,13 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
 }
 
+/* The clock policy v is judged by (SLUICE_POLICY_COARSE_CLOCK). */
+static __always_inline __u64 policy_clock(const struct verdict *v)
+{
+	return (v->flags & SLUICE_POLICY_COARSE_CLOCK) ? bpf_ktime_get_coarse_ns()
+						       : bpf_ktime_get_ns();
+}
+
 /* Whether a source decided by a rule with verdict v and candidates that
  * do not depend on L4 (direct) is served by its home bucket. */
 static __always_inline int served_at_home(int direct, const struct verdict *v)
@@ -310,8 +317,9 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */
 	/* As of the moment the new policy took effect (written before the
-	 * flip, stable while the slot is active), not of this packet. */
-	cv.at = bpf_ktime_get_ns();
+	 * flip, stable while the slot is active), not of this packet; on the
+	 * new policy's clock, so its first readings are not behind `at`. */
+	cv.at = policy_clock(&cv.nv);
 	if (cv.old_known && cv.at > READ_ONCE(cfg->active_since_ns[slot & 1]))
 		cv.at = READ_ONCE(cfg->active_since_ns[slot & 1]);
 	bpf_loop(SLUICE_CONVERT_TRIES, convert_step, &cv, 0);
@@ -405,7 +413,7 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 	 * stale clock (a token bucket's TAT past its tolerance, a window's
 	 * tag past now's window: both would look like a ban). Read again at
 	 * each attempt. */
-	j->now = bpf_ktime_get_ns();
+	j->now = policy_clock(&v);
 	r = limit_judge(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
 			&next);
 	if (r != SLUICE_JUDGE_ADMITTED)

@@ -208,6 +208,10 @@ typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_b
 			 void *ctx);
 long walk_buckets(int fd, bucket_fn fn, void *ctx);
 __u64 mono_now_ns(void);
+/* The clock the datapath judges policy p by (SLUICE_POLICY_COARSE_CLOCK). */
+__u64 policy_now_ns(const struct sluice_policy *p);
+/* The coarse clock's tick, ns (0 if unknown). */
+__u64 coarse_tick_ns(void);
 const char *reason_name(__u32 reason);
 const char *mode_name(__u32 xdp_mode);
 

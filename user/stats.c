@@ -519,7 +519,7 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 		sp.key_len = SLUICE_KEY_LEN_SOURCE;
 	}
 	tracked = find_bucket(&m, &addr, &sp, r->index, &key, &b);
-	now = mono_now_ns();
+	now = policy_now_ns(&sp);
 	view_source(&m, r, &cfg, tracked ? &b : NULL, now, &v);
 	if (r->action == SLUICE_ACT_LIMIT)
 		view_state(&sp, v.tat, now, &st);

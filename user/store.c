@@ -212,6 +212,16 @@ void rule_limit(const struct rule *r, struct sluice_limit *l)
 	}
 }
 
+/* Whether limit l may be judged by the coarse clock (SLUICE_POLICY_COARSE_CLOCK):
+ * a token bucket without a ban whose interval is at least the clock's tick. */
+static bool coarse_clock_fits(const struct sluice_limit *l)
+{
+	__u64 tick = coarse_tick_ns();
+
+	return l->algo == SLUICE_ALGO_TOKEN_BUCKET && !l->ban && tick &&
+	       l->interval >= gcra_now(tick);
+}
+
 static void policy_to_table(const struct rule *r, bool is_default,
 			    const struct sluice_policy *live, __u64 gen, struct sluice_policy *sp)
 {
@@ -241,6 +251,8 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->bits = l.bits;
 		sp->ban_windows = l.ban_windows;
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
+		if (coarse_clock_fits(&l))
+			sp->flags |= SLUICE_POLICY_COARSE_CLOCK;
 		sp->per = (__u8)r->per;
 		sp->per_len = (__u8)r->per_len;
 		sp->key_len = rule_key_len(r, is_default);

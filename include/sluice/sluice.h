@@ -187,6 +187,14 @@ struct sluice_lpm_val {
 
 /* SLUICE_POLICY_* flags of a policy. */
 #define SLUICE_POLICY_MONITOR		0x1	/* --monitor: would-drops pass */
+/* Judged by the coarse clock (bpf_ktime_get_coarse_ns, CLOCK_MONOTONIC_COARSE,
+ * one tick cheaper to read by ~20 ns than the precise one): set by the CLI
+ * for a token bucket without --ban whose emission interval is at least one
+ * tick, so the clock's lag (under a tick) is worth at most one unit: in any
+ * interval t such a rule admits at most burst + rate x t + 2 (one for the
+ * interval's rounding, one for the clock). A ban keeps the precise clock: its
+ * slack (gcra.h) is below a tick. */
+#define SLUICE_POLICY_COARSE_CLOCK	0x2
 
 /* One policy: what to do with a source and, for limit, its algorithm's
  * parameters (struct sluice_limit, algo.h). The datapath reads the first

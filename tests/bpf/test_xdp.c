@@ -339,6 +339,47 @@ static void deleted_rule_idle_source_starts_spent(void)
 	EXPECT_REASON(&f, SLUICE_R_RATE_LIMITED, XDP_DROP);
 }
 
+/* Whether the default policy, as committed, is judged by the coarse clock. */
+static int default_is_coarse(const char *policy)
+{
+	struct sluice_config cfg;
+	struct sluice_policy sp;
+
+	if (setup(policy))
+		return -1;
+	live_config(&fx.m, &cfg);
+	if (policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), SLUICE_POLICY_DEFAULT, &sp))
+		return -1;
+	return !!(sp.flags & SLUICE_POLICY_COARSE_CLOCK);
+}
+
+/* The coarse clock (~20 ns cheaper a packet) only where its lag, under one
+ * tick, is worth at most one packet: token buckets without a ban whose
+ * interval is at least a tick. */
+static void coarse_clock_only_where_a_tick_is_one_packet(void)
+{
+	__u64 tick = coarse_tick_ns();
+	char pol[96];
+
+	CHECK(tick > 0 && tick <= 100 * 1000 * 1000, "coarse clock tick %llu ns",
+	      (unsigned long long)tick);
+	snprintf(pol, sizeof(pol), "limit default --rate %llu --burst 5",
+		 (unsigned long long)(SLUICE_NS_PER_SEC / tick));
+	CHECK(default_is_coarse(pol) == 1, "%s: not coarse", pol);
+	CHECK(default_is_coarse("limit default --rate 1 --burst 1") == 1, "1/s: not coarse");
+	snprintf(pol, sizeof(pol), "limit default --rate %llu --burst 5",
+		 (unsigned long long)(SLUICE_NS_PER_SEC / tick + 1));
+	CHECK(default_is_coarse(pol) == 0, "%s: coarse", pol);
+	CHECK(default_is_coarse("limit default --rate 1 --burst 1 --ban 1s") == 0,
+	      "with --ban: coarse");
+	CHECK(default_is_coarse("limit default --rate 1/s --algo fixed-window") == 0,
+	      "fixed window: coarse");
+	CHECK(default_is_coarse("limit default --bytes 100000 --burst 100000") == 0,
+	      "100000 bytes/s: coarse");
+	CHECK(default_is_coarse("limit default --bytes 100 --burst 1500") == 1,
+	      "100 bytes/s: not coarse");
+}
+
 /* A policy change reaches sources that already have a bucket. */
 static void policy_change_reaches_known_sources(void)
 {
@@ -570,6 +611,7 @@ int main(void)
 	RUN(precedence_most_specific_wins);
 	RUN(exact_burst_of_identical_packets);
 	RUN(refill_after_idle);
+	RUN(coarse_clock_only_where_a_tick_is_one_packet);
 	RUN(sources_have_their_own_buckets);
 	RUN(deleted_rule_idle_source_starts_spent);
 	RUN(policy_change_reaches_known_sources);
