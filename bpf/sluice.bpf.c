@@ -471,6 +471,13 @@ static __always_inline void mask_addr(__u8 *a, __u32 len)
 	}
 }
 
+/* One more packet on a bucket's passed or dropped, which saturate. */
+static __always_inline void count_source(__u32 *n)
+{
+	if (READ_ONCE(*n) < SLUICE_SRC_COUNT_MAX)
+		__sync_fetch_and_add(n, 1);
+}
+
 static __always_inline void count_event(__u32 event)
 {
 	__u64 *n = bpf_map_lookup_elem(&events, &event);
@@ -623,10 +630,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 judge:
 	reason = judge_bucket(cfg, b, &p, &idx);
-	if (sluice_reason_is_drop(reason))
-		__sync_fetch_and_add(&b->dropped, 1);
-	else
-		__sync_fetch_and_add(&b->passed, 1);
+	count_source(sluice_reason_is_drop(reason) ? &b->dropped : &b->passed);
 
 counted:
 	pass = !sluice_reason_is_drop(reason);

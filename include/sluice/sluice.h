@@ -275,9 +275,15 @@ struct sluice_bucket {
 				 * theoretical arrival time (GCRA units), or a
 				 * window's counts (window.h) */
 	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| _DIRECT] [| _PENDING] */
-	__u64 passed;		/* packets, atomically added */
-	__u64 dropped;
+	__u32 passed;		/* packets, atomically added, up to
+				 * SLUICE_SRC_COUNT_MAX */
+	__u32 dropped;
 };
+/* Where a bucket's passed and dropped stop counting (about 4.3e9): below
+ * 2^32 by more than any number of CPUs that add at once, so they never
+ * wrap. 32 bits each keep the bucket at 24 bytes, so a table entry spans
+ * two cache lines, never three (see README, "Memory"). */
+#define SLUICE_SRC_COUNT_MAX		(0xffffffffU - 4096U)
 #define SLUICE_BOUND_IDX_MASK		0xffffULL
 #define SLUICE_BOUND_PENDING		0x10000ULL
 #define SLUICE_BOUND_DIRECT		0x20000ULL

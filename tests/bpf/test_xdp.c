@@ -380,6 +380,31 @@ static void coarse_clock_only_where_a_tick_is_one_packet(void)
 	      "100 bytes/s: not coarse");
 }
 
+/* A source's passed and dropped (32 bits each) stop at SLUICE_SRC_COUNT_MAX
+ * and never wrap to small numbers, which would hide a flood from `top`. */
+static void source_counters_saturate(void)
+{
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+	struct frame f;
+
+	CHECK(setup("limit default --rate 1/h --burst 1") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.91");
+	run_frame(&fx, &f, 2, NULL);
+	CHECK(parse_source("198.18.0.91", &k) == 0 && bucket_of(&fx, "198.18.0.91", &b) == 0,
+	      "no bucket");
+	CHECK(b.passed == 1 && b.dropped == 1, "passed %u dropped %u, want 1 and 1", b.passed,
+	      b.dropped);
+	b.passed = SLUICE_SRC_COUNT_MAX - 1;
+	b.dropped = SLUICE_SRC_COUNT_MAX - 2;
+	CHECK(bpf_map_update_elem(fx.m.src_buckets, &k, &b, BPF_EXIST) == 0, "update");
+	run_frame(&fx, &f, 5, NULL);
+	CHECK(bucket_of(&fx, "198.18.0.91", &b) == 0 && b.dropped == SLUICE_SRC_COUNT_MAX &&
+	      b.passed == SLUICE_SRC_COUNT_MAX - 1,
+	      "after 5 drops: passed %u dropped %u, want %u and %u", b.passed, b.dropped,
+	      SLUICE_SRC_COUNT_MAX - 1, SLUICE_SRC_COUNT_MAX);
+}
+
 /* A policy change reaches sources that already have a bucket. */
 static void policy_change_reaches_known_sources(void)
 {
@@ -611,6 +636,7 @@ int main(void)
 	RUN(precedence_most_specific_wins);
 	RUN(exact_burst_of_identical_packets);
 	RUN(refill_after_idle);
+	RUN(source_counters_saturate);
 	RUN(coarse_clock_only_where_a_tick_is_one_packet);
 	RUN(sources_have_their_own_buckets);
 	RUN(deleted_rule_idle_source_starts_spent);
