@@ -36,6 +36,15 @@ $(BUILD)/sluice-flood: tools/flood.c tools/flood_src.h $(BUILD)/flood_xdp.skel.h
 	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
 
+# The minimal XDP token bucket that tools/bench-napi.sh measures sluice
+# against, and its loader.
+$(BUILD)/bench_min.bpf.o: tools/bench_min.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/bench-min: tools/bench_min.c $(BUILD)/bench_min.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
+
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
 # committed by the CLI's own code (USER_LIB_OBJS), and a racy variant of it
 # that the race test must be able to tell apart.
@@ -66,7 +75,7 @@ $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_O
 		$(BUILD)/tests/sluice_random.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
-BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood
+BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood $(BUILD)/bench-min
 
 # The CLI under ASan/UBSan for tests/cli: the same user/*.c, own objects.
 ASAN_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/asan/%.o,$(USER_SRCS))

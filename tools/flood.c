@@ -89,8 +89,9 @@ static const char usage[] =
 	"  74 for TCP/IPv6, 64 for UDP/IPv6); the payload is zeros.\n"
 	"  --xdp sends through BPF_PROG_TEST_RUN's live-frames mode (XDP_TX on IF):\n"
 	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second;\n"
-	"  then --pps must be 0, and --sources works for UDP over IPv4 with K = 1\n"
-	"  only (the frames then carry no UDP checksum).\n"
+	"  then --pps must be 0, and --sources works for UDP with K = 1 only (over\n"
+	"  IPv4 the frames then carry no UDP checksum; over IPv6 it is adjusted\n"
+	"  for each source).\n"
 	"  --random CIDR (IPv4, inside 198.18.0.0/15; instead of --src, --sources\n"
 	"  and --src-step) sends each frame from another address of CIDR, in a\n"
 	"  shuffled order (seeded by --seed N, default from the clock) that uses\n"
@@ -753,8 +754,6 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	uint32_t first_src;
 	int prog, err = 0;
 
-	if (o->sources > 1 && o->src.family != AF_INET)
-		return usage_err("--xdp with --sources is IPv4 only");
 	skel = flood_xdp_bpf__open();
 	if (!skel)
 		return runtime_err("cannot open the XDP_TX program: %s", strerror(errno));
@@ -763,6 +762,16 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	skel->rodata->src_count = (uint32_t)o->sources;
 	skel->rodata->random_on = o->random;
 	memcpy((void *)&skel->rodata->rnd, &o->rnd, sizeof(o->rnd));
+	if (o->src.family == AF_INET6) {
+		uint64_t hi = 0, lo = 0;
+
+		for (int i = 0; i < 8; i++) {
+			hi = hi << 8 | o->src.a[i];
+			lo = lo << 8 | o->src.a[8 + i];
+		}
+		skel->rodata->src6_hi = hi;
+		skel->rodata->src6_lo = lo;
+	}
 	if (flood_xdp_bpf__load(skel)) {
 		flood_xdp_bpf__destroy(skel);
 		return runtime_err("cannot load the XDP_TX program: %s (root? BPF enabled?)",
