@@ -25,16 +25,16 @@
 #define NS_PER_SEC		1000000000ULL
 #define MAX_SOURCES_MIN		1U
 #define MAX_SOURCES_MAX		16777216U
-#define RATE_MAX		1000000000ULL
+#define RATE_MAX		1000000000ULL	/* per unit */
 #define BURST_MAX		1000000000ULL
 
 static const char usage[] =
-	"Usage: " PROG " attach IFACE --max-sources N [--rate PPS] [--burst B]\n"
+	"Usage: " PROG " attach IFACE --max-sources N [--rate N[/s|/m|/h]] [--burst B]\n"
 	"       " PROG " detach IFACE\n"
 	"  attach loads the minimal XDP token bucket (one LRU hash per family keyed\n"
 	"  by the source, one 8-byte TAT, GCRA with a CAS) on IFACE in native mode\n"
-	"  (xdpdrv), both tables of N entries (1..16777216), limit PPS per second\n"
-	"  (default 1) with burst B (default 1), and prints\n"
+	"  (xdpdrv), both tables of N entries (1..16777216), limit N per second\n"
+	"  (bare N), minute or hour (default 1/s) with burst B (default 1), and prints\n"
 	"  {\"prog_id\": P, \"map_ids\": [V4, V6]}. detach removes it (any XDP\n"
 	"  program attached in native mode on IFACE).\n";
 
@@ -66,6 +66,32 @@ static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* --rate N[/s|/m|/h]: the emission interval, 1 unit / N, in ns. */
+static bool parse_rate(const char *s, uint64_t *interval_ns)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ns;
+	} units[] = { { "", NS_PER_SEC }, { "/s", NS_PER_SEC }, { "/m", 60 * NS_PER_SEC },
+		      { "/h", 3600 * NS_PER_SEC } };
+	char num[24];
+	size_t len = strcspn(s, "/");
+	uint64_t n;
+
+	if (len >= sizeof(num))
+		return false;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (!parse_u64(num, 1, RATE_MAX, &n))
+		return false;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s + len, units[i].suffix)) {
+			*interval_ns = units[i].ns / n;
+			return true;
+		}
+	return false;
+}
+
 static int map_id(int fd)
 {
 	struct bpf_map_info info = {};
@@ -74,7 +100,7 @@ static int map_id(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? -1 : (int)info.id;
 }
 
-static int do_attach(int ifindex, const char *iface, uint64_t max_sources, uint64_t rate,
+static int do_attach(int ifindex, const char *iface, uint64_t max_sources, uint64_t interval,
 		     uint64_t burst)
 {
 	struct bench_min_bpf *skel;
@@ -86,8 +112,8 @@ static int do_attach(int ifindex, const char *iface, uint64_t max_sources, uint6
 	skel = bench_min_bpf__open();
 	if (!skel)
 		return err_line(EXIT_RUNTIME, "cannot open the program: %s", strerror(errno));
-	skel->rodata->interval_ns = NS_PER_SEC / rate;
-	skel->rodata->tolerance_ns = burst * (NS_PER_SEC / rate);
+	skel->rodata->interval_ns = interval;
+	skel->rodata->tolerance_ns = burst * interval;
 	if (bpf_map__set_max_entries(skel->maps.min_tat4, (__u32)max_sources) ||
 	    bpf_map__set_max_entries(skel->maps.min_tat6, (__u32)max_sources) ||
 	    bench_min_bpf__load(skel)) {
@@ -122,7 +148,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t max_sources = 0, rate = 1, burst = 1;
+	uint64_t max_sources = 0, interval = NS_PER_SEC, burst = 1;
 	const char *cmd, *iface;
 	bool have_opts = false;
 	unsigned int ifindex;
@@ -138,9 +164,9 @@ int main(int argc, char **argv)
 			have_opts = true;
 			break;
 		case 'r':
-			if (!parse_u64(optarg, 1, RATE_MAX, &rate))
-				return err_line(EXIT_USAGE, "bad --rate '%s': give 1..%llu per second",
-						optarg, RATE_MAX);
+			if (!parse_rate(optarg, &interval))
+				return err_line(EXIT_USAGE, "bad --rate '%s': give N[/s|/m|/h], "
+						"N 1..%llu", optarg, RATE_MAX);
 			have_opts = true;
 			break;
 		case 'b':
@@ -172,7 +198,10 @@ int main(int argc, char **argv)
 		if (!max_sources)
 			return err_line(EXIT_USAGE, "attach needs --max-sources N: see '" PROG
 					" --help'");
-		return do_attach((int)ifindex, iface, max_sources, rate, burst);
+		if (burst > UINT64_MAX / 4 / interval)
+			return err_line(EXIT_USAGE, "--burst %llu is too long at that rate: give "
+					"a burst under a century", (unsigned long long)burst);
+		return do_attach((int)ifindex, iface, max_sources, interval, burst);
 	}
 	if (have_opts)
 		return err_line(EXIT_USAGE, "detach takes no options: see '" PROG " --help'");
