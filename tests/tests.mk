@@ -71,8 +71,14 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUI
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos
+# The minimal bucket with the same marker sources, for bench_xdp's rows.
+$(BUILD)/tests/bench_min_random.bpf.o: tests/bpf/bench_min_random.bpf.c tools/bench_min.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/tests/bench_min_random.skel.h: $(BUILD)/tests/bench_min_random.bpf.o
+	$(BPFTOOL) gen skeleton $< name bench_min_random_bpf > $@
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
-		$(BUILD)/tests/sluice_random.skel.h
+		$(BUILD)/tests/sluice_random.skel.h $(BUILD)/tests/bench_min_random.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood $(BUILD)/bench-min
