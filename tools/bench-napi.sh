@@ -191,10 +191,13 @@ sluice_with() { # BIN TABLE EDIT...
 	local bin=$1 table=$2 edit=() w
 	shift 2
 	nsenter --net="/run/netns/$NS_RX" "$bin" attach --mode native --max-sources "$table" \
-		"$IF_RX" >/dev/null
+		"$IF_RX" >/dev/null || return 1
 	for w in "$@" ';'; do
 		if [[ $w == ';' ]]; then
-			((${#edit[@]})) && nsenter --net="/run/netns/$NS_RX" "$bin" -i "$IF_RX" "${edit[@]}" >/dev/null
+			if ((${#edit[@]})); then
+				nsenter --net="/run/netns/$NS_RX" "$bin" -i "$IF_RX" "${edit[@]}" >/dev/null ||
+					return 1
+			fi
 			edit=()
 		else
 			edit+=("$w")
@@ -404,7 +407,7 @@ run_one() { # CFG NSRC ROUND
 		"$round" "$cfg" "$nsrc" "$sent" "$rx" "$drops" "$pass" "$ns" \
 		"$(calc "($t1 - $t0) / 1e7 / $secs" %.0f)" \
 		"$(calc "$T_SETUP - $T_START" %.1f)" "$(calc "$T_WARM - $T_SETUP" %.1f)" "$(calc "$EPOCHREALTIME - $T_WARM" %.1f)" \
-		"$( ((rx + drops == sent)) || echo "  (taken + drops - sent = $((rx + drops - sent)))")"
+		"$( ((rx + drops == sent)) || echo "  (taken + ring drops - sent = $((rx + drops - sent)))")"
 }
 
 # --- run ------------------------------------------------------------------------
@@ -521,8 +524,12 @@ for cfg in "${CONFIGS[@]}"; do
 	done
 	echo
 done
-mismatch=$(awk '$5 + $6 != $4 { n++ } END { print n + 0 }' "$RESULTS")
-echo "floods where frames taken + ring drops != frames sent: $mismatch of $(wc -l <"$RESULTS")"
+# The namespaces' own few frames (IPv6 neighbour discovery, MLD) may come
+# on top; more than a few means a count is not what it claims to be.
+read -r exact off worst < <(awk '{ d = $5 + $6 - $4; if (d < 0) d = -d; if (!d) e++; else if (d > 16) o++
+	if (d > w) w = d } END { print e + 0, o + 0, w + 0 }' "$RESULTS")
+echo "floods where frames taken + ring drops == frames sent: $exact of $(wc -l <"$RESULTS");" \
+	"off by more than 16: $off (largest difference $worst)"
 if [[ -s $MEMORY ]]; then
 	echo
 	echo "source table memory (bpftool map show: bytes_memlock / max_entries):"
