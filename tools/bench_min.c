@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 				" --help'");
 	cmd = argv[optind];
 	iface = argv[optind + 1];
-	if (strcmp(cmd, "attach") && strcmp(cmd, "detach"))
+	if (strcmp(cmd, "attach") != 0 && strcmp(cmd, "detach") != 0)
 		return err_line(EXIT_USAGE, "unknown command '%s': give attach or detach", cmd);
 	ifindex = if_nametoindex(iface);
 	if (!ifindex)
