@@ -412,6 +412,18 @@ run_one() { # CFG NSRC ROUND
 
 # --- run ------------------------------------------------------------------------
 
+# Share of the machine busy with other work, over one quiet second.
+background() {
+	local _cpu user nice sys _rest b0 b1
+	read -r _cpu user nice sys _rest </proc/stat
+	b0=$((user + nice + sys))
+	sleep 1
+	read -r _cpu user nice sys _rest </proc/stat
+	b1=$((user + nice + sys))
+	calc "($b1 - $b0) * 100 / $(getconf CLK_TCK) / $(nproc)" %.0f
+}
+
+BG_BEFORE=$(background)
 echo "== receiver's NAPI thread CPU per packet (threaded NAPI on CPU 0, generator on CPU 1) =="
 echo "   $COUNT frames per measured flood (at most ${FLOOD_SECONDS}s), $ROUNDS interleaved rounds, limit $RATE burst 1"
 echo "   configs: ${CONFIGS[*]}; sources: ${SOURCES[*]}"
@@ -426,6 +438,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	done
 done
 elapsed=$((SECONDS - start))
+BG_AFTER=$(background)
 
 # --- report ---------------------------------------------------------------------
 
@@ -445,13 +458,22 @@ ring_pct() {
 	s=$(col "$1" "$2" 4 | awk '{ s += $1 } END { print s + 0 }')
 	calc "100 * $d / $s" %.0f
 }
-ratio() { # A B
-	[[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0) }' &&
-		calc "$1 / $2" %.2f || echo -
+# CFG over REF in each round (their runs a few seconds apart, so a change
+# of the machine's load between rounds cancels), in round order.
+round_ratios() { # CFG REF NSRC
+	paste -d' ' <(col "$1" "$3" 8) <(col "$2" "$3" 8) |
+		awk 'NF == 2 && $2 > 0 { printf "%.2f\n", $1 / $2 }'
+}
+# Their median, or - where either did not run.
+ratio() { # CFG REF NSRC
+	local r
+	r=$(round_ratios "$@" | median)
+	echo "${r:--}"
 }
 
 echo
-echo "== results: ns per packet on the NAPI thread, median of $ROUNDS rounds (${elapsed}s) =="
+echo "== results: ns per packet on the NAPI thread, median of $ROUNDS rounds (${elapsed}s;" \
+	"other work kept the machine ${BG_BEFORE}% busy before, ${BG_AFTER}% after) =="
 printf '%-30s' "config \\ sources"
 for nsrc in "${SOURCES[@]}"; do printf ' %9s' "$nsrc"; done
 echo
@@ -466,14 +488,12 @@ done
 for ref in bare min; do
 	have "$ref" || continue
 	echo
-	echo "ratio to the ${LABEL[$ref]}:"
+	echo "ratio to the ${LABEL[$ref]} (median of the rounds' ratios):"
 	for cfg in "${CONFIGS[@]}"; do
 		[[ $cfg == "$ref" ]] && continue
 		printf '%-30s' "${LABEL[$cfg]}"
 		for nsrc in "${SOURCES[@]}"; do
-			v=$(med "$cfg" "$nsrc")
-			b=$(med "$ref" "$nsrc")
-			printf ' %9s' "$(ratio "$v" "$b")"
+			printf ' %9s' "$(ratio "$cfg" "$ref" "$nsrc")"
 		done
 		echo
 	done
@@ -487,7 +507,7 @@ if have sluice && have min; then
 		65536 | 1048576) aim=1.3 ;;
 		*) aim= ;;
 		esac
-		r=$(ratio "$(med sluice "$nsrc")" "$(med min "$nsrc")")
+		r=$(ratio sluice min "$nsrc")
 		if [[ -z $aim || $r == - ]]; then
 			printf ' %9s' -
 		elif awk -v r="$r" -v a="$aim" 'BEGIN { exit !(r <= a) }'; then
@@ -497,6 +517,13 @@ if have sluice && have min; then
 		fi
 	done
 	echo
+	echo "sluice/minimal in each round, by sources (their spread is the run's noise):"
+	for nsrc in "${SOURCES[@]}"; do
+		r=$(round_ratios sluice min "$nsrc" | paste -sd' ')
+		if [[ -n $r ]]; then
+			printf '  %-8s %s\n' "$nsrc" "$r"
+		fi
+	done
 fi
 echo
 echo "passed to the rx stack, % of the frames taken (the drop regime: ~0 but random):"
@@ -566,27 +593,28 @@ if [[ -n $JSON_OUT ]]; then
 		for cfg in "${CONFIGS[@]}"; do
 			for nsrc in "${SOURCES[@]}"; do
 				v=$(med "$cfg" "$nsrc")
-				[[ -n $v ]] && echo "$cfg $nsrc $v $(passed_pct "$cfg" "$nsrc") $(ring_pct "$cfg" "$nsrc")"
+				[[ -n $v ]] || continue
+				rb=$(ratio "$cfg" bare "$nsrc") rm=$(ratio "$cfg" min "$nsrc")
+				echo "$cfg $nsrc $v $(passed_pct "$cfg" "$nsrc") $(ring_pct "$cfg" "$nsrc")" \
+					"${rb/#-/null} ${rm/#-/null}"
 			done
 		done
 	} | jq -Rn --argjson rounds "$ROUNDS" --argjson count "$COUNT" --argjson secs "$elapsed" \
+		--arg rate "$RATE" --argjson bg0 "$BG_BEFORE" --argjson bg1 "$BG_AFTER" \
 		--rawfile mem "$MEMORY" '
 		[inputs | split(" ") | {config: .[0], sources: .[1], ns: (.[2] | tonumber),
-			passed_pct: (.[3] | tonumber), ring_drop_pct: (.[4] | tonumber)}] as $rows |
-		def med($c; $n): ($rows[] | select(.config == $c and .sources == $n) | .ns) // null;
+			passed_pct: (.[3] | tonumber), ring_drop_pct: (.[4] | tonumber),
+			rb: (.[5] | fromjson), rm: (.[6] | fromjson)}] as $rows |
 		{method: "napi-thread", rounds: $rounds, frames_per_flood: $count, seconds: $secs,
+		 rate: $rate, machine_busy_pct: {before: $bg0, after: $bg1},
 		 ns_per_packet: ($rows | group_by(.config) | map({key: .[0].config,
 			value: (map({key: .sources, value: .ns}) | from_entries)}) | from_entries),
-		 ratio_to_bare: ($rows | map(select(.config != "bare") |
-			. as $r | {config: .config, sources: .sources,
-			 r: (med("bare"; .sources) as $b | if $b then $r.ns / $b else null end)})
-			| group_by(.config) | map({key: .[0].config,
-			value: (map({key: .sources, value: .r}) | from_entries)}) | from_entries),
-		 ratio_to_min: ($rows | map(select(.config != "min") |
-			. as $r | {config: .config, sources: .sources,
-			 r: (med("min"; .sources) as $b | if $b then $r.ns / $b else null end)})
-			| group_by(.config) | map({key: .[0].config,
-			value: (map({key: .sources, value: .r}) | from_entries)}) | from_entries),
+		 ratio_to_bare: ($rows | map(select(.config != "bare")) | group_by(.config) |
+			map({key: .[0].config, value: (map({key: .sources, value: .rb}) | from_entries)})
+			| from_entries),
+		 ratio_to_min: ($rows | map(select(.config != "min")) | group_by(.config) |
+			map({key: .[0].config, value: (map({key: .sources, value: .rm}) | from_entries)})
+			| from_entries),
 		 passed_pct: ($rows | group_by(.config) | map({key: .[0].config,
 			value: (map({key: .sources, value: .passed_pct}) | from_entries)}) | from_entries),
 		 ring_drop_pct: ($rows | group_by(.config) | map({key: .[0].config,
