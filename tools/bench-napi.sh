@@ -427,6 +427,7 @@ BG_BEFORE=$(background)
 echo "== receiver's NAPI thread CPU per packet (threaded NAPI on CPU 0, generator on CPU 1) =="
 echo "   $COUNT frames per measured flood (at most ${FLOOD_SECONDS}s), $ROUNDS interleaved rounds, limit $RATE burst 1"
 echo "   configs: ${CONFIGS[*]}; sources: ${SOURCES[*]}"
+echo "   sluice: $SLUICE${BEFORE:+; sluice (before): $BEFORE}"
 start=$SECONDS
 for ((round = 1; round <= ROUNDS; round++)); do
 	for nsrc in "${SOURCES[@]}"; do
