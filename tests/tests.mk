@@ -36,6 +36,15 @@ $(BUILD)/sluice-flood: tools/flood.c tools/flood_src.h $(BUILD)/flood_xdp.skel.h
 	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
 
+# The minimal XDP token bucket that tools/bench-napi.sh measures sluice
+# against, and its loader.
+$(BUILD)/bench_min.bpf.o: tools/bench_min.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/bench-min: tools/bench_min.c $(BUILD)/bench_min.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
+
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
 # committed by the CLI's own code (USER_LIB_OBJS), and a racy variant of it
 # that the race test must be able to tell apart.
@@ -62,11 +71,17 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUI
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos
+# The minimal bucket with the same marker sources, for bench_xdp's rows.
+$(BUILD)/tests/bench_min_random.bpf.o: tests/bpf/bench_min_random.bpf.c tools/bench_min.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/tests/bench_min_random.skel.h: $(BUILD)/tests/bench_min_random.bpf.o
+	$(BPFTOOL) gen skeleton $< name bench_min_random_bpf > $@
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
-		$(BUILD)/tests/sluice_random.skel.h
+		$(BUILD)/tests/sluice_random.skel.h $(BUILD)/tests/bench_min_random.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
-BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood
+BENCH_BINS	+= $(BUILD)/tests/bench_xdp $(BUILD)/sluice-flood $(BUILD)/bench-min
 
 # The CLI under ASan/UBSan for tests/cli: the same user/*.c, own objects.
 ASAN_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/asan/%.o,$(USER_SRCS))

@@ -14,3 +14,23 @@ echo "== Plain CIDR rules: this tree next to the version before policy model v2 
 tools/bench-before.sh
 tools/bench-veth.sh
 BENCH_GEN=xdp tools/bench-veth.sh
+echo
+
+# The receiver's NAPI thread (issue 10), with a "sluice (before)" row: the
+# sluice binary of an earlier revision (by default the last one before the
+# datapath diet), built in a temporary worktree, loading its own program.
+# BENCH_SLUICE_BEFORE=/path/to/sluice uses that binary instead; a clone
+# without the revision (shallow) runs without the row.
+rev=${SLUICE_NAPI_BEFORE:-61d32b5}
+if [[ -z ${BENCH_SLUICE_BEFORE:-} ]] && git rev-parse -q --verify "$rev^{commit}" >/dev/null 2>&1; then
+	tmp=$(mktemp -d /tmp/sluice-napi-before.XXXXXX)
+	cleanup() { git worktree remove --force "$tmp" >/dev/null 2>&1 || rm -rf "$tmp"; }
+	trap cleanup EXIT
+	git worktree add -q --detach "$tmp" "$rev"
+	make -s -C "$tmp" build/sluice >/dev/null
+	export BENCH_SLUICE_BEFORE=$tmp/build/sluice
+	echo "(sluice (before): $(git log -1 --format='%h %s' "$rev" | cut -c1-70))"
+elif [[ -z ${BENCH_SLUICE_BEFORE:-} ]]; then
+	echo "bench.sh: revision $rev is not in this clone (a shallow clone?): no 'sluice (before)' row"
+fi
+tools/bench-napi.sh

@@ -67,6 +67,7 @@
 #define ENOBUFS_BACKOFF_NS	50000		/* 50 us, when the device is full */
 #define XDP_CHUNK_MAX		262144		/* frames per live-frames run; --seconds is checked between runs */
 #define XDP_BATCH		64		/* frames the kernel sends at once */
+#define XDP_PACED_RUN		256		/* with --pps: one veth ring of frames per run */
 
 static const char usage[] =
 	"Usage: " PROG " --iface IF --count N [--dst-mac MAC] [--src ADDR] [--sources S]\n"
@@ -88,9 +89,11 @@ static const char usage[] =
 	"  --size is the Ethernet frame length without FCS (default 60 for IPv4,\n"
 	"  74 for TCP/IPv6, 64 for UDP/IPv6); the payload is zeros.\n"
 	"  --xdp sends through BPF_PROG_TEST_RUN's live-frames mode (XDP_TX on IF):\n"
-	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second;\n"
-	"  then --pps must be 0, and --sources works for UDP over IPv4 with K = 1\n"
-	"  only (the frames then carry no UDP checksum).\n"
+	"  the peer of a veth gets XDP frames, as from a NIC, at millions per second\n"
+	"  (with --pps, in runs of 256 frames on that schedule: a veth ring holds\n"
+	"  256, so a slower receiver loses fewer); --sources works for UDP with\n"
+	"  K = 1 only (over IPv4 the frames then carry no UDP checksum; over IPv6\n"
+	"  it is adjusted for each source).\n"
 	"  --random CIDR (IPv4, inside 198.18.0.0/15; instead of --src, --sources\n"
 	"  and --src-step) sends each frame from another address of CIDR, in a\n"
 	"  shuffled order (seeded by --seed N, default from the clock) that uses\n"
@@ -641,8 +644,6 @@ static int parse_opts(int argc, char **argv, struct flood_opts *o)
 		return usage_err("--iface is required: see '" PROG " --help'");
 	if (!o->count)
 		return usage_err("--count is required: see '" PROG " --help'");
-	if (o->xdp && o->pps)
-		return usage_err("--xdp sends as fast as it can: leave out --pps");
 	if (o->xdp && o->timestamps)
 		return usage_err("--timestamps times the frames of the packet socket: "
 				 "leave out --xdp");
@@ -753,8 +754,6 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	uint32_t first_src;
 	int prog, err = 0;
 
-	if (o->sources > 1 && o->src.family != AF_INET)
-		return usage_err("--xdp with --sources is IPv4 only");
 	skel = flood_xdp_bpf__open();
 	if (!skel)
 		return runtime_err("cannot open the XDP_TX program: %s", strerror(errno));
@@ -763,6 +762,16 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	skel->rodata->src_count = (uint32_t)o->sources;
 	skel->rodata->random_on = o->random;
 	memcpy((void *)&skel->rodata->rnd, &o->rnd, sizeof(o->rnd));
+	if (o->src.family == AF_INET6) {
+		uint64_t hi = 0, lo = 0;
+
+		for (int i = 0; i < 8; i++) {
+			hi = hi << 8 | o->src.a[i];
+			lo = lo << 8 | o->src.a[8 + i];
+		}
+		skel->rodata->src6_hi = hi;
+		skel->rodata->src6_lo = lo;
+	}
 	if (flood_xdp_bpf__load(skel)) {
 		flood_xdp_bpf__destroy(skel);
 		return runtime_err("cannot load the XDP_TX program: %s (root? BPF enabled?)",
@@ -771,7 +780,8 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 	prog = bpf_program__fd(skel->progs.flood_xdp_tx);
 	build_frame(buf, o, src_mac, &o->src);
 	while (*sent < o->count && !stop && now_ns() < deadline) {
-		uint64_t n = o->count - *sent < XDP_CHUNK_MAX ? o->count - *sent : XDP_CHUNK_MAX;
+		uint64_t chunk = o->pps ? XDP_PACED_RUN : XDP_CHUNK_MAX;
+		uint64_t n = o->count - *sent < chunk ? o->count - *sent : chunk;
 		struct xdp_md ctx = { .data_end = o->size, .ingress_ifindex = (uint32_t)ifindex };
 		struct bpf_test_run_opts run = {
 			.sz = sizeof(run),
@@ -783,8 +793,18 @@ static int send_xdp(const struct flood_opts *o, int ifindex, const uint8_t *src_
 			.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
 			.batch_size = XDP_BATCH,
 		};
-		uint64_t t = now_ns();
+		uint64_t t;
 
+		/* paced: frame k is due at start + k/pps */
+		if (o->pps) {
+			uint64_t at = start + (uint64_t)((double)*sent * NS_PER_SEC / (double)o->pps);
+
+			if (at > deadline)
+				break;
+			if (at > now_ns())
+				sleep_until(at);
+		}
+		t = now_ns();
 		if (bpf_prog_test_run_opts(prog, &run)) {
 			if (errno == EINTR && stop)
 				break;	/* SIGINT/SIGTERM: a stop, not an error */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "fixture.h"
 #include "sluice_random.skel.h"
+#include "bench_min_random.skel.h"
 
 #define BENCH_REPEAT	1000000
 #define BENCH_ROUNDS	7
@@ -216,6 +217,47 @@ static int apply_policy(struct fixture *fx, bool v2, const char *more)
 	return fixture_policy(fx, policy);
 }
 
+/* The minimal XDP token bucket (tools/bench_min.bpf.c, with the marker
+ * sources of sluice's benchmark variant): limit 1/s burst 1, both tables
+ * of max_sources. NULL when it cannot load. */
+static struct bench_min_random_bpf *open_min(__u32 max_sources)
+{
+	struct bench_min_random_bpf *m = bench_min_random_bpf__open();
+
+	if (!m)
+		return NULL;
+	m->rodata->interval_ns = 1000000000ULL;
+	m->rodata->tolerance_ns = 1000000000ULL;
+	if (bpf_map__set_max_entries(m->maps.min_tat4, max_sources) ||
+	    bpf_map__set_max_entries(m->maps.min_tat6, max_sources) ||
+	    bench_min_random_bpf__load(m)) {
+		bench_min_random_bpf__destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* `repeat` runs of one frame through prog_fd (to take and spend buckets). */
+static int run_prog(int prog_fd, const struct frame *f, __u32 repeat)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->buf, .data_size_in = (__u32)f->len,
+		    .repeat = repeat);
+
+	return bpf_prog_test_run_opts(prog_fd, &o);
+}
+
+/* A row of the minimal bucket for frames from src, and what sluice's `ns`
+ * for the same case is over it. */
+static void min_case(int prog_fd, const char *name, const char *src, double base, double ns)
+{
+	struct frame f;
+	double m;
+
+	frame_udp_from(&f, src);
+	m = per_packet_ns(prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   sluice %.2f x this\n", name, m, m / base, ns / m);
+}
+
 static struct sluice_bpf *open_random(void)
 {
 	return (struct sluice_bpf *)sluice_random_bpf__open();
@@ -248,9 +290,10 @@ static double table_case(struct fixture *fx, const char *name, const char *src, 
  */
 static void table_scenarios(double base)
 {
+	struct bench_min_random_bpf *min;
 	struct fixture fx;
 	struct frame f;
-	double known;
+	double known, ns[4];
 
 	if (fixture_open_with(&fx, 131072, open_random) ||
 	    fixture_policy(&fx, "limit default --rate 1 --burst 1")) {
@@ -263,11 +306,30 @@ static void table_scenarios(double base)
 	run_frame(&fx, &f, 2, NULL);
 	frame_udp_from(&f, "198.19.253.1");
 	run_frame(&fx, &f, 2000000, NULL);
-	table_case(&fx, "1 known source, drop", "198.18.0.1", base, 0);
-	table_case(&fx, "1000 known sources, drop", "198.19.254.1", base, 0);
-	known = table_case(&fx, "65536 known sources, drop", "198.19.253.1", base, 0);
-	table_case(&fx, "never-seen sources, no budget (each an entry)", "198.19.255.1", base,
-		   known);
+	ns[0] = table_case(&fx, "1 known source, drop", "198.18.0.1", base, 0);
+	ns[1] = table_case(&fx, "1000 known sources, drop", "198.19.254.1", base, 0);
+	known = ns[2] = table_case(&fx, "65536 known sources, drop", "198.19.253.1", base, 0);
+	ns[3] = table_case(&fx, "never-seen sources, no budget (each an entry)", "198.19.255.1",
+			   base, known);
+	min = open_min(131072);
+	if (min) {
+		int prog = bpf_program__fd(min->progs.bench_min);
+
+		/* the same known sources, each bucket spent */
+		frame_udp_from(&f, "198.18.0.1");
+		run_prog(prog, &f, 2);
+		frame_udp_from(&f, "198.19.253.1");
+		run_prog(prog, &f, 2000000);
+		min_case(prog, "minimal bucket: 1 known source, drop", "198.18.0.1", base, ns[0]);
+		min_case(prog, "minimal bucket: 1000 known sources, drop", "198.19.254.1", base,
+			 ns[1]);
+		min_case(prog, "minimal bucket: 65536 known sources, drop", "198.19.253.1", base,
+			 ns[2]);
+		min_case(prog, "minimal bucket: never-seen sources", "198.19.255.1", base, ns[3]);
+		bench_min_random_bpf__destroy(min);
+	} else {
+		fprintf(stderr, "bench: cannot load the minimal bucket\n");
+	}
 	new_sources_write(&fx.m, 1000, SLUICE_PERIOD_SEC, 1000);
 	frame_udp_from(&f, "198.19.255.1");
 	run_frame(&fx, &f, 100000, NULL);	/* spend the budget's burst */
@@ -353,6 +415,34 @@ static void algo_scenarios(double base)
 	fixture_close(&fx);
 }
 
+/* The floor of issue 10, the minimal bucket, for sluice's plain limited
+ * rows (one known source, drop), each measured again beside it. */
+static void plain_min_rows(struct fixture *fx, double base)
+{
+	static const struct {
+		const char *name, *src;
+	} rows[] = {
+		{ "minimal bucket: ipv4 known source (drop)", "198.18.2.1" },
+		{ "minimal bucket: ipv6 known source (drop)", "2001:2::1" },
+	};
+	struct bench_min_random_bpf *m = open_min(SLUICE_MAX_SOURCES_DEFAULT);
+	struct frame f;
+
+	if (!m) {
+		fprintf(stderr, "bench: cannot load the minimal bucket\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int prog = bpf_program__fd(m->progs.bench_min);
+
+		frame_udp_from(&f, rows[i].src);
+		run_prog(prog, &f, 2);
+		run_frame(fx, &f, 2, NULL);
+		min_case(prog, rows[i].name, rows[i].src, base, per_packet_ns(fx->prog_fd, &f));
+	}
+	bench_min_random_bpf__destroy(m);
+}
+
 /* usage: bench_xdp [algos]   (algos: only the algorithms, next to bare) */
 int main(int argc, char **argv)
 {
@@ -405,6 +495,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	run_cases(&fx, plain, sizeof(plain) / sizeof(plain[0]), base, 0);
+	plain_min_rows(&fx, base);
 
 	printf("\npolicy model v2, one rule of each kind added to the same policy:\n");
 	frame_udp_from(&f, "198.18.2.1");
