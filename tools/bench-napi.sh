@@ -36,7 +36,11 @@
 # configuration once before round r+1), BENCH_COUNT frames per measured
 # flood (default 2000000), BENCH_SECONDS bound of one flood (default 5),
 # BENCH_RATE (N/s or N/m, default 1/m; burst 1), BENCH_JSON=FILE writes
-# the medians as JSON.
+# the medians as JSON. BENCH_PPS=N paces the measured floods at N frames/s
+# (the live-frames generator reaches about 500000 paced): every
+# configuration then gets the same offered load below its capacity, so no
+# ring fills and the producer and consumer do not fight over it, at the
+# price of the thread's sleep and wake-up in every figure (bare included).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -384,7 +388,7 @@ run_one() { # CFG NSRC ROUND
 	t0=$(napi_ns $pids)
 	read -r r0 d0 < <(veth_rx)
 	i0=$(stack_in)
-	WARM_SECONDS=$FLOOD_SECONDS gen "$nsrc" "$COUNT"
+	WARM_SECONDS=$FLOOD_SECONDS gen "$nsrc" "$COUNT" ${BENCH_PPS:+--pps "$MEASURE_PPS"}
 	# the last frames of the ring: wait until every frame sent is counted
 	sent=$(jq -er .sent "$FLOOD_OUT")
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
