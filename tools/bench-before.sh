@@ -32,7 +32,7 @@ for round in 1 2 3; do
 done
 
 # Rows: the case name (up to the numbers), then ns/pkt.
-rows() { sed -n 's/^\(.*[^ ]\)  *\([0-9][0-9.]*\)  *[0-9][0-9.]*.*$/\1\t\2/p' "$@"; }
+rows() { grep -v '^  --max-sources' "$@" | sed -n 's/^\(.*[^ ]\)  *\([0-9][0-9.]*\)  *[0-9][0-9.]*.*$/\1\t\2/p'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 printf '%-46s %12s %12s\n' "case (plain CIDR rules, median of 3 runs)" "before ns" "now ns"
