@@ -153,14 +153,6 @@ FLOOD_OUT=$(netns_tmp flood.json)
 
 rx() { ip netns exec "$NS_RX" "$@"; }
 
-# An XDP program that is nothing but `return ACTION`, compiled to FILE.
-bare_prog() { # FILE ACTION
-	printf '%s\n' '#include <linux/bpf.h>' \
-		"__attribute__((section(\"xdp\"), used)) int bare(struct xdp_md *ctx) { return $2; }" \
-		'char _license[] __attribute__((section("license"), used)) = "GPL";' |
-		clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$1" - ||
-		fail "cannot compile the bare $2 program"
-}
 DROP_OBJ=$(netns_tmp bare_drop.o)
 PASS_OBJ=$(netns_tmp bare_pass.o)
 bare_prog "$DROP_OBJ" XDP_DROP
@@ -531,31 +523,25 @@ if have sluice && have min; then
 	done
 fi
 echo
-echo "passed to the rx stack, % of the frames taken (the drop regime: ~0 but random):"
-for cfg in "${CONFIGS[@]}"; do
-	printf '%-30s' "${LABEL[$cfg]}"
-	for nsrc in "${SOURCES[@]}"; do
-		if [[ -n $(col "$cfg" "$nsrc" 5) ]]; then
-			printf ' %9s' "$(passed_pct "$cfg" "$nsrc")"
-		else
-			printf ' %9s' -
-		fi
+# A table of FN CFG NSRC for every configuration and source count run.
+table_of() { # TITLE FN
+	local cfg nsrc
+	echo "$1"
+	for cfg in "${CONFIGS[@]}"; do
+		printf '%-30s' "${LABEL[$cfg]}"
+		for nsrc in "${SOURCES[@]}"; do
+			if [[ -n $(col "$cfg" "$nsrc" 5) ]]; then
+				printf ' %9s' "$("$2" "$cfg" "$nsrc")"
+			else
+				printf ' %9s' -
+			fi
+		done
+		echo
 	done
-	echo
-done
+}
+table_of "passed to the rx stack, % of the frames taken (the drop regime: ~0 but random):" passed_pct
 echo
-echo "ring drops, % of the frames sent (the generator outruns the receiver):"
-for cfg in "${CONFIGS[@]}"; do
-	printf '%-30s' "${LABEL[$cfg]}"
-	for nsrc in "${SOURCES[@]}"; do
-		if [[ -n $(col "$cfg" "$nsrc" 5) ]]; then
-			printf ' %9s' "$(ring_pct "$cfg" "$nsrc")"
-		else
-			printf ' %9s' -
-		fi
-	done
-	echo
-done
+table_of "ring drops, % of the frames sent (the generator outruns the receiver):" ring_pct
 # The namespaces' own few frames (IPv6 neighbour discovery, MLD) may come
 # on top; more than a few means a count is not what it claims to be.
 read -r exact off worst < <(awk '{ d = $5 + $6 - $4; if (d < 0) d = -d; if (!d) e++; else if (d > 16) o++

@@ -91,14 +91,6 @@ TIMES0=$(netns_tmp times0)
 TIMES1=$(netns_tmp times1)
 : >"$RESULTS"
 
-# An XDP program that is nothing but `return ACTION`, compiled to FILE.
-bare_prog() { # FILE ACTION
-	printf '%s\n' '#include <linux/bpf.h>' \
-		"__attribute__((section(\"xdp\"), used)) int bare(struct xdp_md *ctx) { return $2; }" \
-		'char _license[] __attribute__((section("license"), used)) = "GPL";' |
-		clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$1" - ||
-		fail "cannot compile the bare $2 program"
-}
 # The floor: XDP_DROP. And what a NIC driver without an XDP program does,
 # hand the frame to the stack: XDP_PASS.
 BARE_OBJ=$(netns_tmp bare_drop.o)

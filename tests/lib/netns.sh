@@ -275,3 +275,13 @@ nft_rx_packets() {
 		jq -er '.nftables[] | select(.counter) | .counter.packets' ||
 		fail "cannot read nftables counter $1"
 }
+
+# An XDP program that is nothing but `return ACTION`, compiled to FILE (the
+# benchmarks' floors: XDP_DROP, and XDP_PASS where a driver builds the skb).
+bare_prog() { # FILE ACTION
+	printf '%s\n' '#include <linux/bpf.h>' \
+		"__attribute__((section(\"xdp\"), used)) int bare(struct xdp_md *ctx) { return $2; }" \
+		'char _license[] __attribute__((section("license"), used)) = "GPL";' |
+		clang -O2 -target bpf -I "/usr/include/$(gcc -dumpmachine)" -x c -c -o "$1" - ||
+		fail "cannot compile the bare $2 program"
+}
