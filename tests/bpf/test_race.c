@@ -141,12 +141,25 @@ struct race_result {
  * admissions TAT does not account for: each admission moves TAT one
  * interval past max(TAT, now) >= t0, so TAT >= t0 + passed*T unless an
  * update was lost. */
+/* How far behind real time the clock bucket b's rule is judged by may read:
+ * a tick for the coarse clock (SLUICE_POLICY_COARSE_CLOCK), else 0. */
+static __u64 clock_lag_ns(const struct sluice_bucket *b)
+{
+	struct sluice_config cfg;
+	struct sluice_policy sp;
+
+	live_config(&fx.m, &cfg);
+	if (policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), SLUICE_BOUND_IDX(b->bound), &sp))
+		return 0;
+	return (sp.flags & SLUICE_POLICY_COARSE_CLOCK) ? coarse_tick_ns() : 0;
+}
+
 static struct race_result race(skel_open_fn open_skel, const char *policy, __u64 rate,
 			       __u64 burst)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	struct race_result res = { .err = -1 };
-	__u64 t0, t1, interval = gcra_interval(rate);
+	__u64 t0, t1, lag, start, interval = gcra_interval(rate);
 	struct sluice_bucket b;
 	struct hammer_run h;
 
@@ -158,13 +171,16 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 	res.passed = h.passed;
 	res.total = h.total;
 	memcpy(res.others, h.others, sizeof(res.others));
-	res.most = burst + (gcra_now(t1) - gcra_now(t0)) / interval + 1;
 	if (race_bucket(&b)) {
 		res.err = ENOENT;
 		return res;
 	}
-	if (b.tat < gcra_now(t0) + res.passed * interval)
-		res.lost = (gcra_now(t0) + res.passed * interval - b.tat + interval - 1) / interval;
+	/* The rule's clock read at most `lag` less than t0 at the start. */
+	lag = clock_lag_ns(&b);
+	start = gcra_now(t0 > lag ? t0 - lag : 0);
+	res.most = burst + (gcra_now(t1) - start) / interval + 1;
+	if (b.tat < start + res.passed * interval)
+		res.lost = (start + res.passed * interval - b.tat + interval - 1) / interval;
 	res.src_passed = b.passed;
 	res.src_dropped = b.dropped;
 	printf("  %s: %d CPUs, %llu packets in %.3f s, %llu passed (bound %llu), "
