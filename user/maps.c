@@ -209,14 +209,17 @@ __u64 coarse_tick_ns(void)
 	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
 }
 
-__u64 policy_now_ns(const struct sluice_policy *p)
+__u64 coarse_now_ns(void)
 {
 	struct timespec ts;
 
-	if (!(p->flags & SLUICE_POLICY_COARSE_CLOCK))
-		return mono_now_ns();
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+__u64 policy_now_ns(const struct sluice_policy *p)
+{
+	return (p->flags & SLUICE_POLICY_COARSE_CLOCK) ? coarse_now_ns() : mono_now_ns();
 }
 
 static int map_info(int fd, struct bpf_map_info *info)

@@ -210,6 +210,8 @@ long walk_buckets(int fd, bucket_fn fn, void *ctx);
 __u64 mono_now_ns(void);
 /* The clock the datapath judges policy p by (SLUICE_POLICY_COARSE_CLOCK). */
 __u64 policy_now_ns(const struct sluice_policy *p);
+/* CLOCK_MONOTONIC_COARSE, the datapath's bpf_ktime_get_coarse_ns(). */
+__u64 coarse_now_ns(void);
 /* The coarse clock's tick, ns (0 if unknown). */
 __u64 coarse_tick_ns(void);
 const char *reason_name(__u32 reason);

@@ -190,9 +190,10 @@ struct sluice_lpm_val {
 /* Judged by the coarse clock (bpf_ktime_get_coarse_ns, CLOCK_MONOTONIC_COARSE,
  * one tick cheaper to read by ~20 ns than the precise one): set by the CLI
  * for a token bucket without --ban whose emission interval is at least one
- * tick, so the clock's lag (under a tick) is worth at most one unit: in any
- * interval t such a rule admits at most burst + rate x t + 2 (one for the
- * interval's rounding, one for the clock). A ban keeps the precise clock: its
+ * tick, so the clock's lag (under a tick while the timer ticks on time) is
+ * worth at most one unit: in any interval t such a rule admits at most
+ * burst + rate x t + 2 (one for the interval's rounding, one for the
+ * clock), one more per tick the timer runs late. A ban keeps the precise clock: its
  * slack (gcra.h) is below a tick. */
 #define SLUICE_POLICY_COARSE_CLOCK	0x2
 

@@ -141,9 +141,8 @@ struct race_result {
  * admissions TAT does not account for: each admission moves TAT one
  * interval past max(TAT, now) >= t0, so TAT >= t0 + passed*T unless an
  * update was lost. */
-/* How far behind real time the clock bucket b's rule is judged by may read:
- * a tick for the coarse clock (SLUICE_POLICY_COARSE_CLOCK), else 0. */
-static __u64 clock_lag_ns(const struct sluice_bucket *b)
+/* Whether bucket b's rule is judged by the coarse clock. */
+static int judged_coarse(const struct sluice_bucket *b)
 {
 	struct sluice_config cfg;
 	struct sluice_policy sp;
@@ -151,7 +150,7 @@ static __u64 clock_lag_ns(const struct sluice_bucket *b)
 	live_config(&fx.m, &cfg);
 	if (policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), SLUICE_BOUND_IDX(b->bound), &sp))
 		return 0;
-	return (sp.flags & SLUICE_POLICY_COARSE_CLOCK) ? coarse_tick_ns() : 0;
+	return !!(sp.flags & SLUICE_POLICY_COARSE_CLOCK);
 }
 
 static struct race_result race(skel_open_fn open_skel, const char *policy, __u64 rate,
@@ -159,7 +158,7 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	struct race_result res = { .err = -1 };
-	__u64 t0, t1, lag, start, interval = gcra_interval(rate);
+	__u64 t0, t1, start, coarse0 = coarse_now_ns(), interval = gcra_interval(rate);
 	struct sluice_bucket b;
 	struct hammer_run h;
 
@@ -175,9 +174,9 @@ static struct race_result race(skel_open_fn open_skel, const char *policy, __u64
 		res.err = ENOENT;
 		return res;
 	}
-	/* The rule's clock read at most `lag` less than t0 at the start. */
-	lag = clock_lag_ns(&b);
-	start = gcra_now(t0 > lag ? t0 - lag : 0);
+	/* The run's start on the rule's own clock: the coarse one lags the
+	 * precise t0 by a tick or more, so it is read before the run. */
+	start = gcra_now(judged_coarse(&b) ? coarse0 : t0);
 	res.most = burst + (gcra_now(t1) - start) / interval + 1;
 	if (b.tat < start + res.passed * interval)
 		res.lost = (start + res.passed * interval - b.tat + interval - 1) / interval;
@@ -225,30 +224,60 @@ static int race_unproven;
  * updates, the CPUs were truly concurrent, and the real run next to it must
  * lose none. Every real run must also keep within its bounds.
  */
-static void race_proven(const char *policy, __u64 rate, __u64 burst)
+/*
+ * Rounds of racy and real runs until the racy one shows the race (so the
+ * CPUs were truly concurrent) or RACE_PROVE_SECONDS pass: the host's
+ * scheduling comes in spells of seconds to minutes, so keep trying for a
+ * while rather than a fixed number of times. round runs one racy and one
+ * real run and checks the real one: -1 when a check failed, 1 when the racy
+ * run showed the race, else 0. unseen says what the racy runs never did.
+ */
+static void prove(int (*round)(const void *arg), const void *arg, const char *unseen)
 {
 	__u64 give_up = mono_now_ns() + RACE_PROVE_SECONDS * SLUICE_NS_PER_SEC;
-	int proven = 0, tries = 0;
+	int r = 0, tries = 0;
 
-	/* The host's scheduling comes in spells of seconds to minutes, so keep
-	 * trying for a while rather than a fixed number of times. */
-	for (; !proven && mono_now_ns() < give_up; tries++) {
-		struct race_result racy = race(open_racy, policy, rate, burst);
-		struct race_result real = race(sluice_bpf__open, policy, rate, burst);
-		int before = check_failures;
-
-		CHECK(racy.err == 0, "racy variant: run failed");
-		check_result(&real, burst);
-		if (check_failures != before)
-			return;
-		proven = racy.lost > 0;
-	}
-	if (!proven) {
-		printf("  the CPUs never ran at once in %d tries over %d s (the racy variant "
-		       "lost no update): this machine cannot show the race now\n", tries,
-		       RACE_PROVE_SECONDS);
+	for (; !r && mono_now_ns() < give_up; tries++)
+		r = round(arg);
+	if (!r) {
+		printf("  %s in %d tries over %d s: this machine cannot show the race now\n",
+		       unseen, tries, RACE_PROVE_SECONDS);
 		race_unproven++;
 	}
+}
+
+struct tb_case {
+	const char *policy;
+	__u64 rate, burst;
+};
+
+static int tb_round(const void *arg)
+{
+	const struct tb_case *c = arg;
+	struct race_result racy = race(open_racy, c->policy, c->rate, c->burst);
+	struct race_result real = race(sluice_bpf__open, c->policy, c->rate, c->burst);
+	int before = check_failures;
+
+	CHECK_OR(-1, racy.err == 0, "racy variant: run failed");
+	check_result(&real, c->burst);
+	if (check_failures != before)
+		return -1;
+	return racy.lost > 0;
+}
+
+/*
+ * A run only proves something if the CPUs really executed at the same time;
+ * a VM whose host time-slices its vCPUs on one core runs the threads in
+ * turn. So each run of the real program is paired with a run of a variant
+ * that does a plain read-modify-write instead of CAS: when that variant loses
+ * updates, the CPUs were truly concurrent, and the real run next to it must
+ * lose none. Every real run must also keep within its bounds.
+ */
+static void race_proven(const char *policy, __u64 rate, __u64 burst)
+{
+	struct tb_case c = { policy, rate, burst };
+
+	prove(tb_round, &c, "the CPUs never ran at once (the racy variant lost no update)");
 }
 
 /* Mostly rejections: the burst is the whole allowance. */
@@ -555,30 +584,34 @@ static void check_one_window(const struct win_result *r, __u64 budget)
 
 /* Run racy then real until the racy one shows over-admission (so the CPUs
  * were truly concurrent), as race_proven does. */
+struct win_case {
+	const char *policy;
+	int algo;
+	__u64 budget;
+};
+
+static int win_round(const void *arg)
+{
+	const struct win_case *c = arg;
+	__u64 window = 3600ULL * SLUICE_NS_PER_SEC;
+	struct win_result racy = win_race_one_window(open_racy, c->policy, c->algo, window,
+						     c->budget);
+	struct win_result real = win_race_one_window(sluice_bpf__open, c->policy, c->algo,
+						     window, c->budget);
+	int before = check_failures;
+
+	CHECK_OR(-1, racy.err == 0, "racy variant: run failed");
+	check_one_window(&real, c->budget);
+	if (check_failures != before)
+		return -1;
+	return !racy.crossed && racy.passed > c->budget;
+}
+
 static void win_race_proven(const char *policy, int algo, __u64 budget)
 {
-	__u64 give_up = mono_now_ns() + RACE_PROVE_SECONDS * SLUICE_NS_PER_SEC;
-	__u64 window = 3600ULL * SLUICE_NS_PER_SEC;
-	int proven = 0, tries = 0;
+	struct win_case c = { policy, algo, budget };
 
-	for (; !proven && mono_now_ns() < give_up; tries++) {
-		struct win_result racy = win_race_one_window(open_racy, policy, algo, window,
-							     budget);
-		struct win_result real = win_race_one_window(sluice_bpf__open, policy, algo,
-							     window, budget);
-		int before = check_failures;
-
-		CHECK(racy.err == 0, "racy variant: run failed");
-		check_one_window(&real, budget);
-		if (check_failures != before)
-			return;
-		proven = !racy.crossed && racy.passed > budget;
-	}
-	if (!proven) {
-		printf("  the racy variant never over-admitted in %d tries over %d s: this "
-		       "machine cannot show the race now\n", tries, RACE_PROVE_SECONDS);
-		race_unproven++;
-	}
+	prove(win_round, &c, "the racy variant never over-admitted");
 }
 
 /* fixed-window: a budget of 2 million in a 1 h window, 4 million sent. */
@@ -604,39 +637,37 @@ static void race_sliding_window(void)
  * state word accounts for (win_race). The racy variant, which loses counts
  * and can reset a window twice, must exceed the latter.
  */
+static int roll_round(const void *arg)
+{
+	const struct win_case *c = arg;
+	struct win_result racy = win_race(open_racy, c->policy, c->algo, ROLL_WINDOW_NS,
+					  ROLL_BUDGET);
+	struct win_result real = win_race(sluice_bpf__open, c->policy, c->algo, ROLL_WINDOW_NS,
+					  ROLL_BUDGET);
+	int before = check_failures;
+
+	CHECK_OR(-1, racy.err == 0, "racy variant: run failed");
+	check_common(&real);
+	if (check_failures != before)
+		return -1;
+	CHECK_OR(-1, real.windows >= 2, "the run stayed in one window: no rollover seen");
+	CHECK_OR(-1, real.passed <= ROLL_BUDGET * real.windows,
+		 "over-admitted: %llu passed over %llu windows of %llu",
+		 (unsigned long long)real.passed, (unsigned long long)real.windows,
+		 (unsigned long long)ROLL_BUDGET);
+	CHECK_OR(-1, real.passed <= real.most,
+		 "%llu passed, the state word accounts for at most %llu: lost updates",
+		 (unsigned long long)real.passed, (unsigned long long)real.most);
+	CHECK_OR(-1, real.passed >= ROLL_BUDGET, "starved: %llu passed, one window is %llu",
+		 (unsigned long long)real.passed, (unsigned long long)ROLL_BUDGET);
+	return racy.passed > racy.most;
+}
+
 static void roll_race_proven(const char *policy, int algo)
 {
-	__u64 give_up = mono_now_ns() + RACE_PROVE_SECONDS * SLUICE_NS_PER_SEC;
-	int proven = 0, tries = 0;
+	struct win_case c = { policy, algo, 0 };
 
-	for (; !proven && mono_now_ns() < give_up; tries++) {
-		struct win_result racy = win_race(open_racy, policy, algo, ROLL_WINDOW_NS,
-						  ROLL_BUDGET);
-		struct win_result real = win_race(sluice_bpf__open, policy, algo,
-						  ROLL_WINDOW_NS, ROLL_BUDGET);
-		int before = check_failures;
-
-		CHECK(racy.err == 0, "racy variant: run failed");
-		check_common(&real);
-		if (check_failures != before)
-			return;
-		CHECK(real.windows >= 2, "the run stayed in one window: no rollover seen");
-		CHECK(real.passed <= ROLL_BUDGET * real.windows,
-		      "over-admitted: %llu passed over %llu windows of %llu",
-		      (unsigned long long)real.passed, (unsigned long long)real.windows,
-		      (unsigned long long)ROLL_BUDGET);
-		CHECK(real.passed <= real.most,
-		      "%llu passed, the state word accounts for at most %llu: lost updates",
-		      (unsigned long long)real.passed, (unsigned long long)real.most);
-		CHECK(real.passed >= ROLL_BUDGET, "starved: %llu passed, one window is %llu",
-		      (unsigned long long)real.passed, (unsigned long long)ROLL_BUDGET);
-		proven = racy.passed > racy.most;
-	}
-	if (!proven) {
-		printf("  the racy variant never over-admitted across windows in %d tries over "
-		       "%d s: this machine cannot show the race now\n", tries, RACE_PROVE_SECONDS);
-		race_unproven++;
-	}
+	prove(roll_round, &c, "the racy variant never over-admitted across windows");
 }
 
 static void race_fixed_window_rollover(void)
