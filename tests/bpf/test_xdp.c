@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fixture.h"
+#include "sluice/gcra.h"
 #include "check.h"
 #include "sluice_nobucket.skel.h"
 
@@ -380,6 +381,33 @@ static void coarse_clock_only_where_a_tick_is_one_packet(void)
 	      "100 bytes/s: not coarse");
 }
 
+/* A coarse-clock rule really is judged by the coarse clock: a fresh source's
+ * first packet sets TAT to the clock's reading + T, and that reading lies
+ * between CLOCK_MONOTONIC_COARSE read before and after the run (a precise
+ * reading is nearly always past the second). */
+static void coarse_rule_reads_the_coarse_clock(void)
+{
+	__u64 interval = gcra_interval(1), c0, c1;
+	struct sluice_bucket b;
+	struct frame f;
+	char src[32];
+
+	CHECK(setup("limit default --rate 1 --burst 5") == 0, "setup");
+	for (int i = 0; i < 3; i++) {
+		snprintf(src, sizeof(src), "198.18.0.%d", 100 + i);
+		frame_udp_from(&f, src);
+		c0 = coarse_now_ns();
+		run_frame(&fx, &f, 1, NULL);
+		c1 = coarse_now_ns();
+		CHECK(bucket_of(&fx, src, &b) == 0, "%s: no bucket", src);
+		CHECK(b.tat >= interval && b.tat - interval >= gcra_now(c0) &&
+		      b.tat - interval <= gcra_now(c1),
+		      "%s: judged at %llu ns, the coarse clock read %llu..%llu", src,
+		      (unsigned long long)((b.tat - interval) >> SLUICE_GCRA_SHIFT),
+		      (unsigned long long)c0, (unsigned long long)c1);
+	}
+}
+
 /* A source's passed and dropped (32 bits each) stop at SLUICE_SRC_COUNT_MAX
  * and never wrap to small numbers, which would hide a flood from `top`. */
 static void source_counters_saturate(void)
@@ -637,6 +665,7 @@ int main(void)
 	RUN(exact_burst_of_identical_packets);
 	RUN(refill_after_idle);
 	RUN(source_counters_saturate);
+	RUN(coarse_rule_reads_the_coarse_clock);
 	RUN(coarse_clock_only_where_a_tick_is_one_packet);
 	RUN(sources_have_their_own_buckets);
 	RUN(deleted_rule_idle_source_starts_spent);
