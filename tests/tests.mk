@@ -112,3 +112,18 @@ test:
 	tools/install-deps.sh
 	$(MAKE) all $(TEST_BINS)
 	tests/run $(TESTS)
+
+# The differential packet fuzzer (tests/bpf/fuzz_pkt.c): the real program
+# against a reference classifier (refclass.c), and a variant whose parser
+# walks too few IPv6 extension headers, which the fuzzer must catch.
+$(BUILD)/tests/sluice_shortext.bpf.o: tests/bpf/sluice_shortext.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
+$(BUILD)/tests/sluice_shortext.skel.h: $(BUILD)/tests/sluice_shortext.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_shortext_bpf > $@
+$(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/refclass.h \
+		tests/bpf/fixture.h $(USER_LIB_OBJS) $(BUILD)/tests/sluice_shortext.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/refclass.c \
+		$(USER_LIB_OBJS) -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/fuzz_pkt
