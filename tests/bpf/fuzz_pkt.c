@@ -20,8 +20,9 @@
 #include "refclass.h"
 #include "sluice_shortext.skel.h"
 
-#define FRAME_MAX	512		/* the longest frame sent */
-#define BUILD_MAX	1024		/* room while building, cut to FRAME_MAX */
+#define FRAME_MAX	9000		/* the longest frame sent: a jumbo frame, */
+#define LINEAR_MAX	512		/* all of whose headers lie in the first buffer */
+#define BUILD_MAX	10240		/* room while building */
 #define PHASE_FRAMES	100000U		/* frames per policy (one program load) */
 #define MAX_SOURCES	65536U		/* the program's source table */
 #define REF_CAP		(1U << 18)	/* the reference's bucket table */
@@ -76,7 +77,7 @@ static struct rng rng_for(__u64 seed, __u64 a, __u64 b)
 	X(v6_icmpv6) X(v6_other_l4) X(v6_ext_chain) X(v6_ext_long)	\
 	X(v6_ext_loop) X(v6_frag_first) X(v6_frag_later) X(v6_jumbo)	\
 	X(v6_bad_version) X(v4_mapped_src) X(random_src)		\
-	X(truncate) X(truncate_sweep) X(byte_flip) X(pad)
+	X(truncate) X(truncate_sweep) X(byte_flip) X(pad) X(jumbo_frame)
 #define MK_ENUM(n) MK_##n,
 enum mutation { MUTATION_KINDS(MK_ENUM) MK_MAX };
 #undef MK_ENUM
@@ -410,8 +411,8 @@ static size_t gen_frame(__u64 seed, __u32 phase, __u32 idx, __u8 *out)
 	if (block % 16 == 3) {
 		r = rng_for(seed, phase, 0x5eed00000000ULL | block);
 		gen_base(&r, &g);
-		if (g.len > FRAME_MAX)
-			g.len = FRAME_MAX;
+		if (g.len > LINEAR_MAX)
+			g.len = LINEAR_MAX;
 		if (idx % SWEEP_LEN < g.len)
 			g.len = idx % SWEEP_LEN;
 		mk_count[MK_truncate_sweep]++;
@@ -420,13 +421,20 @@ static size_t gen_frame(__u64 seed, __u32 phase, __u32 idx, __u8 *out)
 	}
 	r = rng_for(seed, phase, idx);
 	gen_base(&r, &g);
+	if (g.len > LINEAR_MAX)
+		g.len = LINEAR_MAX;
 	if (chance(&r, 5)) {
 		n = 1 + below(&r, 64);
 		fill(&r, put(&g, n), n);
 		mk_count[MK_pad]++;
+	} else if (chance(&r, 1)) {
+		/* Past one page: the program sees a multi-buffer frame whose
+		 * headers are in the first buffer, and counts every byte. */
+		n = 1500 + below(&r, FRAME_MAX - 1500 + 1);
+		if (n > g.len)
+			fill(&r, put(&g, n - g.len), n - g.len);
+		mk_count[MK_jumbo_frame]++;
 	}
-	if (g.len > FRAME_MAX)
-		g.len = FRAME_MAX;
 	if (chance(&r, 10)) {
 		n = 1 + below(&r, 4);
 		for (i = 0; i < n; i++)
@@ -572,6 +580,7 @@ static const char *reason_names[SLUICE_R_MAX] = {
 
 static struct {
 	__u64 seed, frames, mismatches, refused;
+	__u64 reasons[SLUICE_R_MAX];	/* frames per reason, agreed on */
 	double seconds;
 	const char *variant;
 	int verbose;
@@ -880,6 +889,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 			}
 			ran++;
 			ref_decide(rp, &st, frame, len, &v);
+			run.reasons[v.reason]++;
 			pred[v.reason][0]++;
 			pred[v.reason][1] += len;
 			if (v.policy >= 0)
@@ -952,8 +962,10 @@ static void usage(FILE *f)
 		"                [--variant real|short-ext] [--verbose]\n"
 		"Run generated and mutated frames through sluice's XDP program and a\n"
 		"reference classifier; stop at the first disagreement (exit 1).\n"
-		"Stops after N frames or S seconds, whichever comes first\n"
-		"(default: 10000000 frames, 60 seconds; 0 means no bound of that kind).\n");
+		"Stops after N frames or S seconds, whichever comes first; given only\n"
+		"one, the other is unbounded (default: 10000000 frames, 60 seconds;\n"
+		"0 means no bound of that kind). --batch: frames per counter check\n"
+		"(default 4096). The seed defaults to the time and is printed.\n");
 }
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
@@ -979,6 +991,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	__u64 frames = 10000000, seconds = 60, batch, sent = 0, kinds = 0;
+	int got_frames = 0, got_seconds = 0;
 	double t0, deadline, took;
 	struct fixture fx;
 	cpu_set_t all;
@@ -987,6 +1000,7 @@ int main(int argc, char **argv)
 	char seen[MAX_CPUS * 4] = "";
 
 	run.seed = (__u64)time(NULL);
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -996,10 +1010,12 @@ int main(int argc, char **argv)
 		case 'n':
 			if (parse_num("--frames", optarg, 1ULL << 48, &frames))
 				return 2;
+			got_frames = 1;
 			break;
 		case 't':
 			if (parse_num("--seconds", optarg, 365ULL * 86400, &seconds))
 				return 2;
+			got_seconds = 1;
 			break;
 		case 'b':
 			if (parse_num("--batch", optarg, PHASE_FRAMES, &batch))
@@ -1025,13 +1041,20 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "fuzz_pkt: unknown option: see --help\n");
+			fprintf(stderr, "fuzz_pkt: unknown option or missing value: '%s': see --help\n",
+				argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "fuzz_pkt: unexpected argument '%s': see --help\n", argv[optind]);
 		return 2;
+	}
+	if (got_frames != got_seconds) {
+		if (!got_frames)
+			frames = 0;
+		else
+			seconds = 0;
 	}
 	if (!frames && !seconds) {
 		fprintf(stderr, "fuzz_pkt: --frames 0 and --seconds 0 would never stop: bound one\n");
@@ -1073,6 +1096,10 @@ int main(int argc, char **argv)
 	if (run.verbose)
 		for (i = 0; i < MK_MAX; i++)
 			printf("  %-18s %llu\n", mk_names[i], (unsigned long long)mk_count[i]);
+	printf("fuzz_pkt: by reason:");
+	for (i = 0; i < SLUICE_R_MAX; i++)
+		printf(" %s %llu", reason_names[i], (unsigned long long)run.reasons[i]);
+	printf("\n");
 	printf("fuzz_pkt: %llu shorter than an Ethernet header, refused by the kernel as they should be\n",
 	       (unsigned long long)run.refused);
 	printf("fuzz_pkt: %llu frames in %u phases, %.1f s (%.0f frames/s), %llu mutation kinds, %llu mismatches, conservation %s on CPUs %s\n",
