@@ -692,7 +692,7 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		struct ref_verdict v;
 		struct sluice_bucket b;
 		const struct ref_bucket *rb;
-		int act = test_run(fx.prog_fd, frame, len), moved = -1, bad = 0;
+		int act = test_run(fx.prog_fd, frame, len), moved = -1, bad = 0, missing = 0;
 
 		if (len < ETH_HLEN)
 			continue;	/* refused by the kernel, checked by the run */
@@ -710,9 +710,8 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		bad |= act != v.xdp || moved != (int)v.reason;
 		rb = v.bucketed ? ref_bucket_find(&st, &v.key) : NULL;
 		if (rb) {
-			if (bpf_map_lookup_elem(fx.m.src_buckets, &v.key, &b))
-				memset(&b, 0xff, sizeof(b));
-			bad |= b.passed != rb->passed || b.dropped != rb->dropped;
+			missing = bpf_map_lookup_elem(fx.m.src_buckets, &v.key, &b) != 0;
+			bad |= missing || b.passed != rb->passed || b.dropped != rb->dropped;
 		}
 		if (!bad)
 			continue;
@@ -725,8 +724,12 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		printf("  reference: %s, reason %s\n", xdp_name(v.xdp), reason_names[v.reason]);
 		if (rb) {
 			print_key("reference", &v.key);
-			printf("  bucket passed/dropped: program %u/%u, reference %u/%u\n", b.passed,
-			       b.dropped, rb->passed, rb->dropped);
+			if (missing)
+				printf("  bucket passed/dropped: program has no such bucket, reference %u/%u\n",
+				       rb->passed, rb->dropped);
+			else
+				printf("  bucket passed/dropped: program %u/%u, reference %u/%u\n",
+				       b.passed, b.dropped, rb->passed, rb->dropped);
 		}
 	}
 	if (!found)
