@@ -10,7 +10,8 @@
  * disagrees is replayed frame by frame on a fresh program to print the
  * first offending frame. `--variant short-ext` loads a build that walks
  * only 4 IPv6 extension headers (tests/bpf/sluice_shortext.bpf.c): the
- * fuzzer must fail against it.
+ * fuzzer fails against it (exit 1, the first offending frame printed), and
+ * `--prove`, as tests/list runs it, shows that before each real run.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -584,10 +585,18 @@ static struct {
 	double seconds;
 	const char *variant;
 	int verbose;
+	int quiet;	/* the self-test: only the closing lines */
+	__u32 caught_phase, caught_frame;	/* the replay's first mismatch */
 	int cpus[MAX_CPUS], ncpus;	/* the CPUs the run is pinned to in turn */
 	__u32 batch;
 	int cpu_seen[MAX_CPUS];
 } run = { .batch = 4096, .variant = "real" };
+
+#define say(...)						\
+	do {							\
+		if (!run.quiet)					\
+			printf(__VA_ARGS__);			\
+	} while (0)
 
 static struct sluice_bpf *open_shortext(void)
 {
@@ -644,8 +653,8 @@ static void hex(const __u8 *p, size_t len)
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		printf("%02x%s", p[i], (i + 1) % 32 == 0 || i + 1 == len ? "\n  " : "");
-	printf("(%zu bytes)\n", len);
+		say("%02x%s", p[i], (i + 1) % 32 == 0 || i + 1 == len ? "\n  " : "");
+	say("(%zu bytes)\n", len);
 }
 
 static const char *xdp_name(int a)
@@ -659,9 +668,9 @@ static void print_key(const char *what, const struct sluice_src_key *k)
 
 	format_source(k, buf, sizeof(buf));
 	if (k->policy == SLUICE_KEY_HOME)
-		printf("  %s bucket %s (home)\n", what, buf);
+		say("  %s bucket %s (home)\n", what, buf);
 	else
-		printf("  %s bucket %s key_len %u policy %u\n", what, buf, k->key_len, k->policy);
+		say("  %s bucket %s key_len %u policy %u\n", what, buf, k->key_len, k->policy);
 }
 
 /*
@@ -679,10 +688,10 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 	__u32 i, reason;
 	int found = 0;
 
-	printf("replaying phase %u frames 0..%u one at a time\n", phase, upto);
+	say("replaying phase %u frames 0..%u one at a time\n", phase, upto);
 	if (!rp || ref_state_init(&st, REF_CAP) || load(&fx) ||
 	    apply_policy(&fx, policy, budget, rp)) {
-		printf("replay: cannot set up\n");
+		say("replay: cannot set up\n");
 		free(rp);
 		return 0;
 	}
@@ -716,24 +725,26 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		if (!bad)
 			continue;
 		found = 1;
-		printf("FIRST MISMATCH: phase %u frame %u (seed %llu)\n  policy: %s\n  frame: ", phase,
+		run.caught_phase = phase;
+		run.caught_frame = i;
+		say("FIRST MISMATCH: phase %u frame %u (seed %llu)\n  policy: %s\n  frame: ", phase,
 		       i, (unsigned long long)run.seed, policy);
 		hex(frame, len);
-		printf("  program:   %s, reason %s\n", act < 0 ? strerror(-act) : xdp_name(act),
+		say("  program:   %s, reason %s\n", act < 0 ? strerror(-act) : xdp_name(act),
 		       moved < 0 ? "(none or several)" : reason_names[moved]);
-		printf("  reference: %s, reason %s\n", xdp_name(v.xdp), reason_names[v.reason]);
+		say("  reference: %s, reason %s\n", xdp_name(v.xdp), reason_names[v.reason]);
 		if (rb) {
 			print_key("reference", &v.key);
 			if (missing)
-				printf("  bucket passed/dropped: program has no such bucket, reference %u/%u\n",
+				say("  bucket passed/dropped: program has no such bucket, reference %u/%u\n",
 				       rb->passed, rb->dropped);
 			else
-				printf("  bucket passed/dropped: program %u/%u, reference %u/%u\n",
+				say("  bucket passed/dropped: program %u/%u, reference %u/%u\n",
 				       b.passed, b.dropped, rb->passed, rb->dropped);
 		}
 	}
 	if (!found)
-		printf("replay: no single frame disagrees (the batch's disagreement did not recur)\n");
+		say("replay: no single frame disagrees (the batch's disagreement did not recur)\n");
 	fixture_close(&fx);
 	ref_state_free(&st);
 	free(rp);
@@ -754,15 +765,15 @@ static int check_buckets(struct fixture *fx, const struct ref_state *st, __u32 p
 
 		if (rb && rb->passed == rows[i].b.passed && rb->dropped == rows[i].b.dropped)
 			continue;
-		printf("MISMATCH phase %u: bucket not as the reference has it\n", phase);
+		say("MISMATCH phase %u: bucket not as the reference has it\n", phase);
 		print_key("program", &rows[i].key);
-		printf("  passed/dropped: program %u/%u, reference %s%u/%u\n", rows[i].b.passed,
+		say("  passed/dropped: program %u/%u, reference %s%u/%u\n", rows[i].b.passed,
 		       rows[i].b.dropped, rb ? "" : "(no such bucket) ", rb ? rb->passed : 0,
 		       rb ? rb->dropped : 0);
 		bad++;
 	}
 	if (!bad && n != st->n) {
-		printf("MISMATCH phase %u: %zu buckets in the program's table, %zu in the reference's\n",
+		say("MISMATCH phase %u: %zu buckets in the program's table, %zu in the reference's\n",
 		       phase, n, st->n);
 		bad++;
 	}
@@ -784,7 +795,7 @@ static int check_policy_counters(struct fixture *fx, const __u64 (*pred)[2], __u
 			return 1;
 		if (pc.pass_packets == pred[idx][0] && pc.drop_packets == pred[idx][1])
 			continue;
-		printf("MISMATCH phase %u: policy %u pass/drop program %llu/%llu, reference %llu/%llu\n",
+		say("MISMATCH phase %u: policy %u pass/drop program %llu/%llu, reference %llu/%llu\n",
 		       phase, idx, (unsigned long long)pc.pass_packets,
 		       (unsigned long long)pc.drop_packets, (unsigned long long)pred[idx][0],
 		       (unsigned long long)pred[idx][1]);
@@ -850,7 +861,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 
 	gen_policy(&r, policy, sizeof(policy), &budget);
 	if (run.verbose)
-		printf("phase %u: policy: %s%s\n", phase, policy, budget ? "; limit new-sources" : "");
+		say("phase %u: policy: %s%s\n", phase, policy, budget ? "; limit new-sources" : "");
 	if (!rp || ref_state_init(&st, REF_CAP)) {
 		free(rp);
 		return -1;
@@ -881,7 +892,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 				/* The kernel runs no frame shorter than an
 				 * Ethernet header (nor does a NIC deliver one). */
 				if (act != -EINVAL) {
-					printf("MISMATCH phase %u frame %u: a %zu-byte frame was run: %d\n",
+					say("MISMATCH phase %u frame %u: a %zu-byte frame was run: %d\n",
 					       phase, i, len, act);
 					bad = 1;
 					i++;
@@ -898,7 +909,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 			if (v.policy >= 0)
 				pol_pred[v.policy][sluice_reason_is_drop(v.reason)]++;
 			if (act != v.xdp) {
-				printf("MISMATCH phase %u frame %u: action %s, reference %s (%s)\n",
+				say("MISMATCH phase %u frame %u: action %s, reference %s (%s)\n",
 				       phase, i, act < 0 ? strerror(-act) : xdp_name(act),
 				       xdp_name(v.xdp), reason_names[v.reason]);
 				bad = 1;
@@ -918,7 +929,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 				      c0[cpu * SLUICE_R_MAX + reason].bytes;
 			}
 			if (pk != pred[reason][0] || by != pred[reason][1]) {
-				printf("MISMATCH phase %u frames %u..%u: %s counted %llu packets %llu bytes, reference %llu packets %llu bytes\n",
+				say("MISMATCH phase %u frames %u..%u: %s counted %llu packets %llu bytes, reference %llu packets %llu bytes\n",
 				       phase, start, i - 1, reason_names[reason], (unsigned long long)pk,
 				       (unsigned long long)by, (unsigned long long)pred[reason][0],
 				       (unsigned long long)pred[reason][1]);
@@ -934,7 +945,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 				sum += c1[cpu * SLUICE_R_MAX + reason].packets -
 				       c0[cpu * SLUICE_R_MAX + reason].packets;
 			if (sum != (cpu == target ? ran : 0)) {
-				printf("MISMATCH phase %u frames %u..%u: CPU %d counted %llu frames under its reasons, %u were run on CPU %d\n",
+				say("MISMATCH phase %u frames %u..%u: CPU %d counted %llu frames under its reasons, %u were run on CPU %d\n",
 				       phase, start, i - 1, cpu, (unsigned long long)sum, ran, target);
 				bad = 1;
 			}
@@ -948,7 +959,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 		bad = check_buckets(fx, &st, phase) || check_policy_counters(fx, (const __u64 (*)[2])pol_pred, phase);
 	if (bad) {
 		run.mismatches++;
-		printf("  policy: %s%s\n", policy, budget ? "; limit new-sources" : "");
+		say("  policy: %s%s\n", policy, budget ? "; limit new-sources" : "");
 		replay(phase, policy, budget, i ? i - 1 : 0);
 	}
 	ret = bad ? 1 : 0;
@@ -958,17 +969,72 @@ out:
 	return ret;
 }
 
+/* Phases until frames are sent, the deadline passes or a mismatch;
+ * returns phase_run's verdict, *phases the phases begun. */
+static int fuzz(__u64 frames, double deadline, __u64 *sent, __u32 *phases)
+{
+	struct fixture fx;
+	__u32 phase;
+	int r = 0;
+
+	if (load(&fx))
+		return -1;
+	for (phase = 0; (!frames || *sent < frames) && now_s() < deadline; phase++) {
+		__u64 left = frames ? frames - *sent : PHASE_FRAMES;
+
+		r = phase_run(&fx, phase, left < PHASE_FRAMES ? left : PHASE_FRAMES, deadline, sent);
+		if (r) {
+			phase++;
+			break;
+		}
+	}
+	*phases = phase;
+	fixture_close(&fx);
+	return r;
+}
+
+/* --prove: the variant whose parser walks only 4 IPv6 extension headers
+ * must be caught, quietly, before the real run; so a pass means the
+ * checks can fail. Returns 0 when it was caught. */
+static int prove_it(void)
+{
+	const char *variant = run.variant;
+	__u64 sent = 0;
+	__u32 phases;
+	int r;
+
+	run.variant = "short-ext";
+	run.quiet = 1;
+	r = fuzz(PHASE_FRAMES, now_s() + 60, &sent, &phases);
+	run.quiet = 0;
+	run.variant = variant;
+	if (r != 1 || !run.mismatches) {
+		printf("FAIL fuzz_pkt: the short-ext variant (4 IPv6 extension headers walked, not %d) went uncaught in %llu frames\n",
+		       SLUICE_MAX_IPV6_EXT_HDRS, (unsigned long long)sent);
+		return 1;
+	}
+	printf("fuzz_pkt: the short-ext variant was caught, first at phase %u frame %u\n",
+	       run.caught_phase, run.caught_frame);
+	memset(mk_count, 0, sizeof(mk_count));
+	memset(run.reasons, 0, sizeof(run.reasons));
+	memset(run.cpu_seen, 0, sizeof(run.cpu_seen));
+	run.mismatches = run.refused = 0;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fuzz_pkt [--seed N] [--frames N] [--seconds S] [--batch K]\n"
-		"                [--variant real|short-ext] [--verbose]\n"
+		"                [--variant real|short-ext] [--prove] [--verbose]\n"
 		"Run generated and mutated frames through sluice's XDP program and a\n"
 		"reference classifier; stop at the first disagreement (exit 1).\n"
 		"Stops after N frames or S seconds, whichever comes first; given only\n"
 		"one, the other is unbounded (default: 10000000 frames, 60 seconds;\n"
 		"0 means no bound of that kind). --batch: frames per counter check\n"
-		"(default 4096). The seed defaults to the time and is printed.\n");
+		"(default 4096). The seed defaults to the time and is printed.\n"
+		"--prove: first show that the short-ext variant (a parser walking too\n"
+		"few IPv6 extension headers) is caught, else fail.\n");
 }
 
 static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
@@ -990,15 +1056,16 @@ int main(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "variant", required_argument, NULL, 'v' },
 		{ "verbose", no_argument, NULL, 'V' },
+		{ "prove", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	__u64 frames = 10000000, seconds = 60, batch, sent = 0, kinds = 0;
 	int got_frames = 0, got_seconds = 0;
 	double t0, deadline, took;
-	struct fixture fx;
 	cpu_set_t all;
-	__u32 phase;
+	__u32 phase = 0;
+	int prove = 0;
 	int c, i, r = 0;
 	char seen[MAX_CPUS * 4] = "";
 
@@ -1040,6 +1107,9 @@ int main(int argc, char **argv)
 		case 'V':
 			run.verbose = 1;
 			break;
+		case 'p':
+			prove = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1077,18 +1147,11 @@ int main(int argc, char **argv)
 	libbpf_set_print(NULL);
 	printf("fuzz_pkt: seed %llu, variant %s\n", (unsigned long long)run.seed, run.variant);
 	fflush(stdout);
+	if (prove && prove_it())
+		return 1;
 	t0 = now_s();
 	deadline = seconds ? t0 + (double)seconds : 1e300;
-	if (load(&fx))
-		return 1;
-	for (phase = 0; (!frames || sent < frames) && now_s() < deadline; phase++) {
-		__u64 left = frames ? frames - sent : PHASE_FRAMES;
-
-		r = phase_run(&fx, phase, left < PHASE_FRAMES ? left : PHASE_FRAMES, deadline, &sent);
-		if (r)
-			break;
-	}
-	fixture_close(&fx);
+	r = fuzz(frames, deadline, &sent, &phase);
 	took = now_s() - t0;
 	for (i = 0; i < MK_MAX; i++)
 		kinds += mk_count[i] != 0;
@@ -1106,7 +1169,7 @@ int main(int argc, char **argv)
 	printf("fuzz_pkt: %llu shorter than an Ethernet header, refused by the kernel as they should be\n",
 	       (unsigned long long)run.refused);
 	printf("fuzz_pkt: %llu frames in %u phases, %.1f s (%.0f frames/s), %llu mutation kinds, %llu mismatches, conservation %s on CPUs %s\n",
-	       (unsigned long long)sent, phase + (r == 0 ? 0 : 1), took, sent / (took > 0 ? took : 1),
+	       (unsigned long long)sent, phase, took, sent / (took > 0 ? took : 1),
 	       (unsigned long long)kinds, (unsigned long long)run.mismatches,
 	       r ? "checked up to the mismatch" : "held", seen[0] ? seen : "(none)");
 	if (r < 0)
