@@ -841,7 +841,7 @@ static int reset_state(struct fixture *fx)
 }
 
 /*
- * One phase: the program reset, a policy, up to `frames` frames in batches,
+ * One phase: the program reset, a policy, `frames` frames run in batches,
  * each batch on the next CPU. Returns 0 while everything agrees, 1 on a
  * mismatch (printed, with the replay), -1 on an error.
  */
@@ -852,7 +852,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 	struct rng r = rng_for(run.seed, phase, 0xc0ffeeULL);
 	struct ref_policy *rp = calloc(1, sizeof(*rp));
 	struct ref_state st = { 0 };
-	__u64 pred[SLUICE_R_MAX][2], budget, taken0 = 0, taken = 0;
+	__u64 pred[SLUICE_R_MAX][2], budget, taken0 = 0, taken = 0, phase_ran = 0;
 	char policy[4096];
 	__u8 frame[FRAME_MAX];
 	__u32 i = 0, start, reason, ran;
@@ -871,7 +871,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 		goto out;
 	}
 	memset(pol_pred, 0, sizeof(pol_pred));
-	while (i < frames && !bad) {
+	while (phase_ran < frames && !bad) {
 		int target = run.cpus[(phase + i / run.batch) % (unsigned int)run.ncpus];
 
 		if (now_s() > deadline)
@@ -882,7 +882,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 		}
 		memset(pred, 0, sizeof(pred));
 		ran = 0;
-		for (start = i; i < frames && i - start < run.batch; i++) {
+		for (start = i; phase_ran + ran < frames && i - start < run.batch; i++) {
 			size_t len = gen_frame(run.seed, phase, i, frame);
 			struct ref_verdict v;
 			int act = test_run(fx->prog_fd, frame, len);
@@ -953,6 +953,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 			run.cpu_seen[target] = 1;
 		memcpy(c0, c1, sizeof(struct sluice_counter) * SLUICE_R_MAX * (size_t)fx->m.ncpus);
 		*sent += ran;
+		phase_ran += ran;
 	}
 	if (!bad)
 		bad = check_buckets(fx, &st, phase) || check_policy_counters(fx, (const __u64 (*)[2])pol_pred, phase);
