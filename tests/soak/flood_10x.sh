@@ -50,6 +50,7 @@ CLIENT_COUNT=$((CLIENTS * CLIENT_PPS * CLIENT_SECONDS))
 
 netns_init fx
 netns_setup
+quiet_tx
 sluice_attach --max-sources "$MAX_SOURCES"
 sluice_rx limit default --rate 100 --burst 200
 [[ $BREAK == clients ]] && sluice_rx limit set "$CLIENT_NET" --rate 5 --burst 5

@@ -3,6 +3,7 @@
 #   mem_snapshot        # the maps and program of $PIN_DIR, one fact a line
 #   memlock_total SNAP  # the maps' memlock bytes summed
 #   now_s               # seconds since the epoch, microseconds
+#   quiet_tx            # the tx end sends nothing of its own (no IPv6, no ARP)
 
 now_s() { echo "${EPOCHREALTIME/,/.}"; }
 
@@ -22,3 +23,12 @@ mem_snapshot() {
 	echo "xdp $(ip -n "$NS_RX" -j link show dev "$IF_RX" | jq -r '.[0].xdp.prog.id // "none"')"
 }
 memlock_total() { awk '$1 == "map" { s += $6 } END { print s }' <<<"$1"; }
+
+# The floods send raw frames, so the tx end needs neither IPv6 nor ARP;
+# without them its kernel sends nothing (no MLD reports, no ARP replies),
+# and every frame XDP sees, or the veth drops before it, is a flood's.
+quiet_tx() {
+	ip netns exec "$NS_TX" sysctl -qw "net.ipv6.conf.$IF_TX.disable_ipv6=1" ||
+		fail "cannot disable IPv6 on $IF_TX"
+	ip -n "$NS_TX" link set dev "$IF_TX" arp off || fail "cannot turn ARP off on $IF_TX"
+}

@@ -13,7 +13,7 @@
 #            buckets fill up between blasts (and are clamped at changes);
 #   blast    198.19.1.3, .4: 2000 frames at once, then a pause of 0.7 s;
 #   random   sluice-flood --xdp --random 198.18.128.0/17 (32 768 sources)
-#            at SOAK_RANDOM_PPS (100 000/s), under the default rule and the
+#            at SOAK_RANDOM_PPS (50 000/s), under the default rule and the
 #            new-source budget.
 # Policies, alternated every 100 ms with `sluice limit set` (the same rule,
 # so the buckets are kept and converted):
@@ -78,7 +78,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SOAK_SECONDS=${SOAK_SECONDS:-60}
-SOAK_RANDOM_PPS=${SOAK_RANDOM_PPS:-100000}
+SOAK_RANDOM_PPS=${SOAK_RANDOM_PPS:-50000}
 SOAK_CLI_MAX_S=${SOAK_CLI_MAX_S:-3}
 SOAK_BREAK=${SOAK_BREAK:-}
 [[ $SOAK_SECONDS =~ ^[0-9]+$ && $SOAK_SECONDS -ge 5 ]] || fail "SOAK_SECONDS must be a whole number of seconds, at least 5"
@@ -105,6 +105,7 @@ FLOOD_CHUNK=5		# seconds per flood run
 
 netns_init sk
 netns_setup
+quiet_tx
 sluice_attach --max-sources "$MAX_SOURCES"
 sluice_rx limit default --rate 100 --burst 200
 sluice_rx limit new-sources --rate 20000 --burst 20000
@@ -225,7 +226,8 @@ change_loop() {
 	LOOP_PIDS+=($!)
 }
 
-# One sample: "NFT_B NFT_A TOP_B TOP_A nft(k0..k3 rnd other)
+# One sample (the span TOP_B..TOP_A covers top -j and any query -j that
+# completes it): "NFT_B NFT_A TOP_B TOP_A nft(k0..k3 rnd other)
 # passed(k0..k3) VETH1 VETH2 SUM PASS STATS_S TOP_S".
 sample() {
 	local v1 nb na nft sb st sa tb top ta v2 passed
@@ -237,13 +239,24 @@ sample() {
 	st=$(sluice_rx -j stats) || fail "stats -j failed"
 	sa=$(now_s)
 	tb=$(now_s)
-	top=$(sluice_rx -j top -n 100000) || fail "top -j failed"
+	top=$(sluice_rx -j top) || fail "top -j failed"
 	ta=$(now_s)
 	v2=$(veth_rx)
 	passed=$(jq -er --arg a "${KNOWN[*]}" '
 		(map({key: .source, value: .passed}) | from_entries) as $p
-		| [$a | split(" ")[] | $p[.] // 0] | map(tostring) | join(" ")' <<<"$top") ||
+		| [$a | split(" ")[] | $p[.] // "-"] | map(tostring) | join(" ")' <<<"$top") ||
 		fail "bad top -j output"
+	# A known source not among the top 10 droppers (a trickle source
+	# before its first blast): its own query, read inside the same span.
+	if [[ $passed == *-* ]]; then
+		read -r -a pa <<<"$passed"
+		for i in "${!pa[@]}"; do
+			[[ ${pa[i]} == - ]] || continue
+			pa[i]=$(sluice_rx -j query "${KNOWN[i]}" | jq -r '.passed // 0') || fail "query -j failed"
+		done
+		ta=$(now_s)
+		passed=${pa[*]}
+	fi
 	st=$(jq -er '[([.packets[] | .[]] | add), ([.packets.pass[]] | add)] | map(tostring) | join(" ")' <<<"$st") ||
 		fail "bad stats -j output"
 	echo "$nb $na $tb $ta $nft $passed $v1 $v2 $st $sb $sa" >>"$SAMPLES"
@@ -396,7 +409,7 @@ ok "every map's id and memlock, the program's maps, the pins and the XDP program
 CLI_MAX=$(awk '{ m = ($20 - $19 > m) ? $20 - $19 : m; t = ($4 - $3 > t) ? $4 - $3 : t } END { printf "%.3f %.3f", m, t }' "$SAMPLES")
 read -r stats_max top_max <<<"$CLI_MAX"
 assert_le "$stats_max" "$SOAK_CLI_MAX_S" "slowest stats -j (s)"
-assert_le "$top_max" "$SOAK_CLI_MAX_S" "slowest top -j -n 100000 (s)"
+assert_le "$top_max" "$SOAK_CLI_MAX_S" "slowest top -j (s)"
 
 TRACKED=$(jq -r .tracked_sources <<<"$ST1")
 cat <<EOF
