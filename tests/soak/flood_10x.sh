@@ -18,7 +18,7 @@
 #
 # Showing it can fail: FLOOD10X_BREAK=clients gives the clients a limit
 # (5/s, burst 5) below their rate; FLOOD10X_BREAK=small floods from a /17
-# (32 768 sources, 4 times the table); FLOOD10X_BREAK=memory pins an
+# (32 512 sources, 4 times the table); FLOOD10X_BREAK=memory pins an
 # extra map in the pin directory during the flood. Each must fail.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
@@ -40,7 +40,7 @@ CLIENT_PPS=20
 CLIENT_NET=198.19.255.0/24
 CLIENT_PORT=5201
 FLOOD_NET=198.18.0.0/15
-[[ $BREAK == small ]] && FLOOD_NET=198.18.0.0/17
+[[ $BREAK == small ]] && FLOOD_NET=198.19.128.0/17
 FLOOD_PORT=5202
 FLOOD_SECONDS=6
 LEAD=1
@@ -61,9 +61,10 @@ for ((c = 1; c <= CLIENTS; c++)); do
 	echo "add rule netdev $NFT_TABLE ingress ip saddr 198.19.255.$c udp dport $CLIENT_PORT counter name c$c drop"
 done | ip netns exec "$NS_RX" nft -f - || fail "cannot add the clients' nftables counters"
 nft_rx_counter flood udp dport "$FLOOD_PORT"
-ip netns exec "$NS_RX" nft add counter netdev "$NFT_TABLE" other &&
-	ip netns exec "$NS_RX" nft add rule netdev "$NFT_TABLE" ingress counter name other ||
+ip netns exec "$NS_RX" nft add counter netdev "$NFT_TABLE" other ||
 	fail "cannot add the catch-all nftables counter"
+ip netns exec "$NS_RX" nft add rule netdev "$NFT_TABLE" ingress counter name other ||
+	fail "cannot add the catch-all nftables rule"
 
 veth_lost() {
 	ip -n "$NS_TX" -j -s link show dev "$IF_TX" | jq -er '.[0].stats64.tx.dropped'

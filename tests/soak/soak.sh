@@ -118,9 +118,10 @@ done
 nft_rx_counter rnd udp dport "$RANDOM_PORT"
 # Everything else the receiver gets (the kernel's own ARP and ND): counted,
 # let through.
-ip netns exec "$NS_RX" nft add counter netdev "$NFT_TABLE" other &&
-	ip netns exec "$NS_RX" nft add rule netdev "$NFT_TABLE" ingress counter name other ||
+ip netns exec "$NS_RX" nft add counter netdev "$NFT_TABLE" other ||
 	fail "cannot add the catch-all nftables counter"
+ip netns exec "$NS_RX" nft add rule netdev "$NFT_TABLE" ingress counter name other ||
+	fail "cannot add the catch-all nftables rule"
 
 
 # Every nftables counter, one line "k0 k1 k2 k3 rnd other".
@@ -294,7 +295,7 @@ flood_loop "$TMP/random" 0 --xdp --random "$RANDOM_NET" --dport "$RANDOM_PORT" \
 	--pps "$SOAK_RANDOM_PPS" --count $((SOAK_RANDOM_PPS * FLOOD_CHUNK + 1))
 if [[ $SOAK_BREAK == conservation ]]; then
 	# Frames nobody counts as sent.
-	flood --src 198.19.1.5 --dport "$KNOWN_PORT" --count 1000 --pps 1000 --seconds 2 >/dev/null &
+	flood --src 198.19.1.5 --dport "$RANDOM_PORT" --count 1000 --pps 1000 --seconds 2 >/dev/null &
 	netns_track_pid $!
 fi
 change_loop
@@ -419,7 +420,7 @@ duration            ${RUN_S} s (SOAK_SECONDS=$SOAK_SECONDS)
 frames sent         $SENT ($(calc "$SENT / $RUN_S" %.0f) pkt/s; known $KNOWN_SENT, random $RANDOM_SENT from $RANDOM_NET)
 frames seen by XDP  $SEEN (passed $PASSED, dropped before XDP $LOST, kernel's own $OTHER)
 policy changes      $CHANGES_N ($(calc "$CHANGES_N / $RUN_S" %.1f)/s), P0 rate ${P_RATE[0]} burst ${P_BURST[0]} <-> P1 rate ${P_RATE[1]} burst ${P_BURST[1]}
-samples             $NS, windows checked $((NS * (NS - 1) / 2 * 8)) (4 sources x 2 counters)
+samples             $NS, windows checked $((NS * (NS - 1) * 4)) (4 sources x 2 counters)
 max admitted/bound  $worst ($wsrc, $wcnt, samples $wi..$wj)
 max CLI latency     stats -j ${stats_max} s, top -j ${top_max} s (bound ${SOAK_CLI_MAX_S} s)
 memlock             start $(memlock_total "$MEM0") B, end $(memlock_total "$MEM1") B; tracked sources at the end $TRACKED of $MAX_SOURCES
