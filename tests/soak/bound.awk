@@ -6,22 +6,24 @@
 # names (the known sources, space-separated).
 function max(a, b) { return a > b ? a : b }
 function min(a, b) { return a < b ? a : b }
-# Rate and burst that may be in force in [x, y]: the larger of every
-# segment overlapping it. Segments: stable [a_k, b_{k+1}] (policy p_k),
-# changing [b_k, a_k] (both).
-function integral(x, y,   k, s, e, lo, hi, tot) {
-	tot = 0
-	for (k = 0; k < nseg; k++) {
-		s = seg_s[k]; e = seg_e[k]
-		lo = max(x, s); hi = (e < y) ? e : y
-		if (hi > lo) tot += (hi - lo) * seg_r[k]
+# The segments, in time order and contiguous: stable [a_k, b_{k+1}] (policy
+# p_k), changing [b_k, a_k] (the larger rate and burst of both). cum[k] is
+# the integral of the rate from the first segment's start to seg_s[k].
+# seg_of(x): the last segment that starts at or before x (binary search).
+function seg_of(x,   lo, hi, mid) {
+	lo = 0; hi = nseg - 1
+	while (lo < hi) {
+		mid = int((lo + hi + 1) / 2)
+		if (seg_s[mid] <= x) lo = mid; else hi = mid - 1
 	}
-	return tot
+	return lo
 }
-function burst_at(x, y,   k, b) {
-	b = 0
-	for (k = 0; k < nseg; k++)
-		if (seg_s[k] <= y && seg_e[k] >= x) b = max(b, seg_b[k])
+function F(x,   k) { k = seg_of(x); return cum[k] + (x - seg_s[k]) * seg_r[k] }
+function integral(x, y) { return F(y) - F(x) }
+# The largest burst of the segments that overlap [x, y].
+function burst_at(x, y,   k, e, b) {
+	b = 0; e = seg_of(y)
+	for (k = seg_of(x); k <= e; k++) b = max(b, seg_b[k])
 	return b
 }
 BEGIN { nc = 0; ns = 0; R[0] = r0; R[1] = r1; B[0] = b0; B[1] = b1; split(names, who, " ") }
@@ -38,16 +40,21 @@ END {
 		cb[k] = lo; ca[k] = hi
 	}
 	# Before the first change the initial policy (set twice, the second
-	# bracketed) was already in force: start its span far back.
+	# bracketed) was already in force: start its span well before.
 	nseg = 0
-	seg_s[nseg] = -1e18; seg_e[nseg] = ca[0]; seg_r[nseg] = R[cp[0]]; seg_b[nseg] = B[cp[0]]; nseg++
+	seg_s[nseg] = ca[0] - 1000; seg_e[nseg] = ca[0]; seg_r[nseg] = R[cp[0]]; seg_b[nseg] = B[cp[0]]; nseg++
 	for (k = 0; k < nc; k++) {
 		if (k > 0) {
 			seg_s[nseg] = cb[k]; seg_e[nseg] = ca[k]
 			seg_r[nseg] = max(R[cp[k - 1]], R[cp[k]]); seg_b[nseg] = max(B[cp[k - 1]], B[cp[k]]); nseg++
 		}
-		seg_s[nseg] = ca[k]; seg_e[nseg] = (k + 1 < nc) ? cb[k + 1] : 1e18
+		seg_s[nseg] = ca[k]; seg_e[nseg] = (k + 1 < nc) ? cb[k + 1] : ca[k] + 1e6
 		seg_r[nseg] = R[cp[k]]; seg_b[nseg] = B[cp[k]]; nseg++
+	}
+	cum[0] = 0
+	for (k = 1; k < nseg; k++) {
+		if (seg_s[k] < seg_e[k - 1] - 1e-9) { printf "segments out of order at %d\n", k > "/dev/stderr"; exit 2 }
+		cum[k] = cum[k - 1] + (seg_s[k] - seg_s[k - 1]) * seg_r[k - 1]
 	}
 	worst = 0; bad = 0
 	for (i = 1; i < ns; i++) for (j = i + 1; j <= ns; j++) {
