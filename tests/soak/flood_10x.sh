@@ -67,7 +67,7 @@ ip netns exec "$NS_RX" nft add rule netdev "$NFT_TABLE" ingress counter name oth
 	fail "cannot add the catch-all nftables rule"
 
 veth_lost() {
-	ip -n "$NS_TX" -j -s link show dev "$IF_TX" | jq -er '.[0].stats64.tx.dropped'
+	ip -n "$NS_RX" -j -s link show dev "$IF_RX" | jq -er '.[0].stats64.rx.dropped'
 }
 stats_sum() { sluice_jq '[.packets[] | .[]] | add' stats; }
 status_field() { sluice_jq ".interfaces[] | select(.interface == \"$IF_RX\") | $1" status; }

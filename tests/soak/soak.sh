@@ -132,10 +132,14 @@ nft_all() {
 		fail "cannot read the nftables counters"
 }
 veth_rx() { ip -n "$NS_RX" -j -s link show dev "$IF_RX" | jq -er '.[0].stats64.rx.packets'; }
-# Frames dropped on the way, before XDP: the tx end's drops (a frame the rx
-# ring had no room for; the rx end counts the same frames in its rx dropped).
+# The XDP program on the rx end: sluice's, from the start to the end.
+xdp_id() { ip -n "$NS_RX" -j link show dev "$IF_RX" | jq -r '.[0].xdp.prog.id // "none"'; }
+# Frames dropped on the way, before XDP: the --xdp flood's frames that the
+# rx ring had no room for (the rx end's rx dropped; the tx end counts them
+# too, in tx dropped, with the raw floods' frames that the veth refused,
+# which sluice-flood sends again after ENOBUFS, so they are not lost).
 veth_lost() {
-	ip -n "$NS_TX" -j -s link show dev "$IF_TX" | jq -er '.[0].stats64.tx.dropped'
+	ip -n "$NS_RX" -j -s link show dev "$IF_RX" | jq -er '.[0].stats64.rx.dropped'
 }
 stats_sum() { jq -er '[.packets[] | .[]] | add' <<<"$1"; }
 stats_pass() { jq -er '[.packets.pass[]] | add' <<<"$1"; }
@@ -231,7 +235,7 @@ change_loop() {
 # completes it): "NFT_B NFT_A TOP_B TOP_A nft(k0..k3 rnd other)
 # passed(k0..k3) VETH1 VETH2 SUM PASS STATS_S TOP_S".
 sample() {
-	local v1 nb na nft sb st sa tb top ta v2 passed
+	local v1 nb na nft sb st sa tb top ta v2 passed x
 	v1=$(veth_rx)
 	nb=$(now_s)
 	nft=$(nft_all)
@@ -243,6 +247,11 @@ sample() {
 	top=$(sluice_rx -j top) || fail "top -j failed"
 	ta=$(now_s)
 	v2=$(veth_rx)
+	x=$(xdp_id)
+	[[ $x == "$XDP0" ]] || {
+		ip -n "$NS_RX" -d link show dev "$IF_RX" >&2
+		fail "the XDP program on $IF_RX is now $x, not sluice's $XDP0 (sample $(($(wc -l <"$SAMPLES") + 1)))"
+	}
 	passed=$(jq -er --arg a "${KNOWN[*]}" '
 		(map({key: .source, value: .passed}) | from_entries) as $p
 		| [$a | split(" ")[] | $p[.] // "-"] | map(tostring) | join(" ")' <<<"$top") ||
@@ -272,6 +281,7 @@ echo "$b $a 0 $(since_ns)" >"$CHANGES"
 MONO0=$(mono_pair)
 : >"$SAMPLES"
 MEM0=$(mem_snapshot)
+XDP0=$(xdp_id)
 VLOST0=$(veth_lost)
 VRX0=$(veth_rx)
 ST0=$(stats_snap)
