@@ -15,8 +15,11 @@
 #   random   sluice-flood --xdp --random 198.18.128.0/17 (32 768 sources)
 #            at SOAK_RANDOM_PPS (50 000/s), under the default rule and the
 #            new-source budget.
-# Policies, alternated every 100 ms with `sluice limit set` (the same rule,
-# so the buckets are kept and converted):
+# Policies, alternated with `sluice limit set` (the same rule, so the
+# buckets are kept and converted), one change every 100 ms when the
+# command is fast enough (25 ms idle, 4000 bpf syscalls: it rewrites the
+# whole inactive slot; 150-400 ms while other tests load both CPUs, when
+# the loop goes on at once: 3.2 changes a second were measured):
 #   P0  limit set 198.19.1.0/29 --rate 2000 --burst 100
 #   P1  limit set 198.19.1.0/29 --rate 500 --burst 400
 # Both rates are above one coarse tick (250/s), so both rules keep the
@@ -38,18 +41,26 @@
 # span of its `limit set` command (the CLI records the time, then flips), so
 # the check charges that span at the larger of the two rates and takes
 # B(s) as the larger burst of the rules that may be in force in
-# [s - DELTA, s]; the counters are read somewhere inside each read's clock
+# [s - DELTA, s]. The CLI stamps the moment on the new slot
+# (config.active_since_ns, CLOCK_MONOTONIC), which the script reads after
+# each change and places on its own clock through /proc/timer_list's
+# "now": the span charged shrinks to that stamp +- EPS (the readings'
+# uncertainty and drift, at least 1 ms), inside the command's span. The
+# counters are read somewhere inside each read's clock
 # readings, so a window runs from the first reading before the start's read
 # (less DELTA = 10 ms: a frame admitted by XDP is counted by nftables later
 # in the same NAPI poll) to the reading after the end's read. Checked per
 # known source over the whole run and over every window between two of the
-# samples (one a second), on the receiver's nftables counters (independent
-# of sluice) and on sluice's own passed counts (top -j).
+# samples (one a second, or as soon as the last one is done), on the
+# receiver's nftables counters (independent of sluice) and on sluice's own
+# passed counts (top -j, the 10 worst droppers, and query -j for a known
+# source not among them). tests/soak/bound.awk does the arithmetic.
 #
 # Conservation. At the end (floods stopped): the frames the floods report
 # sent = the sum of every reason of stats -j, less the frames the kernel
 # itself sent (ARP, ND: counted by a catch-all nftables counter behind
-# sluice), plus any frame the veth dropped before XDP (its ring full); that
+# sluice), plus any --xdp frame the rx ring had no room for (rx dropped;
+# the tx end has none of its own: no IPv6, no ARP); that
 # sum = the rx veth's received packets; sluice's passes = the nftables
 # counters. At each sample (floods running): rx veth read before <= sum <=
 # rx veth read after + 64 (the veth adds its count at the end of a NAPI
