@@ -24,7 +24,7 @@ HEADERS		:= $(wildcard include/sluice/*.h user/*.h)
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: all clean test demo bench install deps check
+.PHONY: all clean test demo bench install deps check soak
 
 all: $(BUILD)/sluice
 
@@ -57,6 +57,13 @@ demo:
 
 bench: all $(BENCH_BINS)
 	tools/bench.sh
+
+# The soak of tests/soak/soak.sh for 10 minutes (SOAK_SECONDS=N to change),
+# then the flood at 10 times the table; prints their summaries.
+SOAK_SECONDS	?= 600
+soak: all $(BUILD)/sluice-flood
+	SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/soak.sh
+	tests/soak/flood_10x.sh
 
 install: all
 	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
