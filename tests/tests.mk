@@ -112,3 +112,10 @@ test:
 	tools/install-deps.sh
 	$(MAKE) all $(TEST_BINS)
 	tests/run $(TESTS)
+
+# Fault injection (tests/fault/): probe frames through a pinned program
+# and a timed SIGKILL.
+$(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ -lbpf
+TEST_BINS	+= $(BUILD)/tests/fault_tool
