@@ -303,7 +303,7 @@ static int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 	err = maps_lock(&m);
 	if (err)
 		goto out;
-	if (bpf_map_update_elem(m.meta, &zero, &meta, BPF_ANY)) {
+	if (map_update(m.meta, &zero, &meta, BPF_ANY)) {
 		err = runtime_err("cannot write attach metadata: %s", strerror(errno));
 		goto out;
 	}

@@ -275,7 +275,7 @@ static int write_config(const struct sluice_maps *m, const struct sluice_config 
 	size_t len = (size_t)sysconf(_SC_PAGESIZE);
 	struct sluice_config *live;
 
-	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	live = map_mmap(m->config, len);
 	if (live == MAP_FAILED)
 		return -1;
 	for (int i = 0; i < (int)SLUICE_POLICY_SLOTS; i++)
@@ -293,7 +293,7 @@ static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
 
 	if (!zero)
 		return -ENOMEM;
-	err = bpf_map_update_elem(m->policy_counters, &idx, zero, BPF_ANY);
+	err = map_update(m->policy_counters, &idx, zero, BPF_ANY);
 	free(zero);
 	return err;
 }
@@ -314,7 +314,7 @@ static int clear_lpm_slot(const struct sluice_maps *m, __u8 slot)
 		n++;
 	}
 	for (unsigned int i = 0; i < n && !err; i++)
-		if (keys[i].slot == slot && bpf_map_delete_elem(m->policy_lpm, &keys[i]))
+		if (keys[i].slot == slot && map_delete(m->policy_lpm, &keys[i]))
 			err = -errno;
 	free(keys);
 	return err;
@@ -431,7 +431,7 @@ static int write_lpm_slot(const struct sluice_maps *m, const struct policy *next
 		if (err)
 			return err;
 		memcpy(k.addr, &r->cidr.addr, sizeof(k.addr));
-		if (bpf_map_update_elem(m->policy_lpm, &k, &v, BPF_ANY))
+		if (map_update(m->policy_lpm, &k, &v, BPF_ANY))
 			return runtime_err("cannot write the policy trie: %s", strerror(errno));
 	}
 	return 0;
@@ -529,7 +529,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
 
-		if (bpf_map_update_elem(m->policy_table, &key, &table[idx], BPF_ANY))
+		if (map_update(m->policy_table, &key, &table[idx], BPF_ANY))
 			return runtime_err("cannot write policy %u: %s", idx, strerror(errno));
 		if (fresh[idx] && zero_policy_counter(m, idx))
 			return runtime_err("cannot reset counters of policy %u: %s",
@@ -576,7 +576,7 @@ static int budget_write(const struct sluice_maps *m, __u32 slot, __u64 rate, __u
 	struct sluice_budget *bg;
 	__u64 interval = rate ? gcra_interval_per(rate, period) : 0;
 
-	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	live = map_mmap(m->config, len);
 	if (live == MAP_FAILED)
 		return runtime_err("cannot map the config map: %s", strerror(errno));
 	bg = &live->new_src[slot & 1];
