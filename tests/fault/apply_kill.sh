@@ -24,8 +24,12 @@
 # FAULT_KILLS (default 1000) sets the number of kills.
 #
 # Shown to fail (see the report of the faults branch) with a commit that
-# writes the active slot in place (store.c: slot = the active one): the
-# verdicts after a kill mid-write mix OLD's and NEW's.
+# writes the active slot in place (store.c: slot = the active one): a kill
+# before the generation's store leaves the datapath judging by the new
+# rules while the generation says nothing changed (or by a mix of both).
+# Before the new-source budget moved into the policy slots, it failed here
+# too: a kill between the flip and the budget's stores left OLD's rules
+# with NEW's budget (policy show printed neither policy).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -47,9 +51,7 @@ want_old="${WANT_OLD[*]}"
 want_new="${WANT_NEW[*]}"
 [[ $want_old != "$want_new" ]] || fail "OLD and NEW must differ in their verdicts"
 
-apply_cmd() { # FILE
-	echo nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" policy apply "$1"
-}
+APPLY=(nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" policy apply)
 n=0 # probe sources used: each probe takes a fresh one
 # The probe's verdicts, and the config word it saw: sets V GEN W.
 read_probe() {
@@ -98,7 +100,7 @@ flood_on
 declare -A SHOW LIST
 durs=()
 for f in old new old new old new old new; do
-	out=$("$TOOL" kill 10000000 $(apply_cmd "$POL/$f")) || fail "apply $f"
+	out=$("$TOOL" kill 10000000 "${APPLY[@]}" "$POL/$f") || fail "apply $f"
 	[[ $out == "exit 0 "* ]] || fail "apply of $f did not complete: $out"
 	durs+=("${out##* }")
 	SHOW[$f]=$(show_of)
@@ -134,7 +136,7 @@ for ((k = 1; k <= KILLS; k++)); do
 	[[ $cur == old ]] && target=new
 	gen0=$GEN
 	delay=$((SRANDOM % (span_us + 1)))
-	out=$("$TOOL" kill "$delay" $(apply_cmd "$POL/$target") 2>/dev/null) || fail "fault_tool kill"
+	out=$("$TOOL" kill "$delay" "${APPLY[@]}" "$POL/$target" 2>/dev/null) || fail "fault_tool kill"
 	read_probe
 	got=$(which_policy "$V")
 	if [[ $got == mixed ]]; then
@@ -144,7 +146,7 @@ for ((k = 1; k <= KILLS; k++)); do
   new  $want_new"
 	fi
 	if [[ $out == "exit 0 "* ]]; then
-		where=done
+		where="done"
 		[[ $got == "$target" && $W == 0 ]] ||
 			fail "kill $k: apply exited 0 but the datapath runs $got (writing=$W)"
 	elif [[ $out == killed* ]]; then
@@ -175,7 +177,7 @@ for ((k = 1; k <= KILLS; k++)); do
 	fi
 	# Killed while writing: the next apply must complete and clear the bit.
 	if [[ $W == 1 ]]; then
-		out=$("$TOOL" kill 10000000 $(apply_cmd "$POL/$target") 2>&1) ||
+		out=$("$TOOL" kill 10000000 "${APPLY[@]}" "$POL/$target" 2>&1) ||
 			fail "fault_tool kill"
 		[[ $out == *"exit 0 "* ]] || fail "kill $k: the next apply did not complete: $out"
 		durs+=("${out##* }")

@@ -18,8 +18,8 @@
 #     refused before anything is written (bad input: one line, exit 2).
 #
 # Shown to fail (see the report of the faults branch) with a commit that
-# writes the active slot in place: a write failing half-way then leaves
-# the datapath judging by a mix of both policies.
+# writes the active slot in place: a write failing half-way then leaves a
+# mix of both policies live (NEW's default with OLD's rules).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -59,7 +59,7 @@ fault_at() { # N WANT_VERDICTS CMD...
 	before=$(state) || fail "state before $*"
 	err=$(SLUICE_TEST_FAULT=map_update:$k "$@" 2>&1 >/dev/null) || rc=$?
 	if ((rc == 0)); then
-		R=done
+		R="done"
 		return
 	fi
 	[[ $rc == 1 ]] || fail "$* with write $k failing: exit $rc, want 1 ($err)"
@@ -113,7 +113,7 @@ verdicts
 # one succeeds, then every N of the last 120 before that one (the trie,
 # the budget and the flip) until one succeeds.
 checked=0
-first_err= last_err=
+first_err="" last_err=""
 fault_apply() { # N: sets R
 	fault_at "$1" "$want_old" S policy apply "$POL/new"
 	if [[ $R == ok* ]]; then
