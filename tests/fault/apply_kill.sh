@@ -12,8 +12,8 @@
 #     those of OLD or all those of NEW, and NEW only if the commit's flip
 #     happened (the generation moved);
 #   - `policy show` prints exactly that policy (after every kill that
-#     landed after the write began, and every tenth kill; every 50th kill
-#     also `limit list -j`);
+#     landed between the start of the write and the exit, and every tenth
+#     kill; every 50th kill also `limit list -j`);
 #   - an apply that was killed while writing the inactive slot (the config
 #     word's writing bit is left set) is followed by one that must complete:
 #     exit 0, the target's verdicts, the writing bit clear (no stuck lock,
@@ -165,9 +165,9 @@ for ((k = 1; k <= KILLS; k++)); do
 	fi
 	landed[$where]=$((landed[$where] + 1))
 	cur=$got
-	# policy show too: where the policy changed or may have, and every
-	# tenth kill (it takes as long as a probe; 1000 kills must fit in CI).
-	if [[ $where != before ]] || ((k % 10 == 0)); then
+	# policy show too: where the commit was cut, and every tenth kill (it
+	# takes as long as a probe; 1000 kills must fit in CI).
+	if [[ $where == writing || $where == flipped ]] || ((k % 10 == 0)); then
 		show=$(show_of) || fail "kill $k: policy show failed"
 		[[ $show == "${SHOW[$cur]}" ]] ||
 			fail "kill $k: policy show differs from $cur: $(diff <(echo "${SHOW[$cur]}") <(echo "$show") | head -5)"
