@@ -494,12 +494,13 @@ static __always_inline void count_event(__u32 event)
  */
 static __always_inline int new_source_admitted(struct sluice_config *cfg)
 {
-	__u64 interval = READ_ONCE(cfg->new_interval), tolerance, tat, next, now;
+	struct sluice_budget *bg = &cfg->new_src[SLUICE_GEN_SLOT(READ_ONCE(cfg->gen_slot))];
+	__u64 interval = READ_ONCE(bg->interval), tolerance, tat, next, now;
 	int i;
 
 	if (!interval)
 		return 1;	/* no budget */
-	tolerance = READ_ONCE(cfg->new_tolerance);
+	tolerance = READ_ONCE(bg->tolerance);
 	now = gcra_now(bpf_ktime_get_ns());
 	for (i = 0; i < SLUICE_BUDGET_TRIES; i++) {
 		tat = READ_ONCE(cfg->new_tat);

@@ -127,3 +127,9 @@ $(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/ref
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/refclass.c \
 		$(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/fuzz_pkt
+# Fault injection (tests/fault/): probe frames through a pinned program
+# and a timed SIGKILL.
+$(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ -lbpf
+TEST_BINS	+= $(BUILD)/tests/fault_tool

@@ -19,8 +19,8 @@
 #include "sluice.skel.h"
 
 /* Test-only: SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops)
- * attach at STEP, so tests can check what a crash there leaves behind, or
- * run another command in the middle of an attach. */
+ * attach or detach at STEP, so tests can check what a crash there leaves
+ * behind, or run another command in the middle of one. */
 static void test_hook(const char *step)
 {
 	const char *hook = getenv("SLUICE_TEST_HOOK");
@@ -221,13 +221,16 @@ static void remove_pins(const char *dir)
 		bpf_object__for_each_map(map, skel->obj) {
 			snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
 			unlink(path);
+			test_hook("unpinning");
 		}
 		sluice_bpf__destroy(skel);
 	}
+	test_hook("maps_unpinned");
 	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, extra[i]);
 		unlink(path);
 	}
+	test_hook("unpinned");
 	rmdir(dir);
 }
 
@@ -300,7 +303,7 @@ static int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 	err = maps_lock(&m);
 	if (err)
 		goto out;
-	if (bpf_map_update_elem(m.meta, &zero, &meta, BPF_ANY)) {
+	if (map_update(m.meta, &zero, &meta, BPF_ANY)) {
 		err = runtime_err("cannot write attach metadata: %s", strerror(errno));
 		goto out;
 	}
@@ -621,6 +624,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 		return usage_err("%s here is not the interface sluice was attached to: run detach "
 				 "in its network namespace (nsenter --net=...), or 'sluice detach "
 				 "--force %s' if it is gone", iface, iface);
+	test_hook("found");
 	for (int tries = 0; prog_id && tries < 4; tries++) {
 		err = detach_prog(iface, ifindex, prog_id, &was_mode);
 		if (err)
@@ -629,6 +633,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 		prog_id = ours ? xdp_program__id(ours) : 0;
 		xdp_multiprog__close(mp);
 	}
+	test_hook("unlinked");
 	remove_pins(dir);
 	if (!access(dir, F_OK))
 		return runtime_err("cannot remove %s: remove it by hand", dir);

@@ -179,7 +179,7 @@ static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted
 	if (!limit_banned(&ban->lim, b.tat, now))
 		return 0;	/* ended meanwhile */
 	b.tat = limit_state_with(&ban->lim, now, 0);
-	if (bpf_map_update_elem(m->src_buckets, &ban->row.key, &b, BPF_EXIST))
+	if (map_update(m->src_buckets, &ban->row.key, &b, BPF_EXIST))
 		return errno == ENOENT ? 0 : -errno;
 	*lifted = true;
 	return 0;

@@ -184,6 +184,36 @@ int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
 	return err;
 }
 
+/* Whether this write is the one SLUICE_TEST_FAULT names (errno set). */
+static bool test_fault(void)
+{
+	static unsigned long writes;	/* test-only: this command's map writes */
+	const char *f = getenv("SLUICE_TEST_FAULT");
+	static const char site[] = "map_update:";
+
+	if (!f || strncmp(f, site, sizeof(site) - 1) != 0)
+		return false;
+	if (++writes != strtoul(f + sizeof(site) - 1, NULL, 10))
+		return false;
+	errno = ENOMEM;
+	return true;
+}
+
+int map_update(int fd, const void *key, const void *value, __u64 flags)
+{
+	return test_fault() ? -ENOMEM : bpf_map_update_elem(fd, key, value, flags);
+}
+
+int map_delete(int fd, const void *key)
+{
+	return test_fault() ? -ENOMEM : bpf_map_delete_elem(fd, key);
+}
+
+void *map_mmap(int fd, size_t len)
+{
+	return test_fault() ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
 int maps_lock(struct sluice_maps *m)
 {
 	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

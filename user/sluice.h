@@ -165,6 +165,13 @@ int maps_open_ro(const char *iface, struct sluice_maps *m);
 int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
+/* Test-only: SLUICE_TEST_FAULT=map_update:N makes the Nth write to a map of
+ * this command (map_update, map_delete, map_mmap below) fail with ENOMEM,
+ * so tests can check that a failed write is reported and leaves nothing
+ * half-written. Each returns what the call it wraps returns. */
+int map_update(int fd, const void *key, const void *value, __u64 flags);
+int map_delete(int fd, const void *key);
+void *map_mmap(int fd, size_t len);
 /* The picked interface's maps and live policy; with edit, writable and
  * locked against other editors. On error nothing is left open. */
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit);

@@ -79,11 +79,13 @@ static int policy_read_once(const struct sluice_maps *m, struct policy *p, __u64
 		else if (p->n < SLUICE_MAX_POLICIES - 1)
 			rule_from_table(&p->rules[p->n++], &sp, idx);
 	}
-	if (cfg.new_interval) {
+	if (cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)].interval) {
+		const struct sluice_budget *bg = &cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)];
+
 		p->new_sources.action = SLUICE_ACT_LIMIT;
-		p->new_sources.rate = cfg.new_rate;
-		p->new_sources.period = cfg.new_period;
-		p->new_sources.burst = cfg.new_burst;
+		p->new_sources.rate = bg->rate;
+		p->new_sources.period = bg->period;
+		p->new_sources.burst = bg->burst;
 	}
 	return 0;
 }
@@ -273,7 +275,7 @@ static int write_config(const struct sluice_maps *m, const struct sluice_config 
 	size_t len = (size_t)sysconf(_SC_PAGESIZE);
 	struct sluice_config *live;
 
-	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	live = map_mmap(m->config, len);
 	if (live == MAP_FAILED)
 		return -1;
 	for (int i = 0; i < (int)SLUICE_POLICY_SLOTS; i++)
@@ -291,7 +293,7 @@ static int zero_policy_counter(const struct sluice_maps *m, __u32 idx)
 
 	if (!zero)
 		return -ENOMEM;
-	err = bpf_map_update_elem(m->policy_counters, &idx, zero, BPF_ANY);
+	err = map_update(m->policy_counters, &idx, zero, BPF_ANY);
 	free(zero);
 	return err;
 }
@@ -312,7 +314,7 @@ static int clear_lpm_slot(const struct sluice_maps *m, __u8 slot)
 		n++;
 	}
 	for (unsigned int i = 0; i < n && !err; i++)
-		if (keys[i].slot == slot && bpf_map_delete_elem(m->policy_lpm, &keys[i]))
+		if (keys[i].slot == slot && map_delete(m->policy_lpm, &keys[i]))
 			err = -errno;
 	free(keys);
 	return err;
@@ -429,7 +431,7 @@ static int write_lpm_slot(const struct sluice_maps *m, const struct policy *next
 		if (err)
 			return err;
 		memcpy(k.addr, &r->cidr.addr, sizeof(k.addr));
-		if (bpf_map_update_elem(m->policy_lpm, &k, &v, BPF_ANY))
+		if (map_update(m->policy_lpm, &k, &v, BPF_ANY))
 			return runtime_err("cannot write the policy trie: %s", strerror(errno));
 	}
 	return 0;
@@ -452,6 +454,8 @@ static int check_candidates(const struct policy *next)
 
 static int commit_with(struct sluice_maps *m, struct policy *next,
 		       struct sluice_policy *table, struct sluice_policy *live);
+static int budget_write(const struct sluice_maps *m, __u32 slot, __u64 rate, __u32 period,
+			__u64 burst);
 
 int policy_commit(struct sluice_maps *m, struct policy *next)
 {
@@ -525,7 +529,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
 
-		if (bpf_map_update_elem(m->policy_table, &key, &table[idx], BPF_ANY))
+		if (map_update(m->policy_table, &key, &table[idx], BPF_ANY))
 			return runtime_err("cannot write policy %u: %s", idx, strerror(errno));
 		if (fresh[idx] && zero_policy_counter(m, idx))
 			return runtime_err("cannot reset counters of policy %u: %s",
@@ -538,6 +542,10 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	err = write_lpm_slot(m, next, slot);
 	if (err)
 		return err;
+	err = budget_write(m, slot, next->new_sources.rate, next->new_sources.period,
+			   next->new_sources.burst);
+	if (err)
+		return err;
 
 	/* The flip: one 8-byte store of the new generation and slot, the
 	 * writing bit clear, after the slot's start time (write_config's
@@ -548,58 +556,76 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
 	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
-	return new_sources_write(m, next->new_sources.rate, next->new_sources.period,
-				 next->new_sources.burst);
+	return 0;
 }
 
 /*
- * The new-source budget, stored word by word through the config map's
- * shared mapping like the generation: turning it on writes the interval
- * last, turning it off writes it (0) first, so the datapath never sees an
- * interval without its tolerance. rate 0 turns it off. Its TAT is left as
- * it is: a changed budget keeps what was spent.
+ * The new-source budget of one slot, stored word by word through the config
+ * map's shared mapping like the generation. A commit writes the inactive
+ * slot's, which the flip then makes live with the rules; for the active
+ * slot (new_sources_write) turning it on writes the interval last, turning
+ * it off writes it (0) first, so the datapath never sees an interval
+ * without its tolerance. rate 0 turns it off. Its TAT is left as it is: a
+ * changed budget keeps what was spent.
  */
-int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst)
+static int budget_write(const struct sluice_maps *m, __u32 slot, __u64 rate, __u32 period,
+			__u64 burst)
 {
 	size_t len = (size_t)sysconf(_SC_PAGESIZE);
 	struct sluice_config *live;
+	struct sluice_budget *bg;
 	__u64 interval = rate ? gcra_interval_per(rate, period) : 0;
 
-	live = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->config, 0);
+	live = map_mmap(m->config, len);
 	if (live == MAP_FAILED)
 		return runtime_err("cannot map the config map: %s", strerror(errno));
+	bg = &live->new_src[slot & 1];
 	if (!rate)
-		__atomic_store_n(&live->new_interval, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&live->new_rate, rate, __ATOMIC_RELEASE);
-	__atomic_store_n(&live->new_burst, rate ? burst : 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&live->new_period, rate ? period : 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&live->new_tolerance, gcra_cost(interval, burst), __ATOMIC_RELEASE);
+		__atomic_store_n(&bg->interval, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&bg->rate, rate, __ATOMIC_RELEASE);
+	__atomic_store_n(&bg->burst, rate ? burst : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&bg->period, rate ? period : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&bg->tolerance, gcra_cost(interval, burst), __ATOMIC_RELEASE);
 	if (rate)
-		__atomic_store_n(&live->new_interval, interval, __ATOMIC_RELEASE);
+		__atomic_store_n(&bg->interval, interval, __ATOMIC_RELEASE);
 	munmap(live, len);
 	return 0;
 }
 
-int budget_state(const struct sluice_maps *m, bool *spent)
+/* The budget of the live policy changed in place, outside a commit (tests
+ * and benchmarks set it on a loaded program). */
+int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst)
 {
 	struct sluice_config cfg;
 
 	if (read_config(m, &cfg))
 		return EXIT_RUNTIME;
-	*spent = cfg.new_interval &&
-		 gcra_wait(cfg.new_tat, gcra_now(mono_now_ns()), cfg.new_interval,
-			   cfg.new_tolerance) > 0;
+	return budget_write(m, SLUICE_GEN_SLOT(cfg.gen_slot), rate, period, burst);
+}
+
+int budget_state(const struct sluice_maps *m, bool *spent)
+{
+	const struct sluice_budget *bg;
+	struct sluice_config cfg;
+
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	bg = &cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)];
+	*spent = bg->interval &&
+		 gcra_wait(cfg.new_tat, gcra_now(mono_now_ns()), bg->interval, bg->tolerance) > 0;
 	return 0;
 }
 
 int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __u64 *burst)
 {
+	const struct sluice_budget *bg;
 	struct sluice_config cfg;
 
 	if (read_config(m, &cfg))
 		return EXIT_RUNTIME;
-	*rate = cfg.new_interval ? cfg.new_rate : 0;
-	*period = cfg.new_period;
-	*burst = cfg.new_burst;
+	bg = &cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)];
+	*rate = bg->interval ? bg->rate : 0;
+	*period = bg->period;
+	*burst = bg->burst;
 	return 0;
 }

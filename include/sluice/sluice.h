@@ -245,17 +245,21 @@ struct sluice_config {
 	 * at that moment and has refilled at the new rate since. */
 	__u64 active_since_ns[SLUICE_POLICY_SLOTS];
 	/* The new-source budget (limit new-sources): one GCRA bucket that every
-	 * packet taking a new entry of the source table must pass. The CLI
-	 * stores interval and tolerance (interval 0: off; interval first when
-	 * turning it off, last when turning it on); the datapath changes
-	 * new_tat only, by CAS, and only when it admits. */
-	__u64 new_interval;
-	__u64 new_tolerance;
+	 * packet taking a new entry of the source table must pass. It is part
+	 * of the policy, so each slot has its own, written with the slot and
+	 * switched by the same flip (a commit killed between two stores must
+	 * not leave the new rules with the old budget); the datapath reads the
+	 * active slot's and changes new_tat only, by CAS, and only when it
+	 * admits: spending carries over from one generation to the next. */
 	__u64 new_tat;
-	__u64 new_rate;		/* as written, for the CLI: per period */
-	__u64 new_burst;
-	__u32 new_period;
-	__u32 pad;
+	struct sluice_budget {
+		__u64 interval;	/* 0: no budget */
+		__u64 tolerance;
+		__u64 rate;	/* as written, for the CLI: per period */
+		__u64 burst;
+		__u32 period;
+		__u32 pad;
+	} new_src[SLUICE_POLICY_SLOTS];
 };
 #define SLUICE_GEN_SLOT(gs)		((__u32)((gs) & 1))
 #define SLUICE_GEN_WRITING		2ULL
