@@ -204,6 +204,29 @@ int map_update(int fd, const void *key, const void *value, __u64 flags)
 	return test_fault() ? -ENOMEM : bpf_map_update_elem(fd, key, value, flags);
 }
 
+/* The kernel's ENOTSUPP (not in userspace's errno.h): what an operation a
+ * map type lacks may return. */
+#define KERNEL_ENOTSUPP	524
+
+int map_update_batch(int fd, const void *keys, size_t key_size, const void *values,
+		     size_t value_size, __u32 count)
+{
+	__u32 done = count;
+
+	if (test_fault())
+		return -ENOMEM;
+	if (!bpf_map_update_batch(fd, keys, values, &done, NULL))
+		return 0;
+	if (errno != EINVAL && errno != EOPNOTSUPP && errno != KERNEL_ENOTSUPP)
+		return -errno;
+	/* A kernel without batches for this map type: one update per key. */
+	for (__u32 i = 0; i < count; i++)
+		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size,
+					(const char *)values + i * value_size, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 int map_delete(int fd, const void *key)
 {
 	return test_fault() ? -ENOMEM : bpf_map_delete_elem(fd, key);

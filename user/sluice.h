@@ -170,6 +170,9 @@ int maps_lock(struct sluice_maps *m);
  * so tests can check that a failed write is reported and leaves nothing
  * half-written. Each returns what the call it wraps returns. */
 int map_update(int fd, const void *key, const void *value, __u64 flags);
+/* count entries at once (BPF_ANY); one syscall where the kernel has batches. */
+int map_update_batch(int fd, const void *keys, size_t key_size, const void *values,
+		     size_t value_size, __u32 count);
 int map_delete(int fd, const void *key);
 void *map_mmap(int fd, size_t len);
 /* The picked interface's maps and live policy; with edit, writable and

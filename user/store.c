@@ -55,30 +55,72 @@ static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u3
 	r->index = idx;
 }
 
+/* The keys of policy slot `slot`, in index order. */
+static void slot_keys(__u32 slot, __u32 *keys)
+{
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
+		keys[idx] = slot * SLUICE_MAX_POLICIES + idx;
+}
+
+/* Policy slot `slot` whole into out[SLUICE_MAX_POLICIES]: one batched
+ * lookup (the batch starts after the key it is given), or one lookup per
+ * index where the kernel has no batches for arrays. */
+static int read_slot(const struct sluice_maps *m, __u32 slot, struct sluice_policy *out)
+{
+	__u32 keys[SLUICE_MAX_POLICIES], before = slot * SLUICE_MAX_POLICIES - 1, last;
+	__u32 count = SLUICE_MAX_POLICIES;
+
+	if (!bpf_map_lookup_batch(m->policy_table, slot ? &before : NULL, &last, keys, out,
+				  &count, NULL) &&
+	    count == SLUICE_MAX_POLICIES && keys[0] == slot * SLUICE_MAX_POLICIES)
+		return 0;
+	slot_keys(slot, keys);
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
+		if (bpf_map_lookup_elem(m->policy_table, &keys[idx], &out[idx]))
+			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
+	return 0;
+}
+
+/* Write policy slot `slot` whole from table[SLUICE_MAX_POLICIES]. */
+static int write_slot(const struct sluice_maps *m, __u32 slot, const struct sluice_policy *table)
+{
+	__u32 keys[SLUICE_MAX_POLICIES];
+
+	slot_keys(slot, keys);
+	if (map_update_batch(m->policy_table, keys, sizeof(keys[0]), table, sizeof(*table),
+			     SLUICE_MAX_POLICIES))
+		return runtime_err("cannot write the policy: %s", strerror(errno));
+	return 0;
+}
+
 /* One read of the active slot; *gen_slot is the config it was read under. */
 static int policy_read_once(const struct sluice_maps *m, struct policy *p, __u64 *gen_slot)
 {
 	struct sluice_config cfg;
-	struct sluice_policy sp;
-	__u32 base;
+	struct sluice_policy *slot;
+	int err;
 
 	if (read_config(m, &cfg))
 		return EXIT_RUNTIME;
 	*gen_slot = cfg.gen_slot;
 	policy_init(p);
-	base = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES;
-	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
-		__u32 key = base + idx;
+	slot = calloc(SLUICE_MAX_POLICIES, sizeof(*slot));
+	if (!slot)
+		return runtime_err("out of memory");
+	err = read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), slot);
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES && !err; idx++) {
+		const struct sluice_policy *sp = &slot[idx];
 
-		if (bpf_map_lookup_elem(m->policy_table, &key, &sp))
-			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
-		if (!sp.in_use)
+		if (!sp->in_use)
 			continue;
 		if (idx == SLUICE_POLICY_DEFAULT)
-			rule_from_table(&p->def, &sp, idx);
+			rule_from_table(&p->def, sp, idx);
 		else if (p->n < SLUICE_MAX_POLICIES - 1)
-			rule_from_table(&p->rules[p->n++], &sp, idx);
+			rule_from_table(&p->rules[p->n++], sp, idx);
 	}
+	free(slot);
+	if (err)
+		return err;
 	if (cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)].interval) {
 		const struct sluice_budget *bg = &cfg.new_src[SLUICE_GEN_SLOT(cfg.gen_slot)];
 
@@ -499,12 +541,8 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		return EXIT_RUNTIME;
 	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
 	gen = SLUICE_GEN(cfg.gen_slot) + 1;
-	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
-		__u32 key = SLUICE_GEN_SLOT(cfg.gen_slot) * SLUICE_MAX_POLICIES + idx;
-
-		if (bpf_map_lookup_elem(m->policy_table, &key, &live[idx]))
-			return runtime_err("cannot read policy %u: %s", idx, strerror(errno));
-	}
+	if (read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), live))
+		return EXIT_RUNTIME;
 
 	/* A free index changes at every commit: its entry is never "unchanged
 	 * since" the generation of a bucket bound to the rule it once held
@@ -526,11 +564,9 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	cfg.gen_slot |= SLUICE_GEN_WRITING;
 	if (write_config(m, &cfg))
 		return runtime_err("cannot mark the policy as being written: %s", strerror(errno));
+	if (write_slot(m, slot, table))
+		return EXIT_RUNTIME;
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
-		__u32 key = slot * SLUICE_MAX_POLICIES + idx;
-
-		if (map_update(m->policy_table, &key, &table[idx], BPF_ANY))
-			return runtime_err("cannot write policy %u: %s", idx, strerror(errno));
 		if (fresh[idx] && zero_policy_counter(m, idx))
 			return runtime_err("cannot reset counters of policy %u: %s",
 					   idx, strerror(errno));
