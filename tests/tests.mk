@@ -127,3 +127,9 @@ $(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/ref
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/refclass.c \
 		$(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/fuzz_pkt
+
+# e2e/l4_bypass's raw sender and listener (no python3 on CI).
+$(BUILD)/tests/l4_send: tests/e2e/l4_send.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@
+TEST_BINS	+= $(BUILD)/tests/l4_send
