@@ -46,12 +46,23 @@ struct l4 {
 	__u16 dport;		/* host byte order, with L4_PORTS */
 };
 
+/* Bytes left in the IP packet past its L3 headers when its length field
+ * sets no bound (an IPv6 jumbogram, payload length 0): the frame's end is
+ * the only one. */
+#define L4_LEFT_UNBOUNDED	0xffffffffU
+
 /*
  * The L4 header at c->pos of a first fragment (or whole packet) with
- * protocol proto. A TCP or UDP header that does not fit is malformed; the
- * packet is then judged without a port, like a later fragment.
+ * protocol proto; left is how many bytes of the IP packet (by its length
+ * field: IPv4 tot_len, IPv6 payload length) lie from c->pos on. A TCP or
+ * UDP header that does not lie whole within both the frame and the IP
+ * packet is malformed: its port and flags cannot be read (a tiny first
+ * fragment, RFC 1858; or bytes past the packet, such as a NIC's padding of
+ * a short frame, read as a header). The caller drops such a packet when a
+ * rule covering its source matches on L4 (l4_unreadable).
  */
-static __always_inline int parse_l4(struct cursor *c, __u8 proto, int first, struct l4 *l4)
+static __always_inline int parse_l4(struct cursor *c, __u8 proto, int first, __u32 left,
+				    struct l4 *l4)
 {
 	struct tcphdr *th = c->pos;
 	struct udphdr *uh = c->pos;
@@ -60,12 +71,12 @@ static __always_inline int parse_l4(struct cursor *c, __u8 proto, int first, str
 	if (!first)
 		return PARSE_OK;
 	if (proto == IPPROTO_TCP) {
-		if ((void *)(th + 1) > c->end)
+		if (left < sizeof(*th) || (void *)(th + 1) > c->end)
 			return PARSE_MALFORMED_SRC;
 		l4->dport = bpf_ntohs(th->dest);
 		l4->flags = L4_PORTS | (th->syn && !th->ack ? L4_SYN : 0);
 	} else if (proto == IPPROTO_UDP) {
-		if ((void *)(uh + 1) > c->end)
+		if (left < sizeof(*uh) || (void *)(uh + 1) > c->end)
 			return PARSE_MALFORMED_SRC;
 		l4->dport = bpf_ntohs(uh->dest);
 		l4->flags = L4_PORTS;
@@ -113,7 +124,7 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *s
 				      struct l4 *l4)
 {
 	struct iphdr *ip = c->pos;
-	__u32 hdr_len;
+	__u32 hdr_len, tot_len;
 
 	if ((void *)(ip + 1) > c->end)
 		return PARSE_MALFORMED;
@@ -130,11 +141,13 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *s
 	if (ip->version != 4 || ip->ihl < 5)
 		return PARSE_MALFORMED_SRC;
 	hdr_len = ip->ihl * 4;
-	if (c->pos + hdr_len > c->end || bpf_ntohs(ip->tot_len) < hdr_len)
+	tot_len = bpf_ntohs(ip->tot_len);
+	if (c->pos + hdr_len > c->end || tot_len < hdr_len)
 		return PARSE_MALFORMED_SRC;
 	c->pos += hdr_len;
 	/* Ports are in the first fragment only. */
-	return parse_l4(c, ip->protocol, !(ip->frag_off & bpf_htons(IP_OFFSET)), l4);
+	return parse_l4(c, ip->protocol, !(ip->frag_off & bpf_htons(IP_OFFSET)),
+			tot_len - hdr_len, l4);
 }
 
 /* The IPv6 fragment header (RFC 8200 4.5). */
@@ -175,6 +188,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	struct ipv6hdr *ip6 = c->pos;
 	struct frag_hdr *fh;
 	struct ipv6_ext *ext;
+	__u32 ext_len = 0, payload_len, left = 0, len;
 	int i, first = 1;
 	__u8 nh;
 
@@ -210,14 +224,27 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET))
 				first = 0;
 		}
-		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
+		len = ipv6_ext_len(ext, nh);
+		c->pos = (void *)ext + len;
+		/* Kept apart from c->pos: were the pointer derived from it, the
+		 * verifier would track each chain's sum exactly and could not
+		 * prune the walk. */
+		ext_len += len;
+		asm volatile("" : "+r"(ext_len));
 		if (c->pos > c->end)
 			return PARSE_MALFORMED_SRC;
 		nh = ext->nexthdr;
 	}
 	if (ipv6_is_ext(nh))
 		return PARSE_MALFORMED_SRC;
-	return parse_l4(c, nh, first, l4);
+	/* The L4 header lies within 40 + payload length, unless that is 0 (a
+	 * jumbogram, RFC 2675: the frame is then the only bound). */
+	payload_len = bpf_ntohs(ip6->payload_len);
+	if (!payload_len)
+		left = L4_LEFT_UNBOUNDED;
+	else if (payload_len > ext_len)
+		left = payload_len - ext_len;
+	return parse_l4(c, nh, first, left, l4);
 }
 
 #endif /* SLUICE_BPF_PARSE_H */

@@ -154,9 +154,11 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
  * The index of the rule that decides p in slot, or the default. *direct is
  * set when that does not depend on the packet's L4 facts (the source's
  * candidates start with a rule without a match), so every packet of the
- * source goes to the same rule.
+ * source goes to the same rule; otherwise *lead is the first candidate,
+ * the most specific rule that matches on L4 (an l4_unreadable drop is
+ * counted on it).
  */
-static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct)
+static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
@@ -172,8 +174,11 @@ static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direc
 	if (!hit)
 		return SLUICE_POLICY_DEFAULT;
 	n = hit->n;
-	if (n && hit->m[0].flags)
+	if (n && hit->m[0].flags) {
 		*direct = 0;
+		*lead = hit->m[0].policy < SLUICE_MAX_POLICIES ? hit->m[0].policy
+							       : SLUICE_POLICY_DEFAULT;
+	}
 	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
 		if (!match_holds(&hit->m[i], &p->l4))
 			continue;
@@ -282,12 +287,13 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN(bound);
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
 	struct convert cv = { .b = b };
+	__u32 lead;
 	int direct;
 	__u64 word;
 
 	if (!cfg || !b || !p)
 		return -1;
-	idx = resolve(p, slot, &direct);
+	idx = resolve(p, slot, &direct, &lead);
 	if (read_policy(cfg, gen_slot, slot, idx, &cv.nv, 0))
 		return -1;
 	word = SLUICE_BOUND(gen, idx);
@@ -536,34 +542,47 @@ static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *c
 	return b;
 }
 
+/*
+ * Parse the frame: its source and L4 facts into src and l4, and a
+ * PARSE_* result (PARSE_MALFORMED when even the Ethernet header or its
+ * tags are cut short).
+ * Global, so the verifier checks the parser once, not once for every way
+ * the rest of the program goes on.
+ */
+__noinline int parse_frame(struct xdp_md *ctx, struct sluice_src_key *src, struct l4 *l4)
+{
+	struct cursor c;
+	__be16 proto;
+
+	if (!ctx || !src || !l4)
+		return PARSE_MALFORMED;
+	c.pos = (void *)(long)ctx->data;
+	c.end = (void *)(long)ctx->data_end;
+	if (parse_eth(&c, &proto) < 0)
+		return PARSE_MALFORMED;
+	if (proto == bpf_htons(ETH_P_IP))
+		return parse_ipv4(&c, src, l4);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return parse_ipv6(&c, src, l4);
+	return PARSE_NON_IP;
+}
+
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
  * with jumbo MTUs; headers are read from the first buffer only, and bytes
  * count the whole frame. */
 SEC("xdp.frags")
 int sluice_xdp(struct xdp_md *ctx)
 {
-	struct cursor c = {
-		.pos = (void *)(long)ctx->data,
-		.end = (void *)(long)ctx->data_end,
-	};
 	struct pkt p = { .bytes = bpf_xdp_get_buff_len(ctx) };
-	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT;
+	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT, lead = SLUICE_POLICY_DEFAULT;
 	struct sluice_bucket *b, *home;
 	struct sluice_src_key key;
 	struct sluice_config *cfg;
 	struct verdict v;
 	__u64 gen_slot, bound;
-	__be16 proto;
 	int r, pass, direct, tries;
 
-	if (parse_eth(&c, &proto) < 0)
-		return count(SLUICE_R_MALFORMED, p.bytes);
-	if (proto == bpf_htons(ETH_P_IP))
-		r = parse_ipv4(&c, &p.src, &p.l4);
-	else if (proto == bpf_htons(ETH_P_IPV6))
-		r = parse_ipv6(&c, &p.src, &p.l4);
-	else
-		r = PARSE_NON_IP;
+	r = parse_frame(ctx, &p.src, &p.l4);
 	if (r == PARSE_NON_IP)
 		return count(SLUICE_R_NON_IP, p.bytes);
 	if (r == PARSE_MALFORMED)
@@ -591,7 +610,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	 * and deny need no bucket. */
 	for (tries = 0; tries < SLUICE_RESOLVE_TRIES; tries++) {
 		gen_slot = READ_ONCE(cfg->gen_slot);
-		idx = resolve(&p, SLUICE_GEN_SLOT(gen_slot), &direct);
+		idx = resolve(&p, SLUICE_GEN_SLOT(gen_slot), &direct, &lead);
 		if (!read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), idx, &v, 0))
 			break;
 	}
@@ -599,6 +618,15 @@ int sluice_xdp(struct xdp_md *ctx)
 		/* Commits in quick succession, each within one packet. */
 		idx = SLUICE_POLICY_DEFAULT;
 		reason = SLUICE_R_NO_BUCKET;
+		goto counted;
+	}
+	/* Malformed where a rule covering its source matches on L4: the
+	 * protocol, port or SYN it was judged by may not be what the stack
+	 * sees (a SYN behind too many extension headers, a first fragment too
+	 * short for its port), so no such rule can be matched safely. */
+	if (r == PARSE_MALFORMED_SRC && !direct) {
+		idx = lead;
+		reason = SLUICE_R_L4_UNREADABLE;
 		goto counted;
 	}
 	if (v.action == SLUICE_ACT_ALLOW) {

@@ -133,3 +133,9 @@ $(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
 TEST_BINS	+= $(BUILD)/tests/fault_tool
+
+# e2e/l4_bypass's raw sender and listener (no python3 on CI).
+$(BUILD)/tests/l4_send: tests/e2e/l4_send.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@
+TEST_BINS	+= $(BUILD)/tests/l4_send

@@ -401,6 +401,7 @@ const char *reason_name(__u32 reason)
 		[SLUICE_R_MONITORED] = "monitored",
 		[SLUICE_R_BANNED] = "banned",
 		[SLUICE_R_NEW_SOURCE_LIMITED] = "new_source_limited",
+		[SLUICE_R_L4_UNREADABLE] = "l4_unreadable",
 	};
 
 	return reason < SLUICE_R_MAX ? names[reason] : "unknown";

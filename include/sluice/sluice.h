@@ -70,6 +70,8 @@ enum sluice_reason {
 	SLUICE_R_MONITORED,		/* pass: a --monitor rule would have dropped it */
 	SLUICE_R_BANNED,		/* drop: its bucket is banned (--ban) */
 	SLUICE_R_NEW_SOURCE_LIMITED,	/* drop: a new source over the budget */
+	SLUICE_R_L4_UNREADABLE,		/* drop: malformed, its source covered by a
+					 * rule that matches on L4 (proto, port, SYN) */
 	SLUICE_R_MAX,
 };
 
@@ -84,7 +86,7 @@ static inline int sluice_reason_is_drop(__u32 reason)
 {
 	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED ||
 	       reason == SLUICE_R_NO_BUCKET || reason == SLUICE_R_BANNED ||
-	       reason == SLUICE_R_NEW_SOURCE_LIMITED;
+	       reason == SLUICE_R_NEW_SOURCE_LIMITED || reason == SLUICE_R_L4_UNREADABLE;
 }
 
 /* What a limit counts. */

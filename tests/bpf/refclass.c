@@ -38,16 +38,19 @@ static int v6_ext(unsigned int nh)
 }
 
 /* L4 facts at off of protocol proto: a port (and SYN) only for a first
- * fragment with the whole TCP (20 octets) or UDP (8) header present; a
- * first fragment cut inside it is malformed. */
-static void l4_facts(const __u8 *p, size_t len, size_t off, unsigned int proto, int first,
-		     struct ref_frame *f)
+ * fragment with the whole TCP (20 octets) or UDP (8) header present in the
+ * frame and within the IP packet, which ends at ip_end (README, "Rules,
+ * keys and buckets": IPv4 Total Length, IPv6 40 + Payload Length, a
+ * jumbogram's Payload Length of 0 sets no end); a first fragment cut
+ * inside it is malformed. */
+static void l4_facts(const __u8 *p, size_t len, size_t off, size_t ip_end, unsigned int proto,
+		     int first, struct ref_frame *f)
 {
 	f->l4_known = 1;
 	f->proto = (__u8)proto;
 	if (!first || (proto != PR_TCP && proto != PR_UDP))
 		return;
-	if (off + (proto == PR_TCP ? 20 : 8) > len) {
+	if (off + (proto == PR_TCP ? 20 : 8) > len || off + (proto == PR_TCP ? 20 : 8) > ip_end) {
 		f->parse = REF_BROKEN;
 		return;
 	}
@@ -80,12 +83,14 @@ static void parse_v4(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 	}
 	f->parse = REF_OK;
 	/* Fragment offset: the low 13 bits of octets 6-7 (RFC 791). */
-	l4_facts(p, len, off + hlen, p[off + 9], (be16(p + off + 6) & 0x1fff) == 0, f);
+	l4_facts(p, len, off + hlen, off + be16(p + off + 2), p[off + 9],
+		 (be16(p + off + 6) & 0x1fff) == 0, f);
 }
 
 static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 {
 	unsigned int nh, walked, hlen;
+	size_t ip_end;
 	int first = 1;
 
 	if (off + 40 > len) {
@@ -99,6 +104,7 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 		return;
 	}
 	nh = p[off + 6];
+	ip_end = be16(p + off + 4) ? off + 40 + be16(p + off + 4) : (size_t)-1;
 	off += 40;
 	for (walked = 0; v6_ext(nh); walked++) {
 		/* More than SLUICE_MAX_IPV6_EXT_HDRS is malformed. */
@@ -127,7 +133,7 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 		off += hlen;
 	}
 	f->parse = REF_OK;
-	l4_facts(p, len, off, nh, first, f);
+	l4_facts(p, len, off, ip_end, nh, first, f);
 }
 
 void ref_parse_frame(const __u8 *p, size_t len, struct ref_frame *f)
@@ -217,7 +223,7 @@ static int precedes(const struct ref_rule *a, const struct ref_rule *b)
  * (the source's most specific covering rule has no match), so that all
  * of the source's packets go to one rule. */
 static const struct ref_rule *decide_rule(const struct ref_policy *pol, const struct ref_frame *f,
-					  int *direct)
+					  int *direct, const struct ref_rule **lead)
 {
 	const struct ref_rule *cand[REF_MAX_RULES];
 	unsigned int n = 0, i, j;
@@ -234,6 +240,7 @@ static const struct ref_rule *decide_rule(const struct ref_policy *pol, const st
 			cand[j - 1] = t;
 		}
 	*direct = n == 0 || cand[0]->mflags == 0;
+	*lead = n ? cand[0] : &pol->def;
 	for (i = 0; i < n; i++)
 		if (match_holds(cand[i], f))
 			return cand[i];
@@ -291,7 +298,7 @@ static __u32 finish(struct ref_verdict *v, __u32 reason)
 void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p, size_t len,
 		struct ref_verdict *v)
 {
-	const struct ref_rule *r;
+	const struct ref_rule *r, *lead;
 	struct ref_frame f;
 	struct ref_bucket *b;
 	__u64 cost;
@@ -309,9 +316,15 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 		finish(v, SLUICE_R_NON_IP);
 		return;
 	}
-	r = decide_rule(pol, &f, &direct);
+	r = decide_rule(pol, &f, &direct, &lead);
 	v->policy = r->index;
-	if (r->action == SLUICE_ACT_ALLOW) {
+	if (f.parse == REF_BROKEN && !direct) {
+		/* README, "stats": l4_unreadable. Broken where a rule that
+		 * matches on protocol, port or SYN covers the source: dropped,
+		 * counted on the most specific such rule. */
+		v->policy = lead->index;
+		reason = SLUICE_R_L4_UNREADABLE;
+	} else if (r->action == SLUICE_ACT_ALLOW) {
 		reason = SLUICE_R_ALLOWED;
 	} else if (r->action == SLUICE_ACT_DENY) {
 		reason = SLUICE_R_DENIED;
