@@ -112,3 +112,6 @@ test:
 	tools/install-deps.sh
 	$(MAKE) all $(TEST_BINS)
 	tests/run $(TESTS)
+
+# libFuzzer targets for the parsers, and `make fuzz` (tests/fuzz/).
+include tests/fuzz/fuzz.mk

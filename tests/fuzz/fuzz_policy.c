@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* libFuzzer target: the policy-file parser, driven as `sluice policy check
+ * FILE` (user/limit.c, through the CLI's own dispatch) on a file holding the
+ * input. It must answer as the CLI contract says: exit 0 with one line on
+ * stdout, or exit 2 with one line on stderr naming the file. A valid file,
+ * written out again as `policy show` writes a policy, must be valid with
+ * the same number of rules. */
+#include "fuzz.h"
+#include <sys/mman.h>
+#include <unistd.h>
+#include "cli.h"
+#include "rule.h"
+
+#define LINE_MAX_CHARS	1024	/* a policy line, newline included (limit.c) */
+
+static int file_fd = -1, show_fd = -1;
+static char file_path[64], show_path[64];
+
+static void put_file(int fd, const void *data, size_t size)
+{
+	if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+		abort();
+}
+
+/* `sluice policy check PATH`: its exit code and what it printed. */
+static int policy_check(const char *path, struct fuzz_capture *cap)
+{
+	char *argv[] = { "policy", "check", (char *)path, NULL };
+	int rc;
+
+	capture_begin(cap);
+	rc = cli_dispatch(&policy_obj, 3, argv);
+	capture_end(cap);
+	return rc;
+}
+
+/* The CLI's contract for one run: 0 with "PATH: N rules, valid", or 2 with
+ * one "sluice: PATH:..." line. *n is N. */
+static void check_answer(int rc, const struct fuzz_capture *cap, const char *path,
+			 unsigned int *n)
+{
+	char want[128];
+
+	FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE, "policy check exited %d: '%s'", rc,
+		   cap->err_buf);
+	if (rc == 0) {
+		FUZZ_CHECK(cap->err_len == 0, "valid, yet stderr says '%s'", cap->err_buf);
+		FUZZ_CHECK(sscanf(cap->out_buf + strlen(path), ": %u rules, valid\n", n) == 1,
+			   "stdout '%s'", cap->out_buf);
+		snprintf(want, sizeof(want), "%s: %u rules, valid\n", path, *n);
+		FUZZ_CHECK(!strcmp(cap->out_buf, want), "stdout '%s', want '%s'", cap->out_buf,
+			   want);
+		return;
+	}
+	snprintf(want, sizeof(want), "sluice: %s:", path);
+	FUZZ_CHECK(cap->out_len == 0, "refused, yet stdout says '%s'", cap->out_buf);
+	FUZZ_CHECK(count_lines(cap->err_buf, cap->err_len) == 1 &&
+		   cap->err_buf[cap->err_len - 1] == '\n', "not one line on stderr: '%s'",
+		   cap->err_buf);
+	FUZZ_CHECK(!strncmp(cap->err_buf, want, strlen(want)), "'%s' does not name the file",
+		   cap->err_buf);
+	for (size_t i = 0; i + 1 < cap->err_len; i++)
+		FUZZ_CHECK((unsigned char)cap->err_buf[i] >= 0x20 && cap->err_buf[i] != 0x7f,
+			   "a control character on stderr: '%s'", cap->err_buf);
+}
+
+/* The valid file's rules again, one line each, as `policy show` writes
+ * them: default, rules, new-source budget. */
+static void write_show(const uint8_t *data, size_t size, unsigned int n_valid)
+{
+	char *text = fuzz_str(data, size), *line, *save = NULL, why[512], words[RULE_TEXT_MAX];
+	struct policy *p = malloc(sizeof(*p));
+	enum rule_verb verb;
+	struct rule r;
+	FILE *f;
+
+	if (!p)
+		abort();
+	policy_init(p);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int k = rule_parse_line(line, &r, &verb, why, sizeof(why));
+
+		FUZZ_CHECK(k >= 0, "policy check passed a line rule_parse_line refuses: %s", why);
+		if (k == 0)
+			continue;
+		if (verb == RULE_DEFAULT) {
+			r.index = SLUICE_POLICY_DEFAULT;
+			p->def = r;
+		} else if (verb == RULE_NEW_SOURCES) {
+			p->new_sources = r;
+		} else {
+			FUZZ_CHECK(verb != RULE_DEL, "policy check passed a limit del");
+			FUZZ_CHECK(!policy_put(p, &r, why, sizeof(why)), "%s", why);
+		}
+	}
+	FUZZ_CHECK(p->n == n_valid, "policy check counted %u rules, the lines hold %u", n_valid,
+		   p->n);
+	f = fopen(show_path, "w");
+	if (!f)
+		abort();
+	fprintf(f, "# as policy show writes it\n");
+	rule_format(&p->def, true, words, sizeof(words));
+	fprintf(f, "%s\n", words);
+	for (unsigned int i = 0; i < p->n; i++) {
+		rule_format(&p->rules[i], false, words, sizeof(words));
+		fprintf(f, "%s\n", words);
+	}
+	budget_format(&p->new_sources, words, sizeof(words));
+	fprintf(f, "%s\n", words);
+	fclose(f);
+	free(p);
+	free(text);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	file_fd = memfd_create("policy", 0);
+	show_fd = memfd_create("policy-show", 0);
+	if (file_fd < 0 || show_fd < 0)
+		abort();
+	snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file_fd);
+	snprintf(show_path, sizeof(show_path), "/proc/self/fd/%d", show_fd);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_capture cap;
+	unsigned int n = 0, n2 = 0;
+	int rc;
+
+	put_file(file_fd, data, size);
+	rc = policy_check(file_path, &cap);
+	check_answer(rc, &cap, file_path, &n);
+	capture_free(&cap);
+	if (rc != 0)
+		return 0;
+	write_show(data, size, n);
+	rc = policy_check(show_path, &cap);
+	check_answer(rc, &cap, show_path, &n2);
+	FUZZ_CHECK(rc == 0 && n2 == n, "written as policy show, %u rules come back as %u (%s)",
+		   n, n2, cap.err_buf);
+	capture_free(&cap);
+	return 0;
+}
