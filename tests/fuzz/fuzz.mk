@@ -36,3 +36,20 @@ fuzz: $(FUZZ_BINS)
 	@if $(MAKE) -q $(BUILD)/tests/fuzz_pkt >/dev/null 2>&1; [ $$? -ne 2 ]; then \
 		$(MAKE) $(BUILD)/tests/fuzz_pkt; fi
 	tools/fuzz.sh
+
+# A planted bug, to show that the fuzzing fails when it should: the rule
+# target linked with a copy of user/rule.c whose --dport length check is off
+# by one (a 16-character --dport overflows parse_dport's buffer). Run it with
+#   make build/fuzz/planted/fuzz_rule
+#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh --seconds 60 rule
+# and it fails: on the regression input tests/fuzz/regress/rule/dport-16,
+# and, without it, by finding the overflow from the seed corpus.
+$(BUILD)/fuzz/planted/rule.c: user/rule.c
+	@mkdir -p $(@D)
+	sed 's/if (strlen(s) >= sizeof(buf))$$/if (strlen(s) > sizeof(buf))/' $< > $@
+	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to user/rule.c" >&2; rm -f $@; exit 1; }
+$(BUILD)/fuzz/planted/rule.o: $(BUILD)/fuzz/planted/rule.c $(HEADERS) $(SKELS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user -c $< -o $@
+$(BUILD)/fuzz/planted/fuzz_rule: tests/fuzz/fuzz_rule.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/rule.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/rule.o,$(FUZZ_USER_OBJS)) \
+		$(BUILD)/fuzz/planted/rule.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -44,6 +44,7 @@ static size_t exchange(const uint8_t *data, size_t size)
 	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(40000) };
 	__u64 deadline = mono_now_ns() + CLOSE_DEADLINE_NS;
 	size_t sent = 0, got = 0;
+	unsigned int idle = 0;
 	bool eof = false;
 	int sv[2];
 
@@ -70,6 +71,7 @@ static size_t exchange(const uint8_t *data, size_t size)
 		MHD_run(fz_d);
 		n = read(sv[1], resp + got, RESPONSE_MAX - got);
 		if (n > 0) {
+			idle = 0;
 			got += (size_t)n;
 			FUZZ_CHECK(got < RESPONSE_MAX, "more than %d bytes of answer", RESPONSE_MAX);
 		} else if (n == 0 || errno != EAGAIN) {
@@ -77,7 +79,9 @@ static size_t exchange(const uint8_t *data, size_t size)
 		} else {
 			FUZZ_CHECK(mono_now_ns() < deadline, "the connection is still open %llu s "
 				   "after the client shut its side", CLOSE_DEADLINE_NS / SLUICE_NS_PER_SEC);
-			poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
+			/* libmicrohttpd may need a few rounds; then wait a little */
+			if (++idle > 16)
+				poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
 		}
 	}
 	close(sv[1]);
@@ -115,7 +119,8 @@ static void check_answers(const char *r, size_t len)
 		if (cl && cl < end)
 			body = strtoul(cl + 18, NULL, 10);
 		at = (size_t)(end + 4 - r);
-		if (strncmp(r + at, "HTTP/1.", 7) != 0)	/* not a HEAD's */
+		/* A HEAD's answer has no body: the end, or the next answer. */
+		if (at < len && strncmp(r + at, "HTTP/1.", 7) != 0)
 			at += body;
 		FUZZ_CHECK(at <= len, "answer %d: %lu bytes of body promised, %zu sent", n, body,
 			   len - (size_t)(end + 4 - r));
