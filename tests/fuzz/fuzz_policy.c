@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "rule.h"
 
-#define LINE_MAX_CHARS	1024	/* a policy line, newline included (limit.c) */
+#define LINE_MAX_CHARS	1022	/* a policy line, without its newline (README) */
 
 static int file_fd = -1, show_fd = -1;
 static char file_path[64], show_path[64];
@@ -137,6 +137,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	capture_free(&cap);
 	if (rc != 0)
 		return 0;
+	for (size_t at = 0, len; at < size; at += len + 1) {
+		const uint8_t *nl = memchr(data + at, '\n', size - at);
+
+		len = nl ? (size_t)(nl - (data + at)) : size - at;
+		FUZZ_CHECK(len <= LINE_MAX_CHARS, "valid with a line of %zu characters", len);
+	}
 	write_show(data, size, n);
 	rc = policy_check(show_path, &cap);
 	check_answer(rc, &cap, show_path, &n2);
