@@ -2,9 +2,11 @@
 /* libFuzzer target: the policy-file parser, driven as `sluice policy check
  * FILE` (user/limit.c, through the CLI's own dispatch) on a file holding the
  * input. It must answer as the CLI contract says: exit 0 with one line on
- * stdout, or exit 2 with one line on stderr naming the file. A valid file,
- * written out again as `policy show` writes a policy, must be valid with
- * the same number of rules. */
+ * stdout, or exit 2 with one line on stderr naming the file and line. A
+ * model here, the README's rules for policy files applied line by line
+ * with rule_parse_line, must agree on valid or not, on the first bad line
+ * and on the number of rules; and a valid file written out again as
+ * `policy show` writes a policy must be valid with as many rules. */
 #include "fuzz.h"
 #include <sys/mman.h>
 #include <unistd.h>
@@ -64,38 +66,57 @@ static void check_answer(int rc, const struct fuzz_capture *cap, const char *pat
 			   "a control character on stderr: '%s'", cap->err_buf);
 }
 
-/* The valid file's rules again, one line each, as `policy show` writes
- * them: default, rules, new-source budget. */
-static void write_show(const uint8_t *data, size_t size, unsigned int n_valid)
+/* The file as README's "Policy files" describes it, read here line by
+ * line: into p, and 0 when valid, else the number of its first bad line. */
+static unsigned int model(const uint8_t *data, size_t size, struct policy *p)
 {
-	char *text = fuzz_str(data, size), *line, *save = NULL, why[512], words[RULE_TEXT_MAX];
-	struct policy *p = malloc(sizeof(*p));
+	char line[LINE_MAX_CHARS + 1], why[512];
+	bool have_default = false, have_budget = false;
+	unsigned int lineno = 0;
 	enum rule_verb verb;
 	struct rule r;
-	FILE *f;
 
-	if (!p)
-		abort();
 	policy_init(p);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		int k = rule_parse_line(line, &r, &verb, why, sizeof(why));
+	for (size_t at = 0, len; at < size; at += len + 1) {
+		const uint8_t *nl = memchr(data + at, '\n', size - at);
+		int k;
 
-		FUZZ_CHECK(k >= 0, "policy check passed a line rule_parse_line refuses: %s", why);
+		len = nl ? (size_t)(nl - (data + at)) : size - at;
+		lineno++;
+		if (len > LINE_MAX_CHARS || memchr(data + at, '\0', len))
+			return lineno;
+		memcpy(line, data + at, len);
+		line[len] = '\0';
+		k = rule_parse_line(line, &r, &verb, why, sizeof(why));
+		if (k < 0 || (k && verb == RULE_DEL))
+			return lineno;
 		if (k == 0)
 			continue;
 		if (verb == RULE_DEFAULT) {
+			if (have_default)
+				return lineno;
+			have_default = true;
 			r.index = SLUICE_POLICY_DEFAULT;
 			p->def = r;
 		} else if (verb == RULE_NEW_SOURCES) {
+			if (have_budget)
+				return lineno;
+			have_budget = true;
 			p->new_sources = r;
-		} else {
-			FUZZ_CHECK(verb != RULE_DEL, "policy check passed a limit del");
-			FUZZ_CHECK(!policy_put(p, &r, why, sizeof(why)), "%s", why);
+		} else if (policy_find_rule(p, &r) || policy_put(p, &r, why, sizeof(why))) {
+			return lineno;
 		}
 	}
-	FUZZ_CHECK(p->n == n_valid, "policy check counted %u rules, the lines hold %u", n_valid,
-		   p->n);
-	f = fopen(show_path, "w");
+	return 0;
+}
+
+/* p's rules, one line each, as `policy show` writes them: default,
+ * rules, new-source budget. */
+static void write_show(const struct policy *p)
+{
+	char words[RULE_TEXT_MAX];
+	FILE *f = fopen(show_path, "w");
+
 	if (!f)
 		abort();
 	fprintf(f, "# as policy show writes it\n");
@@ -108,8 +129,6 @@ static void write_show(const uint8_t *data, size_t size, unsigned int n_valid)
 	budget_format(&p->new_sources, words, sizeof(words));
 	fprintf(f, "%s\n", words);
 	fclose(f);
-	free(p);
-	free(text);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -127,23 +146,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct policy p;		/* big: not on the stack */
 	struct fuzz_capture cap;
-	unsigned int n = 0, n2 = 0;
+	unsigned int n = 0, n2 = 0, bad;
+	char where[96];
 	int rc;
 
 	put_file(file_fd, data, size);
 	rc = policy_check(file_path, &cap);
 	check_answer(rc, &cap, file_path, &n);
+	bad = model(data, size, &p);
+	if (bad) {
+		snprintf(where, sizeof(where), "sluice: %s:%u: ", file_path, bad);
+		FUZZ_CHECK(rc == EXIT_USAGE, "valid, but line %u breaks the README's rules", bad);
+		FUZZ_CHECK(!strncmp(cap.err_buf, where, strlen(where)), "'%s' does not name line %u",
+			   cap.err_buf, bad);
+	} else {
+		FUZZ_CHECK(rc == 0, "refused, but valid by the README's rules: '%s'", cap.err_buf);
+		FUZZ_CHECK(n == p.n, "policy check counted %u rules, the file holds %u", n, p.n);
+	}
 	capture_free(&cap);
 	if (rc != 0)
 		return 0;
-	for (size_t at = 0, len; at < size; at += len + 1) {
-		const uint8_t *nl = memchr(data + at, '\n', size - at);
-
-		len = nl ? (size_t)(nl - (data + at)) : size - at;
-		FUZZ_CHECK(len <= LINE_MAX_CHARS, "valid with a line of %zu characters", len);
-	}
-	write_show(data, size, n);
+	write_show(&p);
 	rc = policy_check(show_path, &cap);
 	check_answer(rc, &cap, show_path, &n2);
 	FUZZ_CHECK(rc == 0 && n2 == n, "written as policy show, %u rules come back as %u (%s)",
