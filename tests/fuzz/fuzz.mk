@@ -1,6 +1,7 @@
 # libFuzzer targets for sluice's parsers (issue 11, "Parsers"): the rule
-# parser, the policy-file parser, address/CIDR/number/duration parsing and the
-# exporter's HTTP request handling. Included at the end of tests/tests.mk.
+# parser, the policy-file parser, address/CIDR/number/duration parsing, the
+# exporter's HTTP request handling, and simulate's trace files (the other
+# file sluice reads). Included at the end of tests/tests.mk.
 # The check server (issue 12) has no code yet, so it has no target here.
 #
 # The user objects are built again with clang, libFuzzer's coverage and
@@ -14,7 +15,7 @@ FUZZ_CFLAGS	:= $(filter-out -O2,$(CFLAGS)) -O1 -fno-omit-frame-pointer \
 		   -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -fno-sanitize-recover=all
 FUZZ_LDFLAGS	:= -fsanitize=fuzzer,$(FUZZ_SAN)
 FUZZ_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/fuzz/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
-FUZZ_TARGETS	:= rule policy parse exporter
+FUZZ_TARGETS	:= rule policy parse exporter trace
 FUZZ_BINS	:= $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
@@ -24,7 +25,7 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 # The exporter's target compiles user/exporter.c itself (its request
 # handling is static), so it links every other object.
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/exporter.o,$(FUZZ_USER_OBJS))
-$(BUILD)/fuzz/fuzz_rule $(BUILD)/fuzz/fuzz_policy $(BUILD)/fuzz/fuzz_parse: FUZZ_OBJS = $(FUZZ_USER_OBJS)
+$(BUILD)/fuzz/fuzz_rule $(BUILD)/fuzz/fuzz_policy $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_trace: FUZZ_OBJS = $(FUZZ_USER_OBJS)
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)

@@ -10,7 +10,7 @@
 #   --seconds S   fuzz each target S seconds (default 20; 0: regressions only)
 #   --corpus DIR  keep what each target finds in DIR/TARGET/ (default: a
 #                 temporary directory, removed at exit)
-#   TARGET        rule, policy, parse, exporter (default: all)
+#   TARGET        rule, policy, parse, exporter, trace (default: all)
 #
 # FUZZ_BIN_DIR picks other builds of the targets (default build/fuzz). To
 # show it fails when it should, run the rule target built with a planted
@@ -19,7 +19,7 @@
 #   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule
 set -uo pipefail
 
-ALL_TARGETS=(rule policy parse exporter)
+ALL_TARGETS=(rule policy parse exporter trace)
 
 usage() {
 	echo "usage: tests/fuzz/run.sh [--seconds S] [--corpus DIR] [TARGET...]" >&2
