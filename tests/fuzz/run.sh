@@ -72,8 +72,12 @@ corpus_root=${keep:-$work/corpus}
 crash_root=${keep:+$keep/crashes}
 crash_root=${crash_root:-$work/crashes}
 
-# libFuzzer's own detectors; a sanitizer report is a crash.
-export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:allocator_may_return_null=1}
+# libFuzzer's own detectors; a sanitizer report is a crash. A 16 MB
+# quarantine (freed memory ASan keeps poisoned, 256 MB by default) still
+# catches a use after free within a run and spares each target a slow
+# start: policy check frees 100 KB a run, which filled the default's
+# quarantine first at a sixth of the speed.
+export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:quarantine_size_mb=16}
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 FUZZ_FLAGS=(-max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 
