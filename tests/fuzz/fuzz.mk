@@ -38,19 +38,24 @@ fuzz: $(FUZZ_BINS)
 		$(MAKE) $(BUILD)/tests/fuzz_pkt; fi
 	tools/fuzz.sh
 
-# A planted bug, to show that the fuzzing fails when it should: the rule
-# target linked with a copy of user/rule.c whose --dport length check is off
-# by one (a 16-character --dport overflows parse_dport's buffer). Run it with
-#   make build/fuzz/planted/fuzz_rule
-#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh --seconds 60 rule
-# and it fails: on the regression input tests/fuzz/regress/rule/dport-16,
-# and, without it, by finding the overflow from the seed corpus.
-$(BUILD)/fuzz/planted/rule.c: user/rule.c
+# Planted bugs, to show that the fuzzing fails when it should: targets
+# linked with a copy of one user/ file that has an off-by-one. fuzz_rule:
+# rule.c's --dport length check (a 16-character --dport overflows
+# parse_dport's buffer); fuzz_parse: parse.c's host-bit check skips the last
+# bit (198.18.0.1/24 passes as a CIDR). Run them with
+#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse
+#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse
+# and both fail: rule on its regression input tests/fuzz/regress/rule/dport-16
+# (and, without it, by finding the overflow from the seed corpus in about a
+# minute), parse on its seed corpus.
+PLANT_rule	:= s/if (strlen(s) >= sizeof(buf))$$/if (strlen(s) > sizeof(buf))/
+PLANT_parse	:= 0,/bit < 8 \* SLUICE_ADDR_LEN/s//bit + 1 < 8 * SLUICE_ADDR_LEN/
+$(BUILD)/fuzz/planted/%.c: user/%.c
 	@mkdir -p $(@D)
-	sed 's/if (strlen(s) >= sizeof(buf))$$/if (strlen(s) > sizeof(buf))/' $< > $@
-	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to user/rule.c" >&2; rm -f $@; exit 1; }
-$(BUILD)/fuzz/planted/rule.o: $(BUILD)/fuzz/planted/rule.c $(HEADERS) $(SKELS)
+	sed '$(PLANT_$*)' $< > $@
+	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to $<" >&2; rm -f $@; exit 1; }
+$(BUILD)/fuzz/planted/%.o: $(BUILD)/fuzz/planted/%.c $(HEADERS) $(SKELS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user -c $< -o $@
-$(BUILD)/fuzz/planted/fuzz_rule: tests/fuzz/fuzz_rule.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/rule.o
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/rule.o,$(FUZZ_USER_OBJS)) \
-		$(BUILD)/fuzz/planted/rule.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+$(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/$*.o,$(FUZZ_USER_OBJS)) \
+		$(BUILD)/fuzz/planted/$*.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -13,10 +13,10 @@
 #   TARGET        rule, policy, parse, exporter, trace (default: all)
 #
 # FUZZ_BIN_DIR picks other builds of the targets (default build/fuzz). To
-# show it fails when it should, run the rule target built with a planted
+# show it fails when it should, run the targets built with a planted
 # off-by-one (tests/fuzz/fuzz.mk):
-#   make build/fuzz/planted/fuzz_rule
-#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule
+#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse
+#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse
 set -uo pipefail
 
 ALL_TARGETS=(rule policy parse exporter trace)
