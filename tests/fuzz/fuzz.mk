@@ -24,8 +24,8 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 
 # The exporter's target compiles user/exporter.c itself (its request
 # handling is static), so it links every other object.
+FUZZ_OBJS	= $(FUZZ_USER_OBJS)
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/exporter.o,$(FUZZ_USER_OBJS))
-$(BUILD)/fuzz/fuzz_rule $(BUILD)/fuzz/fuzz_policy $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_trace: FUZZ_OBJS = $(FUZZ_USER_OBJS)
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
