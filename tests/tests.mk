@@ -139,3 +139,5 @@ $(BUILD)/tests/l4_send: tests/e2e/l4_send.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@
 TEST_BINS	+= $(BUILD)/tests/l4_send
+# libFuzzer targets for the parsers, and `make fuzz` (tests/fuzz/).
+include tests/fuzz/fuzz.mk

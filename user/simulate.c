@@ -187,6 +187,7 @@ static int read_trace(struct sim *s, const char *path)
 {
 	char why[256], *line = NULL, *p, *end;
 	size_t lcap = 0, lineno = 0;
+	ssize_t got;
 	__u64 t, last = 0;
 	FILE *f;
 	bool oom;
@@ -196,8 +197,13 @@ static int read_trace(struct sim *s, const char *path)
 	if (!f)
 		return usage_err("cannot read the trace %s: %s: give a file of arrival times",
 				 path, strerror(errno));
-	while (getline(&line, &lcap, f) >= 0) {
+	while ((got = getline(&line, &lcap, f)) >= 0) {
 		lineno++;
+		if (strlen(line) != (size_t)got) {
+			rc = usage_err("%s:%zu: a NUL byte: this is not a trace of arrival times",
+				       path, lineno);
+			goto out;
+		}
 		p = line;
 		while (isspace((unsigned char)*p))
 			p++;

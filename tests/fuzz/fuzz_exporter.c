@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* libFuzzer target: the exporter's request handling (user/exporter.c,
+ * compiled into this file: on_request and the connection bookkeeping are
+ * static). libmicrohttpd runs in this thread with the exporter's own
+ * callbacks and limits; each input is the raw bytes a client sends on one
+ * connection, handed over a socketpair with MHD_add_connection. The client
+ * then shuts its side: the server must answer sanely (an HTTP status line
+ * with a status the exporter gives), close the connection, and print
+ * nothing. No interface is attached (the pin root does not exist), so
+ * /metrics is the scrape of zero interfaces. */
+#include "fuzz.h"
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include "exporter.c"
+
+#define RESPONSE_MAX	(256 * 1024)
+#define CLOSE_DEADLINE_NS	(2ULL * SLUICE_NS_PER_SEC)
+
+static struct exporter fz_ex;
+static struct MHD_Daemon *fz_d;
+static char *resp;
+
+/* The exporter's server (exporter_run's options) without a listening
+ * socket or a thread pool: MHD_run() in this thread serves it. */
+static struct MHD_Daemon *start_server(struct exporter *ex)
+{
+	return MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+				on_request, ex,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ex,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_PER_ADDR,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_DEADLINE_S,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, ex,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, ex,
+				MHD_OPTION_STRICT_FOR_CLIENT, 1,
+				MHD_OPTION_END);
+}
+
+/* Sends data as one client, shuts the sending side, and reads everything
+ * the server answers until it closes. The answer's length. */
+static size_t exchange(const uint8_t *data, size_t size)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(40000) };
+	__u64 deadline = mono_now_ns() + CLOSE_DEADLINE_NS;
+	size_t sent = 0, got = 0;
+	unsigned int idle = 0;
+	bool eof = false;
+	int sv[2];
+
+	peer.sin_addr.s_addr = htonl(0x7f000001);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		abort();
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	FUZZ_CHECK(MHD_add_connection(fz_d, sv[0], (struct sockaddr *)&peer, sizeof(peer)) ==
+		   MHD_YES, "MHD_add_connection failed");
+	if (!size)
+		shutdown(sv[1], SHUT_WR);
+	while (!eof) {
+		ssize_t n;
+
+		if (sent < size) {
+			n = send(sv[1], data + sent, size - sent, MSG_NOSIGNAL);
+			if (n > 0)
+				sent += (size_t)n;
+			else if (n < 0 && errno != EAGAIN)
+				sent = size;	/* the server closed already */
+			if (sent == size)
+				shutdown(sv[1], SHUT_WR);
+		}
+		MHD_run(fz_d);
+		n = read(sv[1], resp + got, RESPONSE_MAX - got);
+		if (n > 0) {
+			idle = 0;
+			got += (size_t)n;
+			FUZZ_CHECK(got < RESPONSE_MAX, "more than %d bytes of answer", RESPONSE_MAX);
+		} else if (n == 0 || errno != EAGAIN) {
+			eof = true;	/* closed (ECONNRESET counts) */
+		} else {
+			FUZZ_CHECK(mono_now_ns() < deadline, "the connection is still open %llu s "
+				   "after the client shut its side", CLOSE_DEADLINE_NS / SLUICE_NS_PER_SEC);
+			/* libmicrohttpd may need a few rounds; then wait a little */
+			if (++idle > 16)
+				poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
+		}
+	}
+	close(sv[1]);
+	/* The server's side is gone too (its CLOSED notice ran). */
+	MHD_run(fz_d);
+	resp[got] = '\0';
+	return got;
+}
+
+/* Each answer: "HTTP/1.x NNN" with a status the exporter (or
+ * libmicrohttpd for a malformed request) gives, headers, and as many bytes
+ * of body as Content-Length says (none after a HEAD); then the next
+ * answer of pipelined requests, if any. */
+static void check_answers(const char *r, size_t len)
+{
+	static const int ok[] = { 200, 400, 404, 405, 413, 414, 431, 501, 505 };
+	size_t at = 0;
+	int n = 0;
+
+	/* Closed without a word: nothing to read as a request. */
+	while (at < len) {
+		const char *p = r + at, *end = strstr(p, "\r\n\r\n"), *cl;
+		unsigned long body = 0;
+		bool known = false;
+		int status;
+
+		FUZZ_CHECK(!strncmp(p, "HTTP/1.1 ", 9) || !strncmp(p, "HTTP/1.0 ", 9),
+			   "answer %d does not start with a status line: '%.60s'", n, p);
+		FUZZ_CHECK(sscanf(p + 9, "%3d", &status) == 1, "answer %d: no status", n);
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			known |= status == ok[i];
+		FUZZ_CHECK(known, "answer %d: status %d", n, status);
+		FUZZ_CHECK(end, "answer %d: headers without their end", n);
+		cl = strcasestr(p, "\r\nContent-Length: ");
+		if (cl && cl < end)
+			body = strtoul(cl + 18, NULL, 10);
+		at = (size_t)(end + 4 - r);
+		/* A HEAD's answer has no body: the end, or the next answer. */
+		if (at < len && strncmp(r + at, "HTTP/1.", 7) != 0)
+			at += body;
+		FUZZ_CHECK(at <= len, "answer %d: %lu bytes of body promised, %zu sent", n, body,
+			   len - (size_t)(end + 4 - r));
+		n++;
+	}
+}
+
+/* What the harness must see before it can fuzz anything: a scrape, a
+ * 404 and a 405 from the exporter's own code. */
+static void self_test(void)
+{
+	static const struct {
+		const char *req, *want;
+	} cases[] = {
+		{ "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "sluice_scrape_skipped_interfaces 0\n" },
+		{ "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404" },
+		{ "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 405" },
+		{ "GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = exchange((const uint8_t *)cases[i].req, strlen(cases[i].req));
+
+		FUZZ_CHECK(strstr(resp, cases[i].want), "self-test: '%s' got '%.200s'",
+			   cases[i].req, resp);
+		check_answers(resp, len);
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	signal(SIGPIPE, SIG_IGN);
+	/* No pins: a bpffs that does not exist (never the host's real one). */
+	opts.bpffs = "/nonexistent/sluice-fuzz-exporter";
+	resp = malloc(RESPONSE_MAX + 1);
+	if (!resp || conns_start(&fz_ex.conns))
+		abort();
+	fz_ex.log_requests = getenv("SLUICE_DEBUG") != NULL;
+	fz_d = start_server(&fz_ex);
+	if (!fz_d)
+		abort();
+	self_test();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_capture cap;
+	size_t len;
+
+	capture_begin(&cap);
+	len = exchange(data, size);
+	capture_end(&cap);
+	FUZZ_CHECK(cap.out_len == 0 && (cap.err_len == 0 || fz_ex.log_requests),
+		   "the exporter printed '%s%s'", cap.out_buf, cap.err_buf);
+	capture_free(&cap);
+	check_answers(resp, len);
+	return 0;
+}
