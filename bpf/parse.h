@@ -89,6 +89,11 @@ struct vlan_tag {
 	__be16 proto;
 };
 
+/* Where the IP header can start: after Ethernet and every tag parse_eth
+ * takes. */
+#define PARSE_L3_OFFSET_MAX \
+	(sizeof(struct ethhdr) + SLUICE_MAX_VLAN_TAGS * sizeof(struct vlan_tag))
+
 static __always_inline int proto_is_vlan(__be16 proto)
 {
 	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
@@ -188,7 +193,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	struct ipv6hdr *ip6 = c->pos;
 	struct frag_hdr *fh;
 	struct ipv6_ext *ext;
-	__u32 ext_len = 0, payload_len, left = 0, len;
+	__u32 ext_len, payload_len, left = 0;
 	int i, first = 1;
 	__u8 nh;
 
@@ -224,13 +229,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET))
 				first = 0;
 		}
-		len = ipv6_ext_len(ext, nh);
-		c->pos = (void *)ext + len;
-		/* Kept apart from c->pos: were the pointer derived from it, the
-		 * verifier would track each chain's sum exactly and could not
-		 * prune the walk. */
-		ext_len += len;
-		asm volatile("" : "+r"(ext_len));
+		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
 		if (c->pos > c->end)
 			return PARSE_MALFORMED_SRC;
 		nh = ext->nexthdr;
@@ -240,6 +239,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	/* The L4 header lies within 40 + payload length, unless that is 0 (a
 	 * jumbogram, RFC 2675: the frame is then the only bound). */
 	payload_len = bpf_ntohs(ip6->payload_len);
+	ext_len = (__u32)(c->pos - (void *)(ip6 + 1));
 	if (!payload_len)
 		left = L4_LEFT_UNBOUNDED;
 	else if (payload_len > ext_len)

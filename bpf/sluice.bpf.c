@@ -543,27 +543,43 @@ static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *c
 }
 
 /*
+ * The IPv6 part of the parser, from l3 bytes into the frame (after the
+ * Ethernet header and its tags): global, so the verifier checks the
+ * extension-header walk once, not once for every way the rest of the
+ * program goes on. IPv4 is parsed inline (parse_frame), which is cheaper.
+ */
+__noinline int parse_ipv6_at(struct xdp_md *ctx, __u32 l3, struct sluice_src_key *src,
+			     struct l4 *l4)
+{
+	struct cursor c;
+
+	if (!ctx || !src || !l4 || l3 > PARSE_L3_OFFSET_MAX)
+		return PARSE_MALFORMED;
+	c.pos = (void *)(long)ctx->data + l3;
+	c.end = (void *)(long)ctx->data_end;
+	return parse_ipv6(&c, src, l4);
+}
+
+/*
  * Parse the frame: its source and L4 facts into src and l4, and a
  * PARSE_* result (PARSE_MALFORMED when even the Ethernet header or its
  * tags are cut short).
- * Global, so the verifier checks the parser once, not once for every way
- * the rest of the program goes on.
  */
-__noinline int parse_frame(struct xdp_md *ctx, struct sluice_src_key *src, struct l4 *l4)
+static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key *src,
+				       struct l4 *l4)
 {
-	struct cursor c;
+	struct cursor c = {
+		.pos = (void *)(long)ctx->data,
+		.end = (void *)(long)ctx->data_end,
+	};
 	__be16 proto;
 
-	if (!ctx || !src || !l4)
-		return PARSE_MALFORMED;
-	c.pos = (void *)(long)ctx->data;
-	c.end = (void *)(long)ctx->data_end;
 	if (parse_eth(&c, &proto) < 0)
 		return PARSE_MALFORMED;
 	if (proto == bpf_htons(ETH_P_IP))
 		return parse_ipv4(&c, src, l4);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return parse_ipv6(&c, src, l4);
+		return parse_ipv6_at(ctx, (__u32)(c.pos - (void *)(long)ctx->data), src, l4);
 	return PARSE_NON_IP;
 }
 
