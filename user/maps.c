@@ -86,9 +86,26 @@ static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags
 	return bpf_obj_get_opts(path, &o);
 }
 
+static int map_info(int fd, struct bpf_map_info *info);
+
+/* Whether the pinned map fd is the map this build of sluice declares: a
+ * pin left by another version (a detach skipped on upgrade) may differ in
+ * layout, and would be read wrong. The source table's size is the
+ * operator's (--max-sources). */
+static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach)
+{
+	struct bpf_map_info info;
+
+	return !map_info(fd, &info) && info.type == (__u32)bpf_map__type(want) &&
+	       info.key_size == bpf_map__key_size(want) &&
+	       info.value_size == bpf_map__value_size(want) &&
+	       (sized_by_attach || info.max_entries == bpf_map__max_entries(want));
+}
+
 /* quiet: fail with -1 and print nothing (the exporter skips and counts). */
 static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, bool quiet)
 {
+	const char *stale = NULL;
 	struct sluice_bpf *skel;
 	int err = 0;
 
@@ -111,6 +128,20 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 		err = errno;
 	SLUICE_MAPS(OPEN_PIN)
 #undef OPEN_PIN
+#define CHECK_PIN(name)							\
+	if (!err && !pin_matches(m->name, skel->maps.name,		\
+				 m->name == m->src_buckets) && !stale)	\
+		stale = bpf_map__name(skel->maps.name);
+	SLUICE_MAPS(CHECK_PIN)
+#undef CHECK_PIN
+	if (stale && !err) {
+		maps_close(m);
+		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "
+					     "(map %s differs): run 'sluice detach %s' and "
+					     "attach again", m->dir, stale, iface);
+		sluice_bpf__destroy(skel);
+		return err;
+	}
 	sluice_bpf__destroy(skel);
 
 	if (err) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# e2e/stale_pins: pins left by another version of sluice (an upgrade without
+# a detach first) are named as such, not misread. One pinned map is swapped
+# for one of another layout (the counters array one reason short, as before
+# l4_unreadable was added): stats and query then refuse with exit 2 and one
+# line that names the map and says to detach; status says so for that
+# interface; detach still removes it all, and a new attach works.
+# Shown to fail with the build before the pins' layout was checked: stats
+# read the short array and failed with "cannot read counters: No such file
+# or directory", exit 1.
+set -euo pipefail
+# shellcheck source=tests/lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+
+netns_init sp
+netns_setup
+
+sluice_attach >/dev/null
+pins=$SLUICE_PIN_ROOT/$IF_RX
+# The counters map as an older build declared it: one reason fewer.
+short=$(($(bpftool -j map show pinned "$pins/counters" | jq -r .max_entries) - 1))
+rm "$pins/counters"
+bpftool map create "$pins/counters" type percpu_array key 4 value 16 entries "$short" \
+	name counters || fail "cannot pin a stand-in counters map"
+
+for cmd in stats "query 198.18.0.1" "limit list"; do
+	rc=0
+	# shellcheck disable=SC2086
+	err=$(sluice_rx $cmd 2>&1 >/dev/null) || rc=$?
+	assert_eq "$rc" 2 "exit status of '$cmd' on another version's pins"
+	assert_eq "$(wc -l <<<"$err")" 1 "lines on stderr of '$cmd'"
+	[[ $err == *"made by another version of sluice (map counters differs)"*"sluice detach $IF_RX"* ]] ||
+		fail "'$cmd' on another version's pins said: $err"
+done
+ok "stats, query and limit list refuse another version's pins in one line, exit 2"
+
+sluice_rx detach "$IF_RX" >/dev/null || fail "detach of another version's pins failed"
+[[ ! -e $pins ]] || fail "pins left at $pins after detach: $(ls "$pins")"
+ok "detach removes them"
+sluice_attach >/dev/null
+sluice_rx stats >/dev/null || fail "stats after a fresh attach failed"
+ok "a fresh attach works"
