@@ -91,19 +91,15 @@ static inline void fixture_close(struct fixture *fx)
 	sluice_bpf__destroy(fx->skel);
 }
 
-/* Apply a policy written as policy-file lines separated by ';', parsed by
- * the CLI's own rule parser (user/rule.c). */
-static inline int fixture_policy(struct fixture *fx, const char *text)
+/* Parse a policy written as policy-file lines separated by ';' into p,
+ * with the CLI's own rule parser (user/rule.c). */
+static inline int fixture_parse_policy(const char *text, struct policy *p)
 {
 	char *copy = strdup(text), *save = NULL, *line, why[256];
-	struct policy *p = malloc(sizeof(*p));
 	int err = 0, n;
 
-	if (!copy || !p) {
-		free(copy);
-		free(p);
+	if (!copy)
 		return -ENOMEM;
-	}
 	policy_init(p);
 	for (line = strtok_r(copy, ";", &save); line && !err; line = strtok_r(NULL, ";", &save)) {
 		enum rule_verb verb;
@@ -121,9 +117,21 @@ static inline int fixture_policy(struct fixture *fx, const char *text)
 			err = -EINVAL;
 		}
 	}
+	free(copy);
+	return err;
+}
+
+/* Apply a policy written as fixture_parse_policy reads it. */
+static inline int fixture_policy(struct fixture *fx, const char *text)
+{
+	struct policy *p = malloc(sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	err = fixture_parse_policy(text, p);
 	if (!err)
 		err = policy_commit(&fx->m, p);
-	free(copy);
 	free(p);
 	return err;
 }

@@ -529,30 +529,13 @@ static void ref_rule_of(const struct rule *cr, int is_default, struct ref_rule *
  * describe the same policy to the reference. */
 static int apply_policy(struct fixture *fx, const char *text, __u64 budget, struct ref_policy *rp)
 {
-	char *copy = strdup(text), *save = NULL, *line, why[256];
 	struct policy *p = malloc(sizeof(*p));
 	unsigned int i;
-	int err = 0;
+	int err;
 
-	if (!copy || !p) {
-		free(copy);
-		free(p);
+	if (!p)
 		return -ENOMEM;
-	}
-	policy_init(p);
-	for (line = strtok_r(copy, ";", &save); line && !err; line = strtok_r(NULL, ";", &save)) {
-		enum rule_verb verb;
-		struct rule r;
-		int n = rule_parse_line(line, &r, &verb, why, sizeof(why));
-
-		if (n < 0 || (n > 0 && verb != RULE_DEFAULT && policy_put(p, &r, why, sizeof(why)))) {
-			fprintf(stderr, "fuzz_pkt: policy: %s\n", why);
-			err = -EINVAL;
-		} else if (n > 0 && verb == RULE_DEFAULT) {
-			p->def = r;
-			p->def.index = SLUICE_POLICY_DEFAULT;
-		}
-	}
+	err = fixture_parse_policy(text, p);
 	if (!err)
 		err = policy_commit(&fx->m, p);
 	if (!err && budget)
@@ -567,7 +550,6 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 		rp->n = p->n;
 		rp->new_sources = budget;
 	}
-	free(copy);
 	free(p);
 	return err;
 }

@@ -37,17 +37,7 @@ set -euo pipefail
 . "$(dirname "$0")/policy_files.sh"
 
 KILLS=${FAULT_KILLS:-1000}
-TOOL=$SLUICE_ROOT/build/tests/fault_tool
-[[ -x $TOOL ]] || fail "$TOOL not built: run make build/tests/fault_tool"
-
-netns_init fa
-netns_setup
-sluice_attach >/dev/null
-PIN=$SLUICE_PIN_ROOT/$IF_RX
-POL=$(netns_tmp pol)
-mkdir -p "$POL"
-policy_files "$POL"
-want_old="${WANT_OLD[*]}"
+fault_setup fa
 want_new="${WANT_NEW[*]}"
 [[ $want_old != "$want_new" ]] || fail "OLD and NEW must differ in their verdicts"
 
@@ -126,6 +116,19 @@ span
 max_us=$((span_us * 4 / 5))
 ok "apply takes $(printf '%s\n' "${durs[@]}" | sort -n | head -1)..$(printf '%s\n' "${durs[@]}" | sort -n | tail -1) us; kill delays span 0..$span_us us"
 
+# Apply TARGET to the end (no kill), time it for the span, and check the
+# datapath runs it with the writing bit clear; WHAT names it in a failure.
+complete_apply() { # TARGET WHAT
+	out=$("$TOOL" kill 10000000 "${APPLY[@]}" "$POL/$1" 2>&1) || fail "fault_tool kill"
+	[[ $out == *"exit 0 "* ]] || fail "kill $k: $2 did not complete: $out"
+	durs+=("${out##* }")
+	span
+	read_probe
+	[[ $(which_policy "$V") == "$1" && $W == 0 ]] ||
+		fail "kill $k: after $2 the datapath runs $(which_policy "$V") (writing=$W)"
+	cur=$1
+}
+
 cur=new
 read_probe
 declare -A landed=([before]=0 [writing]=0 [flipped]=0 [done]=0)
@@ -176,17 +179,7 @@ for ((k = 1; k <= KILLS; k++)); do
 		[[ $(list_of) == "${LIST[$cur]}" ]] || fail "kill $k: limit list -j differs from $cur"
 	fi
 	# Killed while writing: the next apply must complete and clear the bit.
-	if [[ $W == 1 ]]; then
-		out=$("$TOOL" kill 10000000 "${APPLY[@]}" "$POL/$target" 2>&1) ||
-			fail "fault_tool kill"
-		[[ $out == *"exit 0 "* ]] || fail "kill $k: the next apply did not complete: $out"
-		durs+=("${out##* }")
-		span
-		read_probe
-		[[ $(which_policy "$V") == "$target" && $W == 0 ]] ||
-			fail "kill $k: after the next apply the datapath runs $(which_policy "$V") (writing=$W)"
-		cur=$target
-	fi
+	[[ $W == 1 ]] && complete_apply "$target" "the next apply"
 	# A complete apply every 20 kills, under the same flood: the span
 	# follows the machine's load (applies measured before the kills, on an
 	# idle program, ran short of what they took during them, and CI once
@@ -194,14 +187,7 @@ for ((k = 1; k <= KILLS; k++)); do
 	if ((k % 20 == 0)); then
 		next=old
 		[[ $cur == old ]] && next=new
-		out=$("$TOOL" kill 10000000 "${APPLY[@]}" "$POL/$next" 2>&1) || fail "fault_tool kill"
-		[[ $out == *"exit 0 "* ]] || fail "kill $k: a complete apply did not complete: $out"
-		durs+=("${out##* }")
-		span
-		read_probe
-		[[ $(which_policy "$V") == "$next" && $W == 0 ]] ||
-			fail "kill $k: after a complete apply the datapath runs $(which_policy "$V") (writing=$W)"
-		cur=$next
+		complete_apply "$next" "a complete apply"
 	fi
 done
 t_end=$(now)

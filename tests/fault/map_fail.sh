@@ -27,17 +27,7 @@ set -euo pipefail
 . "$(dirname "$0")/policy_files.sh"
 
 STRIDE=${FAULT_STRIDE:-48}
-TOOL=$SLUICE_ROOT/build/tests/fault_tool
-[[ -x $TOOL ]] || fail "$TOOL not built: run make build/tests/fault_tool"
-
-netns_init fm
-netns_setup
-sluice_attach >/dev/null
-PIN=$SLUICE_PIN_ROOT/$IF_RX
-POL=$(netns_tmp pol)
-mkdir -p "$POL"
-policy_files "$POL"
-want_old="${WANT_OLD[*]}"
+fault_setup fm
 
 S() { "$SLUICE" -i "$IF_RX" "$@"; }
 n=0

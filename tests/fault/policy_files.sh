@@ -96,3 +96,20 @@ policy_files() { # DIR
 		WANT_NEW+=("$(_pf_want "$kn")")
 	done
 }
+
+# The fault tests' common start: fault_tool built, namespaces PREFIX set up
+# with sluice attached to the rx end, OLD and NEW written. Sets TOOL, PIN
+# (the pin directory), POL (where the policies are) and want_old.
+# shellcheck disable=SC2034 # the sourcing tests use PIN and want_old
+fault_setup() { # PREFIX
+	TOOL=$SLUICE_ROOT/build/tests/fault_tool
+	[[ -x $TOOL ]] || fail "$TOOL not built: run make build/tests/fault_tool"
+	netns_init "$1"
+	netns_setup
+	sluice_attach >/dev/null
+	PIN=$SLUICE_PIN_ROOT/$IF_RX
+	POL=$(netns_tmp pol)
+	mkdir -p "$POL"
+	policy_files "$POL"
+	want_old="${WANT_OLD[*]}"
+}
