@@ -12,6 +12,7 @@ PACKAGES=(
 	procps util-linux			# pgrep, sysctl, nsenter
 	prometheus curl jq ca-certificates	# exporter tests
 	gnuplot-nox libxml2-utils		# sluice simulate --plot, its test
+	nginx wrk				# check-server tests and bench
 )
 BPFFS=/sys/fs/bpf
 
@@ -33,8 +34,18 @@ if ((${#missing[@]})); then
 	command -v apt-get >/dev/null || die "apt-get not found; install by hand: ${missing[*]}"
 	echo "install-deps.sh: installing ${missing[*]}"
 	apt-get update || die "apt-get update failed (network or sources.list?)"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
-		die "apt-get install failed for: ${missing[*]}"
+	# Packages with a service (nginx) must not start it on the host: the
+	# tests run their own, inside their namespaces. policy-rc.d says so to
+	# the maintainer scripts, for this install only, unless one is there.
+	rcd=/usr/sbin/policy-rc.d
+	own_rcd=
+	if [[ ! -e $rcd ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$rcd" && chmod 755 "$rcd" && own_rcd=1
+	fi
+	rc=0
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || rc=$?
+	[[ -z $own_rcd ]] || rm -f "$rcd"
+	((rc == 0)) || die "apt-get install failed for: ${missing[*]}"
 else
 	echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
 fi
