@@ -34,3 +34,8 @@ elif [[ -z ${BENCH_SLUICE_BEFORE:-} ]]; then
 	echo "bench.sh: revision $rev is not in this clone (a shallow clone?): no 'sluice (before)' row"
 fi
 tools/bench-napi.sh
+echo
+
+# Issue 12: the check server on loopback, and nginx with auth_request to it
+# next to nginx alone and nginx's own limit_req.
+tools/bench-check.sh
