@@ -277,7 +277,7 @@ enum MHD_Result httpd_reply_text(struct MHD_Connection *conn, unsigned int statu
 
 /* An HTTP method must be a token (RFC 9110 5.6.2); libmicrohttpd passes
  * on anything up to the first space. */
-static bool is_token(const char *s)
+bool httpd_is_token(const char *s)
 {
 	if (!*s)
 		return false;
@@ -484,7 +484,7 @@ bool httpd_request_ready(struct httpd *h, struct MHD_Connection *conn, const cha
 	conn_set_busy(h, conn, true);
 	/* Refused at once, before any body is read (the connection closes).
 	 * HEAD gets GET's headers; libmicrohttpd leaves the body out. */
-	if (!is_token(method)) {
+	if (!httpd_is_token(method)) {
 		*ret = httpd_reply_text(conn, MHD_HTTP_BAD_REQUEST,
 					"400 bad request: malformed method\n", NULL);
 		return false;

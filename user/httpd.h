@@ -90,6 +90,9 @@ bool httpd_request_ready(struct httpd *h, struct MHD_Connection *conn, const cha
 			 size_t *upload_data_size, void **req_cls, const char *not_allowed,
 			 enum MHD_Result *ret);
 
+/* Whether s is an HTTP token (RFC 9110 5.6.2): a method, a header name. */
+bool httpd_is_token(const char *s);
+
 /* The peer's address, IPv4 as v4-mapped (all zero if unknown). */
 void httpd_peer(struct MHD_Connection *mc, struct in6_addr *out);
 

@@ -290,6 +290,6 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
 /* The commands (cli.h), each in its object's file. */
 struct cli_cmd;
 extern const struct cli_cmd attach_cmd, detach_cmd, status_cmd, limit_obj, policy_obj,
-	stats_cmd, top_cmd, query_cmd, ban_obj, exporter_cmd;
+	stats_cmd, top_cmd, query_cmd, ban_obj, exporter_cmd, check_cmd;
 
 #endif /* SLUICE_USER_H */
