@@ -187,7 +187,7 @@ static bool prefix_match(const __u8 *a, const __u8 *b, __u32 plen)
 {
 	__u32 full = plen / 8, rest = plen % 8;
 
-	if (memcmp(a, b, full))
+	if (memcmp(a, b, full) != 0)
 		return false;
 	return !rest || !((a[full] ^ b[full]) & (0xff << (8 - rest)));
 }
@@ -224,9 +224,9 @@ static int policy_load(const struct sluice_maps *m, struct check_policy *out)
 	unsigned int j;
 	int err;
 
+	memset(out, 0, sizeof(*out));
 	if (!p)
 		return runtime_err("out of memory");
-	memset(out, 0, sizeof(*out));
 	live_config(m, &cfg);
 	out->gen = SLUICE_GEN(cfg.gen_slot);
 	err = policy_read(m, p);
@@ -414,7 +414,7 @@ static void policy_apply(struct check_server *s, struct check_policy *np, __u64 
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		const struct check_rule *o = &op->rules[idx], *n = &np->rules[idx];
 
-		if (o->in_use && (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)))) {
+		if (o->in_use && (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)) != 0)) {
 			__atomic_store_n(&s->counts[idx].pass, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->counts[idx].limited, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->counts[idx].bans, 0, __ATOMIC_RELAXED);
@@ -426,7 +426,7 @@ static void policy_apply(struct check_server *s, struct check_policy *np, __u64 
 		const struct check_rule *o = &op->rules[idx], *n = &np->rules[idx];
 
 		next = e->next;
-		if (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)) ||
+		if (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)) != 0 ||
 		    o->key_len != n->key_len) {
 			release(s, i);
 			continue;
@@ -1021,9 +1021,11 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 		return err;
 	}
 	s->pol = malloc(sizeof(*s->pol));
-	err = s->pol ? 0 : runtime_err("out of memory");
-	if (!err)
-		err = policy_load(&s->m, s->pol);
+	if (!s->pol) {
+		err = runtime_err("out of memory");
+		goto out_maps;
+	}
+	err = policy_load(&s->m, s->pol);
 	if (!err)
 		err = table_init(s, (__u32)max_sources);
 	if (!err)
