@@ -810,33 +810,22 @@ static char *render_metrics(struct check_server *s, size_t *len)
 	return body;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload_data, size_t *upload_data_size,
-				  void **req_cls)
+static enum MHD_Result serve_metrics(struct check_server *s, struct MHD_Connection *conn)
 {
-	struct check_server *s = cls;
-	enum MHD_Result ret;
-	size_t len;
-	char *body;
+	size_t len = 0;
+	char *body = render_metrics(s, &len);
 
-	(void)version;
-	(void)upload_data;
-	if (!httpd_request_ready(&s->http, conn, method, upload_data_size, req_cls,
-				 "405 method not allowed: checks and metrics are read with GET\n",
-				 &ret))
-		return ret;
+	return httpd_reply_page(conn, metrics_type, body, len);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url)
+{
 	if (!strcmp(url, "/check"))
-		return serve_check(s, conn);
-	if (strcmp(url, "/metrics") != 0)
-		return httpd_reply_text(conn, MHD_HTTP_NOT_FOUND,
-					"404 not found: checks are at /check, metrics at /metrics\n",
-					NULL);
-	body = render_metrics(s, &len);
-	if (!body)
-		return httpd_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-					"500 out of memory\n", NULL);
-	return httpd_reply(conn, MHD_HTTP_OK, metrics_type, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+		return serve_check(cls, conn);
+	if (!strcmp(url, "/metrics"))
+		return serve_metrics(cls, conn);
+	return httpd_reply_text(conn, MHD_HTTP_NOT_FOUND,
+				"404 not found: checks are at /check, metrics at /metrics\n", NULL);
 }
 
 /* --- the command --- */
@@ -845,13 +834,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 enum { CO_LISTEN, CO_USER, CO_GROUP, CO_HEADER, CO_TRUST, CO_SOURCES };
 
 static const struct cli_opt check_opts[] = {
-	[CO_LISTEN] = CLI_OPT("listen", 0, "ADDR:PORT",
-			      "where to serve (default " LISTEN_DEFAULT "; port 0 picks a free one)",
-			      0, NULL),
-	[CO_USER] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "
-			    RUN_AS_USER_DEFAULT ")", 0, NULL),
-	[CO_GROUP] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "
-			     RUN_AS_GROUP_DEFAULT ")", 0, NULL),
+	HTTPD_OPTS(CO_LISTEN, CO_USER, CO_GROUP, LISTEN_DEFAULT),
 	[CO_HEADER] = CLI_OPT("address-header", 0, "NAME",
 			      "the header naming the client's address (default " HEADER_DEFAULT ")",
 			      0, NULL),
@@ -1045,7 +1028,11 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 	pthread_mutex_init(&s->lock, NULL);
 	/* Server threads inherit this mask; only serve() sees the signals. */
 	httpd_block_signals(&stop);
-	err = httpd_start(&s->http, "check-server", fd, CHECK_THREADS, bound, on_request, s);
+	s->http.name = "check-server";
+	s->http.not_allowed = "405 method not allowed: checks and metrics are read with GET\n";
+	s->http.handler = on_request;
+	s->http.cls = s;
+	err = httpd_start(&s->http, fd, CHECK_THREADS, bound);
 	if (err)
 		goto out_lock;
 	httpd_serving(&s->http);

@@ -24,6 +24,7 @@
 #define LISTEN_DEFAULT		"127.0.0.1:9464"
 #define HTTP_THREADS		4	/* scrapes served at once */
 #define MAX_IFACES		1024
+#define EXPORTER_NOT_ALLOWED	"405 method not allowed: this exporter is read-only, use GET\n"
 
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -202,47 +203,27 @@ out:
 	return body;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload_data, size_t *upload_data_size,
-				  void **req_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url)
 {
 	struct exporter *ex = cls;
-	char *body;
 	size_t len;
+	char *body;
 
-	enum MHD_Result ret;
-
-	(void)version;
-	(void)upload_data;
-	if (!httpd_request_ready(&ex->http, conn, method, upload_data_size, req_cls,
-				 "405 method not allowed: this exporter is read-only, use GET\n",
-				 &ret))
-		return ret;
 	if (!strcmp(url, "/"))
 		return httpd_reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8", index_page,
-			     strlen(index_page), MHD_RESPMEM_PERSISTENT, NULL);
+				   strlen(index_page), MHD_RESPMEM_PERSISTENT, NULL);
 	if (strcmp(url, "/metrics") != 0)
 		return httpd_reply_text(conn, MHD_HTTP_NOT_FOUND,
-				  "404 not found: metrics are at /metrics\n", NULL);
+					"404 not found: metrics are at /metrics\n", NULL);
 	body = render_metrics(ex, &len, NULL, NULL);
-	if (!body)
-		return httpd_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				  "500 out of memory\n", NULL);
-	return httpd_reply(conn, MHD_HTTP_OK, metrics_type, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+	return httpd_reply_page(conn, metrics_type, body, len);
 }
 
 /* Positions in exporter_opts. */
 enum { EO_LISTEN, EO_USER, EO_GROUP };
 
 static const struct cli_opt exporter_opts[] = {
-	[EO_LISTEN] = CLI_OPT("listen", 0, "ADDR:PORT",
-			      "where to serve (default " LISTEN_DEFAULT "; port 0 picks a free one)",
-			      0, NULL),
-	[EO_USER] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "
-			    RUN_AS_USER_DEFAULT ")", 0, NULL),
-	[EO_GROUP] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "
-			     RUN_AS_GROUP_DEFAULT ")", 0, NULL),
+	HTTPD_OPTS(EO_LISTEN, EO_USER, EO_GROUP, LISTEN_DEFAULT),
 	CLI_OPT_END,
 };
 
@@ -251,7 +232,10 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	const char *listen_spec = a->val[EO_LISTEN] ? a->val[EO_LISTEN] : LISTEN_DEFAULT;
 	const char *user = a->val[EO_USER] ? a->val[EO_USER] : RUN_AS_USER_DEFAULT;
 	const char *group = a->val[EO_GROUP] ? a->val[EO_GROUP] : RUN_AS_GROUP_DEFAULT;
-	struct exporter ex = { 0 };
+	struct exporter ex = {
+		.http = { .name = "exporter", .handler = on_request,
+			  .not_allowed = EXPORTER_NOT_ALLOWED },
+	};
 	struct sockaddr_storage ss;
 	char bound[HTTPD_ADDR_STR_MAX], privs[160];
 	unsigned int nifaces = 0, nskipped = 0;
@@ -286,7 +270,8 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	}
 	/* Server threads inherit this mask; only sigwait() below sees them. */
 	httpd_block_signals(&stop);
-	err = httpd_start(&ex.http, "exporter", fd, HTTP_THREADS, bound, on_request, &ex);
+	ex.http.cls = &ex;
+	err = httpd_start(&ex.http, fd, HTTP_THREADS, bound);
 	if (err) {
 		src_counter_close(ex.srcs);
 		return err;

@@ -268,6 +268,15 @@ enum MHD_Result httpd_reply(struct MHD_Connection *conn, unsigned int status, co
 	return ret;
 }
 
+enum MHD_Result httpd_reply_page(struct MHD_Connection *conn, const char *type, char *body,
+				 size_t len)
+{
+	if (!body)
+		return httpd_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					"500 out of memory\n", NULL);
+	return httpd_reply(conn, MHD_HTTP_OK, type, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+}
+
 enum MHD_Result httpd_reply_text(struct MHD_Connection *conn, unsigned int status,
 				 const char *text, const char *const *extra)
 {
@@ -411,16 +420,18 @@ void httpd_block_signals(sigset_t *stop)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-int httpd_init(struct httpd *h, const char *name)
+int httpd_init(struct httpd *h)
 {
-	h->name = name;
 	h->log_requests = 1;
 	h->d = NULL;
 	return conns_start(&h->conns);
 }
 
-struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads,
-				MHD_AccessHandlerCallback handler, void *cls)
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **req_cls);
+
+struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads)
 {
 	struct MHD_OptionItem o[] = {
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h },
@@ -440,20 +451,19 @@ struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads,
 		flags |= MHD_USE_AUTO_INTERNAL_THREAD;
 	else	/* no socket, no threads: the caller runs MHD_run() */
 		o[7].option = MHD_OPTION_END;
-	return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls, MHD_OPTION_ARRAY, o,
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, o,
 				MHD_OPTION_END);
 }
 
-int httpd_start(struct httpd *h, const char *name, int fd, unsigned int threads,
-		const char *bound, MHD_AccessHandlerCallback handler, void *cls)
+int httpd_start(struct httpd *h, int fd, unsigned int threads, const char *bound)
 {
-	int err = httpd_init(h, name);
+	int err = httpd_init(h);
 
 	if (err) {
 		close(fd);
 		return runtime_err("cannot start a thread: %s", strerror(err));
 	}
-	h->d = httpd_daemon(h, fd, threads, handler, cls);
+	h->d = httpd_daemon(h, fd, threads);
 	if (!h->d) {
 		close(fd);
 		conns_stop(&h->conns);
@@ -475,35 +485,33 @@ void httpd_stop(struct httpd *h)
 	conns_stop(&h->conns);
 }
 
-bool httpd_request_ready(struct httpd *h, struct MHD_Connection *conn, const char *method,
-			 size_t *upload_data_size, void **req_cls, const char *not_allowed,
-			 enum MHD_Result *ret)
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **req_cls)
 {
 	static const char *const allow[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
+	struct httpd *h = cls;
 
+	(void)version;
+	(void)upload_data;
 	conn_set_busy(h, conn, true);
 	/* Refused at once, before any body is read (the connection closes).
 	 * HEAD gets GET's headers; libmicrohttpd leaves the body out. */
-	if (!httpd_is_token(method)) {
-		*ret = httpd_reply_text(conn, MHD_HTTP_BAD_REQUEST,
+	if (!httpd_is_token(method))
+		return httpd_reply_text(conn, MHD_HTTP_BAD_REQUEST,
 					"400 bad request: malformed method\n", NULL);
-		return false;
-	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
-		*ret = httpd_reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed, allow);
-		return false;
-	}
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return httpd_reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, h->not_allowed, allow);
 	/* The first call brings the headers; answering on the next one, with
 	 * the request complete, lets libmicrohttpd keep the connection alive. */
-	*ret = MHD_YES;
 	if (!*req_cls) {
 		*req_cls = conn;	/* any non-NULL mark */
-		return false;
+		return MHD_YES;
 	}
 	if (*upload_data_size) {	/* a body we do not want */
 		*upload_data_size = 0;
-		return false;
+		return MHD_YES;
 	}
-	return true;
+	return h->handler(h->cls, conn, url);
 }

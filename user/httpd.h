@@ -14,6 +14,19 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include <linux/types.h>
+#include "cli.h"
+#include "privdrop.h"
+
+/* The options every server's table has, --listen, --user and --group, at
+ * positions L, U and G of it; listen_default is a string literal. */
+#define HTTPD_OPTS(L, U, G, listen_default)						\
+	[L] = CLI_OPT("listen", 0, "ADDR:PORT",						\
+		      "where to serve (default " listen_default "; port 0 picks a free one)", \
+		      0, NULL),								\
+	[U] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "		\
+		      RUN_AS_USER_DEFAULT ")", 0, NULL),				\
+	[G] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "	\
+		      RUN_AS_GROUP_DEFAULT ")", 0, NULL)
 
 /* "[V6]:PORT" formatted, and a NUL. */
 #define HTTPD_ADDR_STR_MAX	(INET6_ADDRSTRLEN + 16)
@@ -38,10 +51,18 @@ struct httpd_conns {
 	pthread_t reaper;
 };
 
-/* One server. name prefixes libmicrohttpd's messages; log_requests is
- * switched off once serving, atomically. */
+/* What a server answers: a complete GET or HEAD request for url (any
+ * body dropped; the query string is in the connection's GET arguments). */
+typedef enum MHD_Result (*httpd_handler)(void *cls, struct MHD_Connection *conn, const char *url);
+
+/* One server. The caller sets name (it prefixes libmicrohttpd's
+ * messages), not_allowed (the body of a 405), handler and cls;
+ * log_requests is switched off once serving, atomically. */
 struct httpd {
 	const char *name;
+	const char *not_allowed;
+	httpd_handler handler;
+	void *cls;
 	int log_requests;
 	struct httpd_conns conns;
 	struct MHD_Daemon *d;
@@ -61,19 +82,18 @@ int httpd_listen(const char *spec, const struct sockaddr_storage *ss, socklen_t 
  * ignored. */
 void httpd_block_signals(sigset_t *stop);
 
-/* Sets h up (name prefixes libmicrohttpd's messages) and starts its
- * reaper thread: 0, or an errno. */
-int httpd_init(struct httpd *h, const char *name);
-/* libmicrohttpd with the hardening, every request going to handler with
- * cls: on listening socket fd with a pool of threads, or with fd -1
- * neither (the caller adds connections and runs MHD_run()). NULL when it
- * cannot start (libmicrohttpd said why). */
-struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads,
-				MHD_AccessHandlerCallback handler, void *cls);
+/* Starts h's reaper thread: 0, or an errno. */
+int httpd_init(struct httpd *h);
+/* libmicrohttpd with the hardening, serving h: on listening socket fd
+ * with a pool of threads, or with fd -1 neither (the caller adds
+ * connections and runs MHD_run()). NULL when it cannot start
+ * (libmicrohttpd said why). Every request is refused or read whole first:
+ * a method that is not a token gets 400, one but GET and HEAD 405; then
+ * h->handler answers it. */
+struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads);
 /* httpd_init and httpd_daemon on fd; 0, or prints why and returns
  * EXIT_RUNTIME (fd closed). */
-int httpd_start(struct httpd *h, const char *name, int fd, unsigned int threads,
-		const char *bound, MHD_AccessHandlerCallback handler, void *cls);
+int httpd_start(struct httpd *h, int fd, unsigned int threads, const char *bound);
 
 /* From now on libmicrohttpd's complaints about requests are not logged
  * (anyone who can connect could fill the journal), unless SLUICE_DEBUG. */
@@ -81,14 +101,6 @@ void httpd_serving(struct httpd *h);
 
 /* Stops the server, every connection and the reaper. */
 void httpd_stop(struct httpd *h);
-
-/* The first steps of every request: the deadline stops counting, a method
- * that is not a token gets 400, one but GET and HEAD gets 405 (with
- * not_allowed as its body), and the request is read whole, any body
- * dropped. true when the caller answers now; false when it returns *ret. */
-bool httpd_request_ready(struct httpd *h, struct MHD_Connection *conn, const char *method,
-			 size_t *upload_data_size, void **req_cls, const char *not_allowed,
-			 enum MHD_Result *ret);
 
 /* Whether s is an HTTP token (RFC 9110 5.6.2): a method, a header name. */
 bool httpd_is_token(const char *s);
@@ -101,6 +113,10 @@ void httpd_peer(struct MHD_Connection *mc, struct in6_addr *out);
 enum MHD_Result httpd_reply(struct MHD_Connection *conn, unsigned int status, const char *type,
 			    const char *body, size_t len, enum MHD_ResponseMemoryMode mem,
 			    const char *const *extra);
+/* A page made for this request (malloc()ed, freed here): 200, or 500 when
+ * body is NULL (out of memory). */
+enum MHD_Result httpd_reply_page(struct MHD_Connection *conn, const char *type, char *body,
+				 size_t len);
 /* A constant text/plain body. */
 enum MHD_Result httpd_reply_text(struct MHD_Connection *conn, unsigned int status,
 				 const char *text, const char *const *extra);

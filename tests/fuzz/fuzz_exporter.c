@@ -141,12 +141,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* No pins: a bpffs that does not exist (never the host's real one). */
 	opts.bpffs = "/nonexistent/sluice-fuzz-exporter";
 	resp = malloc(RESPONSE_MAX + 1);
-	if (!resp || httpd_init(&fz_ex.http, "exporter"))
+	fz_ex.http.name = "exporter";
+	fz_ex.http.not_allowed = EXPORTER_NOT_ALLOWED;
+	fz_ex.http.handler = on_request;
+	fz_ex.http.cls = &fz_ex;
+	if (!resp || httpd_init(&fz_ex.http))
 		abort();
 	fz_ex.http.log_requests = getenv("SLUICE_DEBUG") != NULL;
 	/* The exporter's server without a listening socket or a thread pool:
 	 * MHD_run() in this thread serves it. */
-	fz_d = httpd_daemon(&fz_ex.http, -1, 0, on_request, &fz_ex);
+	fz_d = httpd_daemon(&fz_ex.http, -1, 0);
 	if (!fz_d)
 		abort();
 	self_test();
