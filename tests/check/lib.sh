@@ -8,8 +8,8 @@
 #   check_start [ARGS...]      sluice check-server ARGS in $NS_RX, waits until it
 #                              answers; sets CHECK_PID, CHECK_LOG
 #   check_stop                 SIGTERM; the exit status must be 0
-#   check ADDR [CURL ARGS...]  GET /check for client ADDR (X-Real-IP); prints
-#                              the status; headers in $CHECK_HDR
+#   check ADDR [CURL ARGS...]  GET /check$CHECK_QUERY for client ADDR (X-Real-IP);
+#                              prints the status; headers in $CHECK_HDR
 #   hdr NAME                   a header of the last check ("" when absent)
 #   ask [CURL ARGS...]         curl the server's URL + the first argument's path
 #   in_rx CMD...               CMD in $NS_RX (ip netns exec)
@@ -71,7 +71,7 @@ check() { # ADDR [CURL ARGS...]
 	local addr=$1
 	shift
 	in_rx curl -sS --max-time 5 -o /dev/null -D "$CHECK_HDR" -w '%{http_code}' \
-		-H "X-Real-IP: $addr" "$@" "$CHECK_URL/check"
+		-H "X-Real-IP: $addr" "$@" "$CHECK_URL/check${CHECK_QUERY:-}"
 }
 
 hdr() { # NAME
