@@ -74,6 +74,15 @@ struct {
 	__type(value, struct sluice_meta);
 } meta SEC(".maps");
 
+/* Sources banned by the check server's escalation (sluice.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_MAX_BANS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sluice_src_key);
+	__type(value, struct sluice_ban);
+} bans SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_EV_MAX);
@@ -608,6 +617,20 @@ int sluice_xdp(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)	/* an array's only entry: cannot happen */
 		return count(SLUICE_R_NO_BUCKET, p.bytes);
+
+	/* A source the check server banned (a request rule's escalation):
+	 * dropped before anything else; looked up only while bans exist. */
+	if (READ_ONCE(cfg->bans) & SLUICE_BANS_LIVE) {
+		struct sluice_ban *ban = bpf_map_lookup_elem(&bans, &p.src);
+
+		if (ban && bpf_ktime_get_ns() < READ_ONCE(ban->until_ns)) {
+			idx = READ_ONCE(ban->policy);
+			if (idx >= SLUICE_MAX_POLICIES)
+				idx = SLUICE_POLICY_DEFAULT;
+			reason = SLUICE_R_BANNED;
+			goto counted;
+		}
+	}
 
 	/* The common case: the source's home bucket serves it in this
 	 * generation, and knows its rule. */

@@ -1,24 +1,144 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* ban list, ban del: the live bans of --ban rules. A ban is kept in a
- * bucket's state word (a token bucket's TAT more than its tolerance ahead
- * of now, a window's count past the window: see algo.h), so these walk the
- * source table and judge each bucket by the live policy. */
+/* ban list, ban del: the live bans of --ban rules. A packet rule's ban is
+ * kept in a bucket's state word (a token bucket's TAT more than its
+ * tolerance ahead of now, a window's count past the window: see algo.h),
+ * so these walk the source table and judge each bucket by the live policy.
+ * A request rule's ban (the check server's escalation) is an entry of the
+ * ban table, written here by ban_put. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
 #include "sluice/algo.h"
 #include "cli.h"
 #include "rule.h"
 
-/* A banned bucket: its rule and how long the ban has left. */
+/* A banned bucket, or an entry of the ban table (escalated): its rule and
+ * how long the ban has left. */
 struct ban {
-	struct bucket_row row;
+	struct bucket_row row;		/* an escalated ban's key, and no bucket */
 	const struct rule *rule;
 	struct sluice_limit lim;	/* of its rule in the live slot */
 	__u64 left_ns;
+	bool escalated;
 };
+
+/* The ban table's entries in batches. */
+#define BAN_BATCH	256
+
+int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w)
+{
+	w->len = (size_t)sysconf(_SC_PAGESIZE);
+	w->fd = dup(m->bans);
+	if (w->fd < 0)
+		return runtime_err("cannot use the ban table of %s: %s", m->iface, strerror(errno));
+	w->cfg = map_mmap(m->config, w->len);
+	if (w->cfg == MAP_FAILED) {
+		close(w->fd);
+		w->fd = -1;
+		return runtime_err("cannot map the config map of %s: %s", m->iface,
+				   strerror(errno));
+	}
+	return 0;
+}
+
+void ban_writer_close(struct ban_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->cfg && w->cfg != MAP_FAILED)
+		munmap(w->cfg, w->len);
+	w->fd = -1;
+	w->cfg = NULL;
+}
+
+/* The entry first, then the word: a sweeper that read the word before this
+ * CAS cannot clear it (its CAS fails), and one that read it after finds
+ * the entry. */
+int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, __u64 until_ns)
+{
+	struct sluice_ban v = { .until_ns = until_ns, .policy = idx };
+	__u64 *word = &w->cfg->bans, old;
+
+	if (map_update(w->fd, src, &v, BPF_ANY))
+		return -errno;
+	old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	while (!__atomic_compare_exchange_n(word, &old, (old + SLUICE_BANS_WRITE) | SLUICE_BANS_LIVE,
+					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	return 0;
+}
+
+int ban_sweep(struct ban_writer *w)
+{
+	struct sluice_src_key keys[BAN_BATCH];
+	struct sluice_ban vals[BAN_BATCH];
+	__u64 *word = &w->cfg->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	__u64 now = mono_now_ns();
+	struct sluice_src_key next, *cursor = NULL;
+	int live = 0;
+	__u32 n;
+	int err;
+
+	do {
+		n = BAN_BATCH;
+		err = bpf_map_lookup_batch(w->fd, cursor, &next, keys, vals, &n, NULL);
+		if (err && errno != ENOENT)
+			return -errno;
+		for (__u32 i = 0; i < n; i++) {
+			if (vals[i].until_ns > now)
+				live++;
+			else if (map_delete(w->fd, &keys[i]) && errno != ENOENT)
+				return -errno;
+		}
+		cursor = &next;
+	} while (!err);
+	if (!live && (seen & SLUICE_BANS_LIVE))
+		__atomic_compare_exchange_n(word, &seen, seen & ~SLUICE_BANS_LIVE, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return live;
+}
+
+/* The live entries of the ban table into bans[*nb...], up to max. */
+static int read_escalated(const struct sluice_maps *m, const struct policy *p, struct ban **bans,
+			  size_t *nb, size_t *cap)
+{
+	struct sluice_src_key keys[BAN_BATCH], next, *cursor = NULL;
+	struct sluice_ban vals[BAN_BATCH];
+	__u64 now = mono_now_ns();
+	struct ban *grown;
+	__u32 n;
+	int err;
+
+	do {
+		n = BAN_BATCH;
+		err = bpf_map_lookup_batch(m->bans, cursor, &next, keys, vals, &n, NULL);
+		if (err && errno != ENOENT)
+			return runtime_err("cannot read the ban table: %s", strerror(errno));
+		for (__u32 i = 0; i < n; i++) {
+			if (vals[i].until_ns <= now)
+				continue;
+			if (*nb == *cap) {
+				grown = realloc(*bans, (*cap * 2 + 16) * sizeof(**bans));
+				if (!grown)
+					return runtime_err("out of memory");
+				*bans = grown;
+				*cap = *cap * 2 + 16;
+			}
+			memset(&(*bans)[*nb], 0, sizeof(**bans));
+			(*bans)[*nb].row.key = keys[i];
+			(*bans)[*nb].rule = rule_by_index(p, vals[i].policy);
+			(*bans)[*nb].left_ns = vals[i].until_ns - now;
+			(*bans)[*nb].escalated = true;
+			(*nb)++;
+		}
+		cursor = &next;
+	} while (!err);
+	return 0;
+}
 
 /* The live limit of a bucket's rule; false when it does not limit. A
  * bucket's rule is its bound index; the active slot's entry says how to
@@ -41,7 +161,7 @@ static int read_bans(const struct sluice_maps *m, const struct policy *p, struct
 {
 	struct bucket_row *rows;
 	struct sluice_config cfg;
-	size_t nrows, nb = 0;
+	size_t nrows, nb = 0, cap;
 	struct ban *bans;
 	__u64 now;
 	int err;
@@ -73,6 +193,12 @@ static int read_bans(const struct sluice_maps *m, const struct policy *p, struct
 		nb++;
 	}
 	free(rows);
+	cap = nrows ? nrows : 1;
+	err = read_escalated(m, p, &bans, &nb, &cap);
+	if (err) {
+		free(bans);
+		return err;
+	}
 	*out = bans;
 	*n = nb;
 	return 0;
@@ -124,9 +250,13 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", src);
 			json_str(&j, "policy", label);
+			json_str(&j, "kind", bans[i].escalated ? "requests" : "packets");
 			json_u64(&j, "left_ms", (bans[i].left_ns + 999999) / 1000000);
 			json_double(&j, "left_seconds", (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
-			json_u64(&j, "dropped", bans[i].row.b.dropped);
+			if (bans[i].escalated)
+				json_null(&j, "dropped");
+			else
+				json_u64(&j, "dropped", bans[i].row.b.dropped);
 			json_obj_close(&j);
 		} else {
 			printf("%-43s %-40s %11.3fs\n", src, label,
@@ -215,6 +345,18 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 		return err;
 	err = read_bans(&m, p, &bans, &n);
 	for (size_t i = 0; !err && i < n; i++) {
+		if (bans[i].escalated) {
+			/* The ban table holds addresses: ADDR names it. */
+			if (prefix || memcmp(&bans[i].row.key, &want, sizeof(want)))
+				continue;
+			if (map_delete(m.bans, &want) && errno != ENOENT) {
+				err = runtime_err("cannot lift the ban on %s: %s", arg,
+						  strerror(errno));
+				break;
+			}
+			done++;
+			continue;
+		}
 		if (!ban_covers(&bans[i].row.key, &want, prefix))
 			continue;
 		err = lift(&m, &bans[i], &lifted);
@@ -236,13 +378,15 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 
 static const struct cli_cmd ban_list_cmd = {
 	.name = "list", .path = "ban list", .json = true, .run = ban_list,
-	.help = "Live bans of --ban rules: the source (or keyed prefix), its rule, the time left.",
+	.help = "Live bans of --ban rules: the source (or keyed prefix), its rule, the time left.\n"
+		"Bans of request rules (the check server's escalation) are listed as 'requests'.",
 };
 static const struct cli_cmd ban_del_cmd = {
 	.name = "del", .path = "ban del", .args = "ADDR", .min_pos = 1, .max_pos = 1,
 	.run = ban_del,
 	.help = "Lifts every ban on a bucket holding ADDR, or on the keyed prefix ADDR/LEN;\n"
-		"the bucket is left empty and refills at its rate. Exit 1 when there is none.",
+		"the bucket is left empty and refills at its rate. A request rule's ban on ADDR\n"
+		"is removed. Exit 1 when there is none.",
 };
 static const struct cli_cmd *const ban_cmds[] = { &ban_list_cmd, &ban_del_cmd, NULL };
 

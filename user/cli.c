@@ -44,6 +44,7 @@ static void opt_label(const struct cli_opt *o, char *buf, size_t len)
 static int find_opt(const struct cli_cmd *c, const char *w, const char **inline_val)
 {
 	const char *eq;
+	int found = -1;
 	size_t n;
 
 	*inline_val = NULL;
@@ -52,15 +53,19 @@ static int find_opt(const struct cli_cmd *c, const char *w, const char **inline_
 	if (w[1] == '-') {
 		eq = strchr(w + 2, '=');
 		n = eq ? (size_t)(eq - (w + 2)) : strlen(w + 2);
+		/* The entry this command takes, when entries share a name. */
 		for (int i = 0; !opt_end(&c->opts[i]); i++) {
 			const char *name = c->opts[i].name;
 
-			if (name && strlen(name) == n && !strncmp(name, w + 2, n)) {
+			if (name && strlen(name) == n && !strncmp(name, w + 2, n) &&
+			    (found < 0 || opt_here(c, &c->opts[i]))) {
 				*inline_val = eq ? eq + 1 : NULL;
-				return i;
+				found = i;
+				if (opt_here(c, &c->opts[i]))
+					break;
 			}
 		}
-		return -1;
+		return found;
 	}
 	for (int i = 0; !opt_end(&c->opts[i]); i++)
 		if (c->opts[i].short_name && c->opts[i].short_name == w[1]) {

@@ -87,6 +87,8 @@ static int rule_cmp(const void *a, const void *b)
 		return c;
 	if (x->cidr.prefixlen != y->cidr.prefixlen)
 		return (int)x->cidr.prefixlen - (int)y->cidr.prefixlen;
+	if ((x->unit == SLUICE_UNIT_REQUESTS) != (y->unit == SLUICE_UNIT_REQUESTS))
+		return x->unit == SLUICE_UNIT_REQUESTS ? 1 : -1;	/* after packet rules */
 	if (x->match.flags != y->match.flags)
 		return x->match.flags - y->match.flags;
 	if (x->match.proto != y->match.proto)
@@ -126,6 +128,8 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
 	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
 	json_bool(j, "monitor", r->monitor);
 	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
+	if (r->unit == SLUICE_UNIT_REQUESTS)
+		json_u64(j, "ban_after", r->ban_after);
 	json_str(j, "algo", algo_name(r->algo));
 	if (r->algo != SLUICE_ALGO_TOKEN_BUCKET)
 		json_u64(j, "window_ns", r->window_ns);
@@ -159,10 +163,10 @@ static void list_one_text(const char *cidr, const struct rule *r,
 	rule_match_words(&r->match, match, sizeof(match));
 	if (r->action == SLUICE_ACT_LIMIT) {
 		rule_rate_words(r, rate, sizeof(rate));
-		if (r->unit == SLUICE_UNIT_BYTES) {
+		if (r->unit != SLUICE_UNIT_PACKETS) {
 			size_t n = strlen(rate);
 
-			snprintf(rate + n, sizeof(rate) - n, " bytes");
+			snprintf(rate + n, sizeof(rate) - n, " %s", unit_name(r->unit));
 		}
 		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)r->burst);
 		if (r->algo != SLUICE_ALGO_TOKEN_BUCKET) {
@@ -183,6 +187,9 @@ static void list_one_text(const char *cidr, const struct rule *r,
 
 			duration_words(r->ban_ns, ban, sizeof(ban));
 			snprintf(more + n, sizeof(more) - n, "%sban %s", n ? " " : "", ban);
+			n = strlen(more);
+			if (r->unit == SLUICE_UNIT_REQUESTS)
+				snprintf(more + n, sizeof(more) - n, " after %u", r->ban_after);
 		}
 		if (r->monitor) {
 			size_t n = strlen(more);

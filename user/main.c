@@ -46,7 +46,7 @@ static const struct cli_cmd help_cmd = {
 
 static const struct cli_cmd *const top_cmds[] = {
 	&attach_cmd, &detach_cmd, &status_cmd, &limit_obj, &rule_cmd_allow, &rule_cmd_deny,
-	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &simulate_cmd,
+	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &check_cmd, &simulate_cmd,
 	&version_cmd,
 	&help_cmd, NULL,
 };

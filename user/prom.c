@@ -9,7 +9,7 @@
 #define PROM_VAL_LEN	32
 
 /* A label value: backslash, double quote and newline escaped. */
-static void put_label(FILE *f, const char *name, const char *val, bool last)
+void prom_label(FILE *f, const char *name, const char *val, bool last)
 {
 	fprintf(f, "%s=\"", name);
 	for (const char *c = val; *c; c++) {
@@ -23,7 +23,7 @@ static void put_label(FILE *f, const char *name, const char *val, bool last)
 	fputs(last ? "\"" : "\",", f);
 }
 
-static void put_family(FILE *f, const char *name, const char *type, const char *help)
+void prom_family(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -61,13 +61,13 @@ static void put_rule_identity(FILE *f, const struct prom_iface *i, const struct 
 {
 	char v[PROM_VAL_LEN];
 
-	put_label(f, "interface", i->name, false);
-	put_label(f, "policy", r->policy, false);
+	prom_label(f, "interface", i->name, false);
+	prom_label(f, "policy", r->policy, false);
 	proto_value(r, v, sizeof(v));
-	put_label(f, "proto", v, false);
+	prom_label(f, "proto", v, false);
 	dport_value(r, v, sizeof(v));
-	put_label(f, "dport", v, false);
-	put_label(f, "syn", r->match_flags & SLUICE_MATCH_SYN ? "true" : "", false);
+	prom_label(f, "dport", v, false);
+	prom_label(f, "syn", r->match_flags & SLUICE_MATCH_SYN ? "true" : "", false);
 }
 
 /* --- what a limit rule does; "" for allow and deny --- */
@@ -117,30 +117,30 @@ static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom
 
 	fputs("sluice_rule_info{", f);
 	put_rule_identity(f, i, r);
-	put_label(f, "kind", r->kind, false);
-	put_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets",
+	prom_label(f, "kind", r->kind, false);
+	prom_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets",
 		  false);
 	v[0] = '\0';
 	if (limit)
 		rate_value(r, v, sizeof(v));
-	put_label(f, "rate", v, false);
+	prom_label(f, "rate", v, false);
 	if (limit)
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)r->burst);
-	put_label(f, "burst", v, false);
+	prom_label(f, "burst", v, false);
 	v[0] = '\0';
 	if (limit)
 		per_value(r, v, sizeof(v));
-	put_label(f, "per", v, false);
-	put_label(f, "algo", !limit ? "" : r->algo ? r->algo : "token-bucket", false);
+	prom_label(f, "per", v, false);
+	prom_label(f, "algo", !limit ? "" : r->algo ? r->algo : "token-bucket", false);
 	v[0] = '\0';
 	if (limit && r->window_ns)
 		seconds_value(r->window_ns, v, sizeof(v));
-	put_label(f, "window_seconds", v, false);
+	prom_label(f, "window_seconds", v, false);
 	v[0] = '\0';
 	if (limit)
 		seconds_value(r->ban_ns, v, sizeof(v));
-	put_label(f, "ban_seconds", v, false);
-	put_label(f, "monitor", r->monitor ? "true" : "false", true);
+	prom_label(f, "ban_seconds", v, false);
+	prom_label(f, "monitor", r->monitor ? "true" : "false", true);
 	fputs("} 1\n", f);
 }
 
@@ -150,7 +150,7 @@ static void put_reason_family(FILE *f, const struct prom_scrape *s, bool bytes)
 {
 	const char *name = bytes ? "sluice_bytes_total" : "sluice_packets_total";
 
-	put_family(f, name, "counter", bytes ?
+	prom_family(f, name, "counter", bytes ?
 		   "Bytes seen by the XDP program, by what it did and why." :
 		   "Packets seen by the XDP program, by what it did and why.");
 	for (size_t i = 0; i < s->nifaces; i++) {
@@ -160,9 +160,9 @@ static void put_reason_family(FILE *f, const struct prom_scrape *s, bool bytes)
 			const struct prom_reason *r = &ifc->reasons[k];
 
 			fprintf(f, "%s{", name);
-			put_label(f, "interface", ifc->name, false);
-			put_label(f, "action", r->drop ? "drop" : "pass", false);
-			put_label(f, "reason", r->name, true);
+			prom_label(f, "interface", ifc->name, false);
+			prom_label(f, "action", r->drop ? "drop" : "pass", false);
+			prom_label(f, "reason", r->name, true);
 			fprintf(f, "} %llu\n",
 				(unsigned long long)(bytes ? r->c.bytes : r->c.packets));
 		}
@@ -173,7 +173,7 @@ static void put_policy_family(FILE *f, const struct prom_scrape *s, bool bytes)
 {
 	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
 
-	put_family(f, name, "counter", bytes ?
+	prom_family(f, name, "counter", bytes ?
 		   "Bytes decided by each rule of the live policy, passed or dropped." :
 		   "Packets decided by each rule of the live policy, passed or dropped.");
 	for (size_t i = 0; i < s->nifaces; i++)
@@ -186,7 +186,7 @@ static void put_policy_family(FILE *f, const struct prom_scrape *s, bool bytes)
 
 				fprintf(f, "%s{", name);
 				put_rule_identity(f, &s->ifaces[i], r);
-				put_label(f, "action", drop ? "drop" : "pass", true);
+				prom_label(f, "action", drop ? "drop" : "pass", true);
 				fprintf(f, "} %llu\n", (unsigned long long)v);
 			}
 }
@@ -195,80 +195,80 @@ int prom_write(FILE *f, const struct prom_scrape *s)
 {
 	char id[16];
 
-	put_family(f, "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.");
+	prom_family(f, "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.");
 	fputs("sluice_build_info{", f);
-	put_label(f, "version", s->version, true);
+	prom_label(f, "version", s->version, true);
 	fputs("} 1\n", f);
 
-	put_family(f, "sluice_program_info", "gauge",
+	prom_family(f, "sluice_program_info", "gauge",
 		   "The XDP program attached to each interface; always 1.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		const struct prom_iface *ifc = &s->ifaces[i];
 
 		snprintf(id, sizeof(id), "%u", ifc->prog_id);
 		fputs("sluice_program_info{", f);
-		put_label(f, "interface", ifc->name, false);
-		put_label(f, "mode", ifc->mode, false);
-		put_label(f, "prog_id", id, false);
-		put_label(f, "libxdp", ifc->multiprog ? "dispatcher" : "single", true);
+		prom_label(f, "interface", ifc->name, false);
+		prom_label(f, "mode", ifc->mode, false);
+		prom_label(f, "prog_id", id, false);
+		prom_label(f, "libxdp", ifc->multiprog ? "dispatcher" : "single", true);
 		fputs("} 1\n", f);
 	}
 
 	put_reason_family(f, s, false);
 	put_reason_family(f, s, true);
 
-	put_family(f, "sluice_tracked_sources", "gauge",
+	prom_family(f, "sluice_tracked_sources", "gauge",
 		   "Buckets in the source table now: one per tracked source, prefix or rule.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		fputs("sluice_tracked_sources{", f);
-		put_label(f, "interface", s->ifaces[i].name, true);
+		prom_label(f, "interface", s->ifaces[i].name, true);
 		fprintf(f, "} %ld\n", s->ifaces[i].sources);
 	}
-	put_family(f, "sluice_tracked_sources_capacity", "gauge",
+	prom_family(f, "sluice_tracked_sources_capacity", "gauge",
 		   "Size of the source table; past it the least recently seen bucket is evicted.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		fputs("sluice_tracked_sources_capacity{", f);
-		put_label(f, "interface", s->ifaces[i].name, true);
+		prom_label(f, "interface", s->ifaces[i].name, true);
 		fprintf(f, "} %u\n", s->ifaces[i].capacity);
 	}
 
-	put_family(f, "sluice_new_sources_total", "counter",
+	prom_family(f, "sluice_new_sources_total", "counter",
 		   "Entries the source table took for sources (or keyed prefixes) never seen before.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		fputs("sluice_new_sources_total{", f);
-		put_label(f, "interface", s->ifaces[i].name, true);
+		prom_label(f, "interface", s->ifaces[i].name, true);
 		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].new_sources);
 	}
-	put_family(f, "sluice_source_evictions_total", "counter",
+	prom_family(f, "sluice_source_evictions_total", "counter",
 		   "Entries evicted to make room: entries taken less those still tracked.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		const struct prom_iface *ifc = &s->ifaces[i];
 		long tracked = ifc->sources > 0 ? ifc->sources : 0;
 
 		fputs("sluice_source_evictions_total{", f);
-		put_label(f, "interface", ifc->name, true);
+		prom_label(f, "interface", ifc->name, true);
 		fprintf(f, "} %llu\n", ifc->new_sources > (__u64)tracked ?
 			(unsigned long long)(ifc->new_sources - (__u64)tracked) : 0ULL);
 	}
-	put_family(f, "sluice_new_source_budget_per_second", "gauge",
+	prom_family(f, "sluice_new_source_budget_per_second", "gauge",
 		   "New sources the source table admits per second (limit new-sources); 0 is off.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		const struct prom_iface *ifc = &s->ifaces[i];
 
 		fputs("sluice_new_source_budget_per_second{", f);
-		put_label(f, "interface", ifc->name, true);
+		prom_label(f, "interface", ifc->name, true);
 		fprintf(f, "} %.17g\n", ifc->budget_period ?
 			(double)ifc->budget_rate / ifc->budget_period : 0.0);
 	}
-	put_family(f, "sluice_new_source_budget_burst", "gauge",
+	prom_family(f, "sluice_new_source_budget_burst", "gauge",
 		   "New sources the budget admits at once; 0 when it is off.");
 	for (size_t i = 0; i < s->nifaces; i++) {
 		fputs("sluice_new_source_budget_burst{", f);
-		put_label(f, "interface", s->ifaces[i].name, true);
+		prom_label(f, "interface", s->ifaces[i].name, true);
 		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].budget_burst);
 	}
 
-	put_family(f, "sluice_rule_info", "gauge",
+	prom_family(f, "sluice_rule_info", "gauge",
 		   "Each rule of the live policy, by its CIDR and match, and what it does; always 1.");
 	for (size_t i = 0; i < s->nifaces; i++)
 		for (unsigned int k = 0; k < s->ifaces[i].nrules; k++)
@@ -276,10 +276,10 @@ int prom_write(FILE *f, const struct prom_scrape *s)
 	put_policy_family(f, s, false);
 	put_policy_family(f, s, true);
 
-	put_family(f, "sluice_scrape_skipped_interfaces", "gauge",
+	prom_family(f, "sluice_scrape_skipped_interfaces", "gauge",
 		   "Pin directories that could not be read during this scrape.");
 	fprintf(f, "sluice_scrape_skipped_interfaces %u\n", s->skipped);
-	put_family(f, "sluice_scrape_duration_seconds", "gauge",
+	prom_family(f, "sluice_scrape_duration_seconds", "gauge",
 		   "Time this scrape took to read the maps.");
 	fprintf(f, "sluice_scrape_duration_seconds %.6f\n", s->duration_s);
 	return ferror(f) ? -1 : 0;

@@ -69,6 +69,12 @@ struct prom_scrape {
 	double duration_s;		/* time taken to sample */
 };
 
+/* One label NAME="VALUE" (backslash, quote and newline escaped), followed
+ * by a comma unless last; and a family's HELP and TYPE lines. For the
+ * check server's page too. */
+void prom_label(FILE *f, const char *name, const char *val, bool last);
+void prom_family(FILE *f, const char *name, const char *type, const char *help);
+
 /* Writes the exposition text of s to f; 0, or -1 if f reports an error. */
 int prom_write(FILE *f, const struct prom_scrape *s);
 

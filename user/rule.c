@@ -15,7 +15,7 @@
 /* Positions in rule_opts, for the parser below. */
 enum {
 	O_RATE, O_BYTES, O_REQUESTS, O_BURST, O_PROTO, O_DPORT, O_SYN, O_PER,
-	O_BAN, O_MONITOR, O_ALGO, O_WINDOW, O_CLUSTER,
+	O_BAN, O_BAN_AFTER, O_MONITOR, O_ALGO, O_WINDOW, O_CLUSTER, O_REQUESTS_RULE,
 };
 
 const struct cli_opt rule_opts[] = {
@@ -23,8 +23,8 @@ const struct cli_opt rule_opts[] = {
 		     ON_LIMIT | RULE_ON_BUDGET, NULL),
 	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
 		      ON_LIMIT, NULL),
-	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]", "HTTP requests", ON_LIMIT,
-			 "request limits come with the check server; use --rate or --bytes"),
+	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]",
+			 "HTTP requests the check server answers (a request rule)", ON_LIMIT, NULL),
 	[O_BURST] = CLI_OPT("burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
 		      ON_LIMIT | RULE_ON_BUDGET, NULL),
 	[O_PROTO] = CLI_OPT("proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
@@ -38,6 +38,9 @@ const struct cli_opt rule_opts[] = {
 		    ON_LIMIT, NULL),
 	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
 		    ON_LIMIT, NULL),
+	[O_BAN_AFTER] = CLI_OPT("ban-after", 0, "N",
+			  "--requests: ban in XDP after N requests rejected in a row (default 10)",
+			  RULE_ON_SET, NULL),
 	[O_MONITOR] = CLI_OPT("monitor", 0, NULL, "count would-be drops as monitored, drop nothing",
 			ON_LIMIT, NULL),
 	[O_ALGO] = CLI_OPT("algo", 0, "token-bucket|fixed-window|sliding-window",
@@ -46,15 +49,22 @@ const struct cli_opt rule_opts[] = {
 		       "a window algorithm's window (default: the rate's unit)", ON_LIMIT, NULL),
 	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
 			"cluster-wide limits come with 'sluice cluster join'"),
+	/* limit del's: the CIDR's request rule (cli.c picks the entry the
+	 * command takes when two share a name) */
+	[O_REQUESTS_RULE] = CLI_OPT("requests", 0, NULL, "the request rule of CIDR (--requests)",
+				    RULE_ON_DEL, NULL),
 	CLI_OPT_END,
 };
 
 const struct cli_cmd rule_cmd_set = {
 	.name = "set", .path = "limit set", .args = "CIDR", .min_pos = 1, .max_pos = 1,
 	.opts = rule_opts, .on = RULE_ON_SET, .run = rule_edit_run, .id = RULE_SET,
-	.help = "Limits sources in CIDR whose packets the match (if any) fits; --rate or --bytes\n"
-		"is required. A rule is named by its CIDR and match: the same CIDR and match\n"
-		"again replaces it.",
+	.help = "Limits sources in CIDR whose packets the match (if any) fits; --rate, --bytes\n"
+		"or --requests is required. A rule is named by its CIDR and match: the same CIDR\n"
+		"and match again replaces it. A --requests rule limits the HTTP requests that\n"
+		"'sluice check-server' answers (no match; its identity is CIDR and --requests);\n"
+		"with --ban, a source sending --ban-after requests rejected in a row is banned in\n"
+		"XDP for the --ban duration.",
 };
 const struct cli_cmd rule_cmd_default = {
 	.name = "default", .path = "limit default", .min_pos = 0, .max_pos = 0,
@@ -65,7 +75,8 @@ const struct cli_cmd rule_cmd_default = {
 const struct cli_cmd rule_cmd_del = {
 	.name = "del", .path = "limit del", .args = "CIDR", .min_pos = 1, .max_pos = 1,
 	.opts = rule_opts, .on = RULE_ON_DEL, .run = rule_edit_run, .id = RULE_DEL,
-	.help = "Deletes the rule (limit, allow or deny) of CIDR with this match.",
+	.help = "Deletes the rule (limit, allow or deny) of CIDR with this match, or with\n"
+		"--requests its request rule.",
 };
 const struct cli_cmd rule_cmd_allow = {
 	.name = "allow", .path = "allow", .args = "CIDR", .min_pos = 1, .max_pos = 1,
@@ -152,7 +163,14 @@ __u32 window_count_bits(__u64 budget)
 
 const char *unit_name(__u32 unit)
 {
-	return unit == SLUICE_UNIT_BYTES ? "bytes" : "packets";
+	return unit == SLUICE_UNIT_BYTES ? "bytes" : unit == SLUICE_UNIT_REQUESTS ? "requests" :
+	       "packets";
+}
+
+const char *unit_option(__u32 unit)
+{
+	return unit == SLUICE_UNIT_BYTES ? "--bytes" : unit == SLUICE_UNIT_REQUESTS ? "--requests" :
+	       "--rate";
 }
 
 void proto_name(__u8 proto, char *buf, size_t len)
@@ -168,7 +186,7 @@ void proto_name(__u8 proto, char *buf, size_t len)
 /* N[/s|/m|/h] of --rate or --bytes. */
 int rule_parse_rate(const char *opt, const char *s, struct rule *r, char *why, size_t len)
 {
-	const char *what = r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets";
+	const char *what = unit_name(r->unit);
 	char num[24];
 	size_t n = 0;
 	__u64 rate;
@@ -425,7 +443,7 @@ int rule_parse_window(const char *s, struct rule *r, char *why, size_t len)
 	units = (unsigned __int128)r->rate * r->window_ns;
 	if (units % period_ns) {
 		snprintf(why, len, "%s %s over --window %s is %.6g %s a window: make rate x "
-			 "window a whole number", r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate",
+			 "window a whole number", unit_option(r->unit),
 			 rate, win, (double)units / (double)period_ns, what);
 		return -1;
 	}
@@ -433,8 +451,7 @@ int rule_parse_window(const char *s, struct rule *r, char *why, size_t len)
 	max = r->algo == SLUICE_ALGO_SLIDING_WINDOW ? SLUICE_SW_BUDGET_MAX : SLUICE_FW_BUDGET_MAX;
 	if (units > max) {
 		snprintf(why, len, "%s %s over --window %s is %llu %s a window: --algo %s holds "
-			 "at most %llu; shorten --window", r->unit == SLUICE_UNIT_BYTES ?
-			 "--bytes" : "--rate", rate, win, (unsigned long long)units, what,
+			 "at most %llu; shorten --window", unit_option(r->unit), rate, win, (unsigned long long)units, what,
 			 algo_name(r->algo), (unsigned long long)max);
 		return -1;
 	}
@@ -507,25 +524,79 @@ int rule_parse_burst(const char *s, struct rule *r, char *why, size_t len)
 	return 0;
 }
 
-/* --rate/--bytes, --burst, --per, --ban, --monitor, --algo, --window. */
+/* A request rule (--requests) counts HTTP requests the check server sees,
+ * not packets: it has no match, and needs a CIDR. */
+static int check_requests(const struct cli_args *a, bool is_default, char *why, size_t len)
+{
+	static const int packet_only[] = { O_PROTO, O_DPORT, O_SYN };
+
+	if (is_default) {
+		snprintf(why, len, "limit default takes no --requests: request rules need a CIDR "
+			 "(set them for 0.0.0.0/0 and ::/0)");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(packet_only) / sizeof(packet_only[0]); i++)
+		if (a->val[packet_only[i]]) {
+			snprintf(why, len, "--%s matches packets: a --requests rule counts the HTTP "
+				 "requests of its sources, whatever their packets",
+				 rule_opts[packet_only[i]].name);
+			return -1;
+		}
+	return 0;
+}
+
+/* --ban-after N: a request rule's, with its --ban. */
+static int parse_ban_after(const struct cli_args *a, struct rule *r, char *why, size_t len)
+{
+	__u64 n = SLUICE_BAN_AFTER_DEFAULT;
+
+	if (a->val[O_BAN_AFTER]) {
+		if (r->unit != SLUICE_UNIT_REQUESTS) {
+			snprintf(why, len, "--ban-after goes with --requests: a packet rule's --ban "
+				 "starts when it limits");
+			return -1;
+		}
+		if (!r->ban_ns) {
+			snprintf(why, len, "--ban-after needs --ban DURATION: how long to ban");
+			return -1;
+		}
+		if (!parse_u64(a->val[O_BAN_AFTER], SLUICE_BAN_AFTER_MIN, SLUICE_BAN_AFTER_MAX, &n)) {
+			snprintf(why, len, "bad --ban-after '%s': give %llu..%llu requests",
+				 a->val[O_BAN_AFTER], SLUICE_BAN_AFTER_MIN, SLUICE_BAN_AFTER_MAX);
+			return -1;
+		}
+	}
+	if (r->unit == SLUICE_UNIT_REQUESTS && r->ban_ns)
+		r->ban_after = (__u32)n;
+	return 0;
+}
+
+/* --rate/--bytes/--requests, --burst, --per, --ban, --ban-after, --monitor,
+ * --algo, --window. */
 static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default,
 		       char *why, size_t len)
 {
-	const char *opt = a->val[O_BYTES] ? "--bytes" : "--rate";
-	const char *val = a->val[O_BYTES] ? a->val[O_BYTES] : a->val[O_RATE];
+	int given = !!a->val[O_RATE] + !!a->val[O_BYTES] + !!a->val[O_REQUESTS];
+	const char *val;
 
-	if (a->val[O_RATE] && a->val[O_BYTES]) {
-		snprintf(why, len, "give --rate (packets) or --bytes, not both: one rule limits "
-			 "one unit");
+	if (given > 1) {
+		snprintf(why, len, "give one of --rate (packets), --bytes or --requests: one rule "
+			 "limits one unit");
 		return -1;
 	}
-	if (!val) {
-		snprintf(why, len, "missing --rate N (packets) or --bytes N: what to limit");
+	if (!given) {
+		snprintf(why, len, "missing --rate N (packets), --bytes N or --requests N: what to "
+			 "limit");
 		return -1;
 	}
 	r->action = SLUICE_ACT_LIMIT;
-	r->unit = a->val[O_BYTES] ? SLUICE_UNIT_BYTES : SLUICE_UNIT_PACKETS;
-	if (rule_parse_rate(opt, val, r, why, len))
+	r->unit = a->val[O_BYTES] ? SLUICE_UNIT_BYTES :
+		  a->val[O_REQUESTS] ? SLUICE_UNIT_REQUESTS : SLUICE_UNIT_PACKETS;
+	val = a->val[O_BYTES] ? a->val[O_BYTES] :
+	      a->val[O_REQUESTS] ? a->val[O_REQUESTS] : a->val[O_RATE];
+	if (r->unit == SLUICE_UNIT_REQUESTS && check_requests(a, is_default, why, len))
+		return -1;
+	if (rule_parse_rate(unit_option(r->unit), val, r, why, len))
 		return -1;
 	/* Default burst: one second's worth, at least 1. */
 	r->burst = (r->rate + r->period - 1) / r->period;
@@ -535,6 +606,8 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 		return -1;
 	if (a->val[O_BAN] && rule_parse_duration("--ban", a->val[O_BAN], SLUICE_BAN_NS_MIN,
 					     SLUICE_BAN_NS_MAX, &r->ban_ns, why, len))
+		return -1;
+	if (parse_ban_after(a, r, why, len))
 		return -1;
 	r->monitor = a->val[O_MONITOR] != NULL;
 	return parse_algo(a, r, why, len);
@@ -584,6 +657,16 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 		return 0;
 	case RULE_DENY:
 		r->action = SLUICE_ACT_DENY;
+		return 0;
+	case RULE_DEL:
+		if (a->val[O_REQUESTS_RULE]) {
+			if (r->match.flags) {
+				snprintf(why, len, "a request rule has no match: give limit del CIDR "
+					 "--requests alone");
+				return -1;
+			}
+			r->unit = SLUICE_UNIT_REQUESTS;
+		}
 		return 0;
 	default:
 		return 0;
@@ -709,7 +792,10 @@ void rule_label(const struct rule *r, bool is_default, char *buf, size_t len)
 		return;
 	}
 	format_cidr(&r->cidr, cidr, sizeof(cidr));
-	rule_match_words(&r->match, match, sizeof(match));
+	if (r->unit == SLUICE_UNIT_REQUESTS)
+		snprintf(match, sizeof(match), "--requests");
+	else
+		rule_match_words(&r->match, match, sizeof(match));
 	snprintf(buf, len, "%s%s%s", cidr, *match ? " " : "", match);
 }
 
@@ -747,8 +833,10 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 		return;
 	}
 	rule_rate_words(r, rate, sizeof(rate));
+	if (r->unit == SLUICE_UNIT_REQUESTS)	/* the label names it already */
+		format_cidr(&r->cidr, label, sizeof(label));
 	snprintf(buf, len, "limit %s%s %s %s", is_default ? "" : "set ",
-		 label, r->unit == SLUICE_UNIT_BYTES ? "--bytes" : "--rate", rate);
+		 label, unit_option(r->unit), rate);
 	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
 		put(buf, len, " --burst %llu", (unsigned long long)r->burst);
 	} else {
@@ -762,6 +850,8 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 	if (r->ban_ns) {
 		duration_words(r->ban_ns, ban, sizeof(ban));
 		put(buf, len, " --ban %s", ban);
+		if (r->unit == SLUICE_UNIT_REQUESTS)
+			put(buf, len, " --ban-after %u", r->ban_after);
 	}
 	if (r->monitor)
 		put(buf, len, " --monitor");

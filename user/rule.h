@@ -77,6 +77,8 @@ void duration_words(__u64 ns, char *buf, size_t len);
 void proto_name(__u8 proto, char *buf, size_t len);
 const char *per_name(__u32 per);
 const char *unit_name(__u32 unit);
+/* The option that sets a unit: "--rate", "--bytes", "--requests". */
+const char *unit_option(__u32 unit);
 /* "token-bucket", "fixed-window", "sliding-window"; and back (0, or -1). */
 const char *algo_name(__u32 algo);
 int algo_parse(const char *s, __u32 *algo);

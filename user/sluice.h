@@ -80,7 +80,8 @@ struct rule_match {
 	__u16 dport_hi;
 };
 /* One rule, as the words say it (DESIGN.md, Rules). A rule's identity is
- * its CIDR (or the default) and its match. */
+ * its CIDR (or the default) and its match; a request rule's (unit
+ * SLUICE_UNIT_REQUESTS) is its CIDR and --requests. */
 struct rule {
 	struct cidr cidr;
 	struct rule_match match;
@@ -96,6 +97,7 @@ struct rule {
 	__u32 per;		/* enum sluice_per */
 	__u32 per_len;		/* --per /LEN, in the family's own terms */
 	__u64 ban_ns;		/* --ban, 0 for none */
+	__u32 ban_after;	/* --requests: --ban-after, 0 without --ban */
 	bool monitor;		/* --monitor */
 	__u32 index;		/* slot in the policy table, stable per identity */
 };
@@ -143,7 +145,8 @@ int pins_set_access(const char *dir, gid_t gid);
 	X(counters)							\
 	X(policy_counters)						\
 	X(meta)								\
-	X(events)
+	X(events)							\
+	X(bans)
 #define SLUICE_MAP_FD_FIELD(name) int name;
 struct sluice_maps {
 	char iface[IF_NAMESIZE];
@@ -261,6 +264,25 @@ int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct slui
 /* The config word as it is now (zeroed if unreadable). */
 void live_config(const struct sluice_maps *m, struct sluice_config *cfg);
 
+/* --- ban.c: the ban table, written by the check server's escalation --- */
+struct ban_writer {
+	int fd;				/* the ban table (a dup: outlives the maps) */
+	struct sluice_config *cfg;	/* the config map, shared mapping */
+	size_t len;
+};
+/* Opens what ban_put needs from m, opened writable (as root: before the
+ * server drops privileges). Prints the error and returns its exit code. */
+int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w);
+void ban_writer_close(struct ban_writer *w);
+/* Bans src (its home key, as parse_source gives it) in XDP until until_ns
+ * (CLOCK_MONOTONIC) on behalf of request rule idx. Thread-safe. 0, or
+ * -errno (-E2BIG: the table is full). */
+int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, __u64 until_ns);
+/* Deletes the ban table's expired entries and, when none is left, lets
+ * the datapath stop looking (unless a ban was added meanwhile). One
+ * thread at a time. Returns the live bans, or -errno. */
+int ban_sweep(struct ban_writer *w);
+
 /* --- limit.c --- */
 /* The keys of a rule's new fields in JSON (limit list -j, query -j). */
 void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
@@ -268,6 +290,6 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
 /* The commands (cli.h), each in its object's file. */
 struct cli_cmd;
 extern const struct cli_cmd attach_cmd, detach_cmd, status_cmd, limit_obj, policy_obj,
-	stats_cmd, top_cmd, query_cmd, ban_obj, exporter_cmd;
+	stats_cmd, top_cmd, query_cmd, ban_obj, exporter_cmd, check_cmd;
 
 #endif /* SLUICE_USER_H */

@@ -51,6 +51,7 @@ static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u3
 		r->ban_ns = sp->ban;
 		r->window_ns = sp->interval;
 	}
+	r->ban_after = sp->ban_after;
 	r->monitor = sp->flags & SLUICE_POLICY_MONITOR;
 	r->index = idx;
 }
@@ -152,10 +153,12 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 	return runtime_err("the policy kept changing while being read: try again");
 }
 
-/* Rules are one rule when their CIDR and match are the same. */
+/* Rules are one rule when their CIDR and match are the same, and both or
+ * neither are request rules. */
 bool rule_same_identity(const struct rule *a, const struct rule *b)
 {
-	return a->cidr.prefixlen == b->cidr.prefixlen &&
+	return (a->unit == SLUICE_UNIT_REQUESTS) == (b->unit == SLUICE_UNIT_REQUESTS) &&
+	       a->cidr.prefixlen == b->cidr.prefixlen &&
 	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
 	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
 	       a->match.dport_lo == b->match.dport_lo && a->match.dport_hi == b->match.dport_hi;
@@ -294,6 +297,7 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->ban = l.ban;
 		sp->bits = l.bits;
 		sp->ban_windows = l.ban_windows;
+		sp->ban_after = r->ban_after;
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
 		if (coarse_clock_fits(&l))
 			sp->flags |= SLUICE_POLICY_COARSE_CLOCK;
@@ -423,7 +427,7 @@ int policy_candidates(const struct policy *p, const struct cidr *at, struct slui
 	char buf[SLUICE_CIDR_STR_MAX];
 
 	for (i = 0; i < p->n; i++)
-		if (cidr_covers(&p->rules[i].cidr, at))
+		if (p->rules[i].unit != SLUICE_UNIT_REQUESTS && cidr_covers(&p->rules[i].cidr, at))
 			c[n++].r = &p->rules[i];
 	qsort(c, n, sizeof(c[0]), candidate_cmp);
 	memset(v, 0, sizeof(*v));
@@ -461,10 +465,11 @@ static int write_lpm_slot(const struct sluice_maps *m, const struct policy *next
 			.slot = slot,
 			.family = cidr_family(&r->cidr),
 		};
-		bool seen = false;
+		bool seen = r->unit == SLUICE_UNIT_REQUESTS;	/* never judges packets */
 
 		for (unsigned int j = 0; j < i && !seen; j++)
-			seen = next->rules[j].cidr.prefixlen == r->cidr.prefixlen &&
+			seen = next->rules[j].unit != SLUICE_UNIT_REQUESTS &&
+			       next->rules[j].cidr.prefixlen == r->cidr.prefixlen &&
 			       !memcmp(&next->rules[j].cidr.addr, &r->cidr.addr,
 				       sizeof(r->cidr.addr));
 		if (seen)
@@ -487,6 +492,8 @@ static int check_candidates(const struct policy *next)
 	int err;
 
 	for (unsigned int i = 0; i < next->n; i++) {
+		if (next->rules[i].unit == SLUICE_UNIT_REQUESTS)
+			continue;
 		err = policy_candidates(next, &next->rules[i].cidr, &v);
 		if (err)
 			return err;

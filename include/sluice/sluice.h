@@ -93,6 +93,9 @@ static inline int sluice_reason_is_drop(__u32 reason)
 enum sluice_unit {
 	SLUICE_UNIT_PACKETS = 0,	/* --rate */
 	SLUICE_UNIT_BYTES = 1,		/* --bytes: the frame's whole length */
+	SLUICE_UNIT_REQUESTS = 2,	/* --requests: HTTP requests the check server
+					 * answers; such rules never judge packets
+					 * (they are not in the trie) */
 	SLUICE_UNIT_MAX,
 };
 
@@ -119,6 +122,22 @@ enum sluice_per {
 /* --ban DURATION bounds. */
 #define SLUICE_BAN_NS_MIN		1000000ULL		/* 1 ms */
 #define SLUICE_BAN_NS_MAX		(7ULL * 86400 * SLUICE_NS_PER_SEC)	/* 7 days */
+/* --ban-after N of a request rule: requests rejected in a row before the
+ * source is banned in XDP; default and bounds. */
+#define SLUICE_BAN_AFTER_DEFAULT	10U
+#define SLUICE_BAN_AFTER_MIN		1ULL
+#define SLUICE_BAN_AFTER_MAX		1000000ULL
+
+/* The ban table: sources banned by the check server's escalation (a request
+ * rule's --ban), keyed by the source's home key (struct sluice_src_key with
+ * key_len SLUICE_KEY_LEN_SOURCE and policy SLUICE_KEY_HOME). Every packet of
+ * a source with a live entry is dropped as banned, SYNs included. */
+#define SLUICE_MAX_BANS			65536U
+struct sluice_ban {
+	__u64 until_ns;		/* CLOCK_MONOTONIC: the ban ends then */
+	__u32 policy;		/* the request rule's index (its counters) */
+	__u32 pad;
+};
 
 /* A rule's match (--proto, --dport, --syn). A rule applies to a packet when
  * its CIDR covers the source and every flag set here holds. */
@@ -216,7 +235,7 @@ struct sluice_policy {
 	__u64 ban;		/* --ban, GCRA units (token bucket) or ns
 				 * (windows); 0 for none */
 	__u32 ban_windows;	/* sliding-window: --ban in windows (window.h) */
-	__u32 pad0;
+	__u32 ban_after;	/* request rules: --ban-after (0 without --ban) */
 	__u8 unit;		/* enum sluice_unit */
 	__u8 key_len;		/* buckets key the source masked to this many
 				 * bits of the 128-bit form: 128 per source */
@@ -262,7 +281,16 @@ struct sluice_config {
 		__u32 period;
 		__u32 pad;
 	} new_src[SLUICE_POLICY_SLOTS];
+	/* The ban table (SLUICE_BANS_*): the datapath looks a source up in it
+	 * only while SLUICE_BANS_LIVE is set, so it costs nothing without
+	 * bans. A writer adds its entry, then sets the bit and adds
+	 * SLUICE_BANS_WRITE in one CAS; the sweeper clears the bit by a CAS
+	 * from the value it read before finding the table empty, which fails
+	 * if any entry was added meanwhile (see user/ban.c). */
+	__u64 bans;
 };
+#define SLUICE_BANS_LIVE		1ULL
+#define SLUICE_BANS_WRITE		2ULL
 #define SLUICE_GEN_SLOT(gs)		((__u32)((gs) & 1))
 #define SLUICE_GEN_WRITING		2ULL
 #define SLUICE_GEN_SHIFT		2

@@ -28,6 +28,7 @@ deny 198.18.5.128/25   # a comment after a rule
 limit set 2001:2::/48 --rate 20 --burst 40
 allow 2001:2:0:5::/64
 deny 2001:2:0:5:8000::/65
+limit set 198.18.0.0/16 --requests 5/s --burst 10 --ban 1m --ban-after 4
 EOF
 # Valid, and different from good.pol.
 cat >"$PD/good2.pol" <<'EOF'

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: the exporter's request handling (user/exporter.c,
- * compiled into this file: on_request and the connection bookkeeping are
- * static). libmicrohttpd runs in this thread with the exporter's own
- * callbacks and limits; each input is the raw bytes a client sends on one
+ * compiled into this file: on_request is static). libmicrohttpd runs in
+ * this thread with the servers' own callbacks and limits (user/httpd.c); each input is the raw bytes a client sends on one
  * connection, handed over a socketpair with MHD_add_connection. The client
  * then shuts its side: the server must answer sanely (an HTTP status line
  * with a status the exporter gives), close the connection, and print
@@ -20,22 +19,6 @@
 static struct exporter fz_ex;
 static struct MHD_Daemon *fz_d;
 static char *resp;
-
-/* The exporter's server (exporter_run's options) without a listening
- * socket or a thread pool: MHD_run() in this thread serves it. */
-static struct MHD_Daemon *start_server(struct exporter *ex)
-{
-	return MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				on_request, ex,
-				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, ex,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_PER_ADDR,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_DEADLINE_S,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, ex,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, ex,
-				MHD_OPTION_STRICT_FOR_CLIENT, 1,
-				MHD_OPTION_END);
-}
 
 /* Sends data as one client, shuts the sending side, and reads everything
  * the server answers until it closes. The answer's length. */
@@ -158,10 +141,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* No pins: a bpffs that does not exist (never the host's real one). */
 	opts.bpffs = "/nonexistent/sluice-fuzz-exporter";
 	resp = malloc(RESPONSE_MAX + 1);
-	if (!resp || conns_start(&fz_ex.conns))
+	fz_ex.http.name = "exporter";
+	fz_ex.http.not_allowed = EXPORTER_NOT_ALLOWED;
+	fz_ex.http.handler = on_request;
+	fz_ex.http.cls = &fz_ex;
+	if (!resp || httpd_init(&fz_ex.http))
 		abort();
-	fz_ex.log_requests = getenv("SLUICE_DEBUG") != NULL;
-	fz_d = start_server(&fz_ex);
+	fz_ex.http.log_requests = getenv("SLUICE_DEBUG") != NULL;
+	/* The exporter's server without a listening socket or a thread pool:
+	 * MHD_run() in this thread serves it. */
+	fz_d = httpd_daemon(&fz_ex.http, -1, 0);
 	if (!fz_d)
 		abort();
 	self_test();
@@ -176,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	capture_begin(&cap);
 	len = exchange(data, size);
 	capture_end(&cap);
-	FUZZ_CHECK(cap.out_len == 0 && (cap.err_len == 0 || fz_ex.log_requests),
+	FUZZ_CHECK(cap.out_len == 0 && (cap.err_len == 0 || fz_ex.http.log_requests),
 		   "the exporter printed '%s%s'", cap.out_buf, cap.err_buf);
 	capture_free(&cap);
 	check_answers(resp, len);

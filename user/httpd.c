@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* httpd: the HTTP serving that the exporter and the check server share
+ * (httpd.h): listening, libmicrohttpd's thread pool, the connection
+ * deadline and waiting limits, the first steps of a request, replies. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "sluice.h"
+#include "httpd.h"
+
+#define LISTEN_BACKLOG		256	/* a burst of connects waits for no SYN retry */
+/* Slow or stalled clients (slowloris) must not lock out a request. Every
+ * connection has HTTP_DEADLINE_S for its whole request, counted from the
+ * accept or from the end of its previous request, however it trickles.
+ * Connections that wait for a request (not being answered) are limited to
+ * HTTP_WAITING_PER_ADDR per client address and HTTP_WAITING_LIMIT in all:
+ * past either, the oldest waiting one is closed, never the newcomer, so a
+ * scrape or a check gets in even from an address the stalled clients
+ * share. */
+#define HTTP_DEADLINE_S		5
+#define HTTP_WAITING_PER_ADDR	8
+#define HTTP_WAITING_LIMIT	128
+#define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
+#define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
+
+/* --- connections: the whole-request deadline and the waiting limits --- */
+
+static void conn_unlink(struct httpd_conns *cs, struct httpd_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		cs->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		cs->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void conn_append(struct httpd_conns *cs, struct httpd_conn *c)
+{
+	c->prev = cs->tail;
+	c->next = NULL;
+	if (cs->tail)
+		cs->tail->next = c;
+	else
+		cs->head = c;
+	cs->tail = c;
+}
+
+/* libmicrohttpd closes the connection at its next event; the fd stays
+ * valid until then because it calls on_connection(CLOSED), which takes
+ * the lock we hold, before closing it. */
+static void conn_shut(struct httpd_conn *c)
+{
+	c->closing = true;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+static bool conn_waiting(const struct httpd_conn *c)
+{
+	return !c->busy && !c->closing;
+}
+
+static bool same_peer(const struct httpd_conn *a, const struct httpd_conn *b)
+{
+	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
+}
+
+/* After nc joined: the oldest waiting connection goes when its address,
+ * or everyone, is over the limit. nc is the newest, so it stays. */
+static void enforce_waiting_limits(struct httpd_conns *cs, const struct httpd_conn *nc)
+{
+	struct httpd_conn *oldest_peer = NULL, *oldest = NULL;
+	unsigned int per_peer = 0, all = 0;
+
+	for (struct httpd_conn *c = cs->head; c; c = c->next) {
+		if (!conn_waiting(c))
+			continue;
+		if (!oldest)
+			oldest = c;
+		all++;
+		if (same_peer(c, nc)) {
+			if (!oldest_peer)
+				oldest_peer = c;
+			per_peer++;
+		}
+	}
+	if (per_peer > HTTP_WAITING_PER_ADDR && oldest_peer != nc) {
+		conn_shut(oldest_peer);
+		all--;
+		if (oldest == oldest_peer)
+			for (oldest = cs->head; oldest && !conn_waiting(oldest); oldest = oldest->next)
+				;
+	}
+	if (all > HTTP_WAITING_LIMIT && oldest && oldest != nc)
+		conn_shut(oldest);
+}
+
+void httpd_peer(struct MHD_Connection *mc, struct in6_addr *out)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (sa && sa->sa_family == AF_INET6) {
+		*out = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+	} else if (sa && sa->sa_family == AF_INET) {
+		out->s6_addr[10] = out->s6_addr[11] = 0xff;
+		memcpy(&out->s6_addr[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	}
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode what)
+{
+	struct httpd_conns *cs = &((struct httpd *)cls)->conns;
+	struct httpd_conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		pthread_mutex_lock(&cs->lock);
+		conn_unlink(cs, c);
+		pthread_mutex_unlock(&cs->lock);
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c) {	/* untracked means no deadline: refuse it */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	c->fd = ci->connect_fd;
+	httpd_peer(mc, &c->peer);
+	pthread_mutex_lock(&cs->lock);
+	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
+	conn_append(cs, c);
+	enforce_waiting_limits(cs, c);
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->lock);
+	*socket_context = c;
+}
+
+/* busy: a request's headers are in; not busy: it was answered, and the
+ * deadline starts again for the next one on this connection. */
+static void conn_set_busy(struct httpd *h, struct MHD_Connection *mc, bool busy)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct httpd_conns *cs = &h->conns;
+	struct httpd_conn *c = ci ? ci->socket_context : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	if (c->busy && !busy) {
+		c->since_ns = mono_now_ns();
+		conn_unlink(cs, c);
+		conn_append(cs, c);
+	}
+	c->busy = busy;
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)req_cls;
+	(void)toe;
+	conn_set_busy(cls, mc, false);
+}
+
+/* Shuts down every connection past its deadline, then sleeps until the
+ * next deadline (the list is oldest first) or a new connection. */
+static void *reaper(void *arg)
+{
+	struct httpd_conns *cs = arg;
+	const __u64 deadline = (__u64)HTTP_DEADLINE_S * SLUICE_NS_PER_SEC;
+
+	pthread_mutex_lock(&cs->lock);
+	while (!cs->stop) {
+		__u64 now = mono_now_ns(), next = 0;
+		struct timespec ts;
+
+		for (struct httpd_conn *c = cs->head; c; c = c->next) {
+			if (c->closing)
+				continue;
+			if (now - c->since_ns < deadline) {
+				next = c->since_ns + deadline;
+				break;
+			}
+			conn_shut(c);
+		}
+		if (!next) {
+			pthread_cond_wait(&cs->wake, &cs->lock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(next / SLUICE_NS_PER_SEC);
+		ts.tv_nsec = (long)(next % SLUICE_NS_PER_SEC);
+		pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return NULL;
+}
+
+static int conns_start(struct httpd_conns *cs)
+{
+	pthread_condattr_t ca;
+	int err;
+
+	memset(cs, 0, sizeof(*cs));
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cs->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	err = pthread_create(&cs->reaper, NULL, reaper, cs);
+	if (err) {
+		pthread_cond_destroy(&cs->wake);
+		pthread_mutex_destroy(&cs->lock);
+	}
+	return err;
+}
+
+/* After the server stopped: every connection is gone. */
+static void conns_stop(struct httpd_conns *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	cs->stop = true;
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->lock);
+	pthread_join(cs->reaper, NULL);
+	pthread_cond_destroy(&cs->wake);
+	pthread_mutex_destroy(&cs->lock);
+}
+
+enum MHD_Result httpd_reply(struct MHD_Connection *conn, unsigned int status, const char *type,
+			    const char *body, size_t len, enum MHD_ResponseMemoryMode mem,
+			    const char *const *extra)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mem);
+	enum MHD_Result ret;
+
+	if (!r) {
+		if (mem == MHD_RESPMEM_MUST_FREE)
+			free((void *)body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	for (; extra && extra[0]; extra += 2)
+		MHD_add_response_header(r, extra[0], extra[1]);
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result httpd_reply_page(struct MHD_Connection *conn, const char *type, char *body,
+				 size_t len)
+{
+	if (!body)
+		return httpd_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					"500 out of memory\n", NULL);
+	return httpd_reply(conn, MHD_HTTP_OK, type, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+}
+
+enum MHD_Result httpd_reply_text(struct MHD_Connection *conn, unsigned int status,
+				 const char *text, const char *const *extra)
+{
+	return httpd_reply(conn, status, "text/plain; charset=utf-8", text, strlen(text),
+			   MHD_RESPMEM_PERSISTENT, extra);
+}
+
+/* An HTTP method must be a token (RFC 9110 5.6.2); libmicrohttpd passes
+ * on anything up to the first space. */
+bool httpd_is_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s <= ' ' || *s >= 127 || strchr("\"(),/:;<=>?@[\\]{}", *s))
+			return false;
+	return true;
+}
+
+/* Startup errors always; once serving, a malformed request is answered,
+ * not logged (anyone who can connect could fill the journal), unless
+ * SLUICE_DEBUG is set. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct httpd *h = cls;
+	char msg[256];
+	size_t n;
+
+	if (!__atomic_load_n(&h->log_requests, __ATOMIC_RELAXED))
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	err_msg("%s: %s", h->name, msg);
+}
+
+/* "A.B.C.D:PORT" or "[V6]:PORT"; false on anything else. Port 0 asks the
+ * kernel for a free one. */
+bool httpd_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *port;
+	__u64 p;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		colon = strchr(s, ']');
+		if (!colon || colon[1] != ':' || (size_t)(colon - s - 1) >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, (size_t)(colon - s - 1));
+		host[colon - s - 1] = '\0';
+		port = colon + 2;
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return false;
+		s6->sin6_family = AF_INET6;
+		*len = sizeof(*s6);
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return false;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		port = colon + 1;
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return false;
+		s4->sin_family = AF_INET;
+		*len = sizeof(*s4);
+	}
+	if (!parse_u64(port, 0, 65535, &p))
+		return false;
+	if (ss->ss_family == AF_INET6)
+		s6->sin6_port = htons((__u16)p);
+	else
+		s4->sin_port = htons((__u16)p);
+	return true;
+}
+
+static void format_sockaddr(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(s4->sin_port));
+	}
+}
+
+/* A bound, listening socket, or -1 after saying why. */
+int httpd_listen(const char *spec, const struct sockaddr_storage *ss, socklen_t len,
+		 const char *example, char *bound, size_t bound_len)
+{
+	struct sockaddr_storage got;
+	socklen_t got_len = sizeof(got);
+	int one = 1, fd, err;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err_msg("cannot create a socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, LISTEN_BACKLOG)) {
+		err = errno;
+		close(fd);
+		if (err == EADDRINUSE)
+			err_msg("cannot listen on %s: address in use: stop the other server "
+				"or pick another --listen", spec);
+		else if (err == EADDRNOTAVAIL)
+			err_msg("cannot listen on %s: no local interface has that address: "
+				"try %s", spec, example);
+		else if (err == EACCES)
+			err_msg("cannot listen on %s: ports below 1024 need root or "
+				"CAP_NET_BIND_SERVICE", spec);
+		else
+			err_msg("cannot listen on %s: %s", spec, strerror(err));
+		return -1;
+	}
+	if (getsockname(fd, (struct sockaddr *)&got, &got_len))
+		got = *ss;
+	format_sockaddr(&got, bound, bound_len);
+	return fd;
+}
+
+
+void httpd_block_signals(sigset_t *stop)
+{
+	sigemptyset(stop);
+	sigaddset(stop, SIGINT);
+	sigaddset(stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int httpd_init(struct httpd *h)
+{
+	h->log_requests = 1;
+	h->d = NULL;
+	return conns_start(&h->conns);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **req_cls);
+
+struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads)
+{
+	struct MHD_OptionItem o[] = {
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h },
+		{ MHD_OPTION_CONNECTION_LIMIT, HTTP_CONN_LIMIT, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_CONN_PER_ADDR, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, HTTP_DEADLINE_S, NULL },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h },
+		{ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
+		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+		{ MHD_OPTION_THREAD_POOL_SIZE, threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	unsigned int flags = MHD_USE_ERROR_LOG;
+
+	if (fd >= 0)
+		flags |= MHD_USE_AUTO_INTERNAL_THREAD;
+	else	/* no socket, no threads: the caller runs MHD_run() */
+		o[7].option = MHD_OPTION_END;
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, o,
+				MHD_OPTION_END);
+}
+
+int httpd_start(struct httpd *h, int fd, unsigned int threads, const char *bound)
+{
+	int err = httpd_init(h);
+
+	if (err) {
+		close(fd);
+		return runtime_err("cannot start a thread: %s", strerror(err));
+	}
+	h->d = httpd_daemon(h, fd, threads);
+	if (!h->d) {
+		close(fd);
+		conns_stop(&h->conns);
+		return runtime_err("cannot start the HTTP server on %s: see the messages above",
+				   bound);
+	}
+	return 0;
+}
+
+void httpd_serving(struct httpd *h)
+{
+	__atomic_store_n(&h->log_requests, getenv("SLUICE_DEBUG") != NULL, __ATOMIC_RELAXED);
+}
+
+void httpd_stop(struct httpd *h)
+{
+	MHD_stop_daemon(h->d);	/* closes the socket and every connection too */
+	h->d = NULL;
+	conns_stop(&h->conns);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **req_cls)
+{
+	static const char *const allow[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
+	struct httpd *h = cls;
+
+	(void)version;
+	(void)upload_data;
+	conn_set_busy(h, conn, true);
+	/* Refused at once, before any body is read (the connection closes).
+	 * HEAD gets GET's headers; libmicrohttpd leaves the body out. */
+	if (!httpd_is_token(method))
+		return httpd_reply_text(conn, MHD_HTTP_BAD_REQUEST,
+					"400 bad request: malformed method\n", NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return httpd_reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, h->not_allowed, allow);
+	/* The first call brings the headers; answering on the next one, with
+	 * the request complete, lets libmicrohttpd keep the connection alive. */
+	if (!*req_cls) {
+		*req_cls = conn;	/* any non-NULL mark */
+		return MHD_YES;
+	}
+	if (*upload_data_size) {	/* a body we do not want */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return h->handler(h->cls, conn, url);
+}
