@@ -67,6 +67,7 @@ ignore_429() { # SRC URL MAX SPAN_US
 s0=$(stats_snap)
 BAD_OUT=$(netns_tmp bad)
 GOOD_OUT=$(netns_tmp good)
+: >"$BAD_OUT"
 # The well-behaved client runs all along (10 s, 15 requests at most).
 req_loop "$GOOD" /hello.txt 10 15 0.7 "$GOOD_OUT" &
 GOOD_PID=$!
@@ -96,24 +97,27 @@ echo "ignoring client ($BAD), start end code retry-after ratelimit curl-exit:"
 awk '{ print "  " $0 }' "$BAD_OUT"
 # Before the first failure: the burst and the 429s; the run of 429s that
 # ends the served part is ban_after + 1 (the refusal that exceeded 5).
-read -r served run other fails first_fail back_code back_end ban_s ban_e < <(awk -F'\t' '
-	!f && $6 == 0 { served++; if ($3 == 429) { run++; ls = $1; le = $2 } else { run = 0; if ($3 != 200) o++ } }
+read -r served run other fails first_fail back_code back_end ban_s ban_e ban_retry < <(awk -F'\t' '
+	!f && $6 == 0 { served++; if ($3 == 429) { run++; ls = $1; le = $2; lr = $4 } else { run = 0; if ($3 != 200) o++ } }
 	!f && $6 != 0 { f = 1; ff = NR }
 	f && $6 != 0 { fails++ }
 	f && $6 == 0 { bc = $3; be = $2 }
-	END { printf "%d %d %d %d %d %s %s %s %s\n", served, run, o, fails, ff, bc ? bc : "-", be ? be : "-", ls ? ls : "-", le ? le : "-" }' \
+	END { printf "%d %d %d %d %d %s %s %s %s %s\n", served, run, o, fails, ff, bc ? bc : "-", be ? be : "-",
+		ls ? ls : "-", le ? le : "-", lr != "" ? lr : "-" }' \
 	"$BAD_OUT")
 assert_eq "$other" 0 "answers other than 200 and 429 before the ban"
 assert_ge "$served" $((BURST + BAN_AFTER + 1)) "requests answered before the ban"
 assert_ge "$first_fail" 1 "a request of the ignoring client that failed (its line)"
 assert_eq "$run" $((BAN_AFTER + 1)) "429s in a row before the ban (ban after more than $BAN_AFTER)"
+# The refusal that starts the ban tells how long it lasts.
+assert_eq "$ban_retry" "$BAN" "Retry-After of the 429 that started the ban"
 assert_ge "$fails" 2 "failed connections during the ${BAN}s ban"
 assert_eq "$(awk -F'\t' -v f="$first_fail" 'NR >= f && $6 != 0 && $6 != 28 && $6 != 7' "$BAD_OUT" | wc -l)" 0 \
 	"failures other than a connect timeout or refusal"
 assert_eq "$back_code" 200 "the ignoring client after the ban"
 # The ban began when the 6th 429 was judged, between its send and its answer.
 assert_ge "$(calc "$back_end - $ban_s")" "$BAN" "served again no sooner than ${BAN}s after the ban began"
-assert_le "$(calc "$back_end - $ban_e")" "$((BAN + 2))" "served again within 2 s of the ban's end"
+assert_le "$(calc "$back_end - $ban_e")" "$((BAN + 2))" "served again at most 2 s after the ban's ${BAN}s"
 banned=$(stats_delta "$s0" "$s1" packets drop banned)
 assert_ge "$banned" "$fails" "packets dropped as banned (at least a SYN per failed connection)"
 [[ -n $entry ]] || fail "ban list -j showed no ban for $BAD during the ban"
