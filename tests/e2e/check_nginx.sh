@@ -10,7 +10,7 @@
 #  2. Counts: requests back to back for 5.25 s under 2/s with burst 3: the 200s
 #     are exactly burst + rate x t (t from the first to the last request,
 #     known to within one request's round trip), every other answer is 429
-#     with Retry-After: 1.
+#     with Retry-After: 1; nginx keeps its connections to the check server.
 #  3. GET / goes through nginx's index (an internal redirect, so nginx asks
 #     the check server twice, which its log shows) and is charged once: the
 #     RateLimit field's remaining count falls by one per request.
@@ -32,6 +32,9 @@
 #                the client's body (case 4's capture: Content-Length: N;
 #                the check server then waits for a body nginx 1.22 does not
 #                send, as it has not read it yet, and the POSTs get 500).
+#   keepalive    GET instead of HEAD: nginx cannot keep a connection whose
+#                answer has a body it does not read, so it opens one per
+#                check (case 2: some 200 connections where 16 are allowed).
 # Against a check server that does not charge (or charges per check), cases
 # 1-3 fail on the counts.
 set -euo pipefail
@@ -54,6 +57,7 @@ declare -A BREAKS=(
 	[error_page]='/error_page 403 = @sluice_over;/d'
 	[request_id]='/proxy_set_header X-Request-ID/d'
 	[body]='/proxy_pass_request_body off;/d;/proxy_set_header Content-Length "";/d;/proxy_pass_request_headers off;/d'
+	[keepalive]='/proxy_method HEAD;/d'
 )
 sed_break=()
 if [[ -n ${CHECK_NGINX_BREAK:-} ]]; then
@@ -158,6 +162,10 @@ assert_eq $((n200 + n429)) "$n" "case 2: every request answered 200 or 429"
 assert_eq "$(awk -F'\t' '$3 == 429 && $4 != 1' "$LOOP" | wc -l)" 0 \
 	"case 2: 429s with a Retry-After other than 1 (the wait is at most 1/rate = 0.5 s)"
 assert_eq "$(awk -F'\t' '$3 == 200 && $5 == ""' "$LOOP" | wc -l)" 0 "case 2: 200s without RateLimit"
+# nginx kept its connections to the check server for the next check: the
+# sockets to port 9465 in any state (TIME-WAIT included, 60 s) are few.
+conns=$(in_rx ss -Htan "( dport = :$CHECK_PORT )" | wc -l)
+assert_le "$conns" 16 "case 2: connections nginx opened to the check server for $n checks"
 
 # --- 3. GET / through the index: charged once ----------------------------
 # /index.html directly, then / twice: remaining 9, 8, 7 of a burst of 10

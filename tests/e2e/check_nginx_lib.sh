@@ -54,6 +54,26 @@ nginx_init() {
 	# read the site (the directory holds nothing secret).
 	chmod 0711 "$(netns_tmp '')" || fail "chmod scratch directory"
 	chmod -R a+rX "$NGINX_DIR" || fail "chmod $NGINX_DIR"
+	# On a failure, what nginx and the check server said, before the
+	# cleanup removes it.
+	trap 'nginx_diag_cleanup $?' EXIT
+}
+
+# netns_cleanup takes the test's exit status from $?: set it back after
+# the diagnostics (errexit off, or a failed command here would skip the
+# cleanup).
+nginx_diag_cleanup() { # EXIT_STATUS
+	local f
+	set +e
+	if (($1 != 0 && $1 != 77)); then
+		for f in "$NGINX_ERROR" "$(netns_tmp check.log)"; do
+			[[ -s $f ]] || continue
+			echo "--- last lines of $(basename "$f") ---" >&2
+			tail -n 15 "$f" >&2
+		done
+	fi
+	(exit "$1")
+	netns_cleanup
 }
 
 in_tx() { nsenter --net="/run/netns/$NS_TX" "$@"; }
