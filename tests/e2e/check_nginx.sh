@@ -43,8 +43,10 @@ set -euo pipefail
 # shellcheck source=tests/e2e/check_nginx_lib.sh
 . "$(dirname "$0")/check_nginx_lib.sh"
 
-RA=198.18.0.1	# case 1: --requests 30/m --burst 3
-CNT=198.18.0.5	# case 2: --requests 2/s --burst 3
+# Cases 1 and 2 have a second and third client for runs the machine was too
+# slow to judge.
+RA=(198.18.0.1 198.18.0.11 198.18.0.12)		# case 1: --requests 30/m --burst 3
+CNT=(198.18.0.5 198.18.0.15 198.18.0.16)	# case 2: --requests 2/s --burst 3
 IDX=198.18.0.6	# case 3: --requests 1/h --burst 10
 BODY=198.18.0.7	# case 4: --requests 1/h --burst 1
 FREE=198.18.0.9	# no rule
@@ -71,10 +73,14 @@ netns_init cng
 command -v netsniff-ng >/dev/null || skip "netsniff-ng not installed (tools/install-deps.sh)"
 netns_setup
 nginx_init
-client_addrs "$CNT" "$IDX" "$BODY" "$FREE"
+client_addrs "${RA[@]:1}" "${CNT[@]}" "$IDX" "$BODY" "$FREE"
 sluice_attach
-sluice_rx limit set "$RA/32" --requests 30/m --burst 3 >/dev/null
-sluice_rx limit set "$CNT/32" --requests "$RATE/s" --burst "$BURST" >/dev/null
+for a in "${RA[@]}"; do
+	sluice_rx limit set "$a/32" --requests 30/m --burst 3 >/dev/null
+done
+for a in "${CNT[@]}"; do
+	sluice_rx limit set "$a/32" --requests "$RATE/s" --burst "$BURST" >/dev/null
+done
 sluice_rx limit set "$IDX/32" --requests 1/h --burst 10 >/dev/null
 sluice_rx limit set "$BODY/32" --requests 1/h --burst 1 >/dev/null
 sluice_rx limit set "$V6/128" --requests 1/h --burst 5 >/dev/null
@@ -99,36 +105,66 @@ split() { IFS='|' read -r CODE RETRY RL POLICY <<<"$1"; }
 # 429 ("just before": about 0.2 s before the 2 s are up). One sent 2 s after
 # the 429 arrived is judged after s4 + 2 s and must be 200 (a Retry-After
 # rounded down would fail here, the redis-cell bug).
-t1=$(now)
-for i in 1 2 3; do
-	split "$(req "$RA" /hello.txt)"
-	assert_eq "$CODE" 200 "case 1: request $i of the burst of 3"
-	[[ -n $RL && -n $POLICY ]] || fail "case 1: request $i: 200 without RateLimit fields ('$RL', '$POLICY')"
-	assert_eq "$(rl_remaining "$RL")" $((3 - i)) "case 1: request $i: RateLimit remaining"
-done
-echo "case 1: RateLimit: $RL; RateLimit-Policy: $POLICY"
-split "$(req "$RA" /hello.txt)"
-t4=$(now)
-assert_eq "$CODE" 429 "case 1: the 4th request"
-took=$(calc "$t4 - $t1")
-num_lt "$took" 0.8 ||
-	fail "case 1: the machine was too slow: 4 requests took ${took}s (need under 0.8 s for Retry-After to be 2)"
-assert_eq "$RETRY" 2 "case 1: Retry-After of the 4th request (${took}s after the first)"
-N=$RETRY
-[[ -n $RL && -n $POLICY ]] || fail "case 1: 429 without RateLimit fields ('$RL', '$POLICY')"
-assert_eq "$(rl_remaining "$RL")" 0 "case 1: the 429's RateLimit remaining"
-echo "case 1: 429 with Retry-After: $RETRY; RateLimit: $RL; RateLimit-Policy: $POLICY"
-sleep_until "$(calc "$t1 + $N - 0.15")"
-tb=$(now)
-split "$(req "$RA" /hello.txt)"
-tbe=$(now)
-num_lt "$tbe" "$(calc "$t1 + $N")" ||
-	fail "case 1: the machine was too slow: the request meant to come back before $t1 + ${N}s came back at $tbe"
-assert_eq "$CODE" 429 "case 1: a request $(calc "$tb - $t4" %.2f)s after the 429 (back $(calc "$t1 + $N - $tbe" %.2f)s before the ${N}s were up)"
-assert_ge "$RETRY" 1 "case 1: its Retry-After"
-sleep_until "$(calc "$t4 + $N")"
-split "$(req "$RA" /hello.txt)"
-assert_eq "$CODE" 200 "case 1: the request sent ${N}s after the 429 arrived"
+# A run the machine was too slow to judge (another test hogging both CPUs)
+# says so and returns 3; the case is then run again with a fresh client.
+case_retry_after() { # ADDR
+	local a=$1 t1 t4 took tb tbe i N
+	t1=$(now)
+	for i in 1 2 3; do
+		split "$(req "$a" /hello.txt)"
+		# Past 2 s after the first, a token would have come back.
+		took=$(calc "$(now) - $t1")
+		if ! num_lt "$took" 0.8; then
+			echo "case 1: too slow to judge: $i requests took ${took}s"
+			return 3
+		fi
+		assert_eq "$CODE" 200 "case 1: request $i of the burst of 3"
+		[[ -n $RL && -n $POLICY ]] || fail "case 1: request $i: 200 without RateLimit fields ('$RL', '$POLICY')"
+		assert_eq "$(rl_remaining "$RL")" $((3 - i)) "case 1: request $i: RateLimit remaining"
+	done
+	echo "case 1: RateLimit: $RL; RateLimit-Policy: $POLICY"
+	split "$(req "$a" /hello.txt)"
+	t4=$(now)
+	assert_eq "$CODE" 429 "case 1: the 4th request"
+	took=$(calc "$t4 - $t1")
+	if ! num_lt "$took" 0.8; then
+		echo "case 1: too slow to judge: 4 requests took ${took}s (need under 0.8 s for Retry-After to be 2)"
+		return 3
+	fi
+	assert_eq "$RETRY" 2 "case 1: Retry-After of the 4th request (${took}s after the first)"
+	N=$RETRY
+	[[ -n $RL && -n $POLICY ]] || fail "case 1: 429 without RateLimit fields ('$RL', '$POLICY')"
+	assert_eq "$(rl_remaining "$RL")" 0 "case 1: the 429's RateLimit remaining"
+	echo "case 1: 429 with Retry-After: $RETRY; RateLimit: $RL; RateLimit-Policy: $POLICY"
+	sleep_until "$(calc "$t1 + $N - 0.15")"
+	tb=$(now)
+	split "$(req "$a" /hello.txt)"
+	tbe=$(now)
+	if ! num_lt "$tbe" "$(calc "$t1 + $N")"; then
+		echo "case 1: too slow to judge: the request meant to come back before $t1 + ${N}s came back at $tbe"
+		return 3
+	fi
+	assert_eq "$CODE" 429 "case 1: a request $(calc "$tb - $t4" %.2f)s after the 429 (back $(calc "$t1 + $N - $tbe" %.2f)s before the ${N}s were up)"
+	assert_ge "$RETRY" 1 "case 1: its Retry-After"
+	sleep_until "$(calc "$t4 + $N")"
+	split "$(req "$a" /hello.txt)"
+	assert_eq "$CODE" 200 "case 1: the request sent ${N}s after the 429 arrived"
+}
+
+# Runs CASE ADDR for the addresses in turn until one run could be judged.
+judged() { # CASE ADDR...
+	local c=$1 a rc
+	shift
+	for a in "$@"; do
+		rc=0
+		"$c" "$a" || rc=$?
+		((rc == 3)) || return "$rc"
+		echo "$c: $a could not be judged; again with the next client"
+	done
+	fail "$c: the machine was too slow to judge it in ${#} runs"
+}
+
+judged case_retry_after "${RA[@]}"
 
 # --- 2. Counts over a run ----------------------------------------------------
 # GCRA admits a fresh bucket's burst at once and then one request each 1/rate
@@ -139,33 +175,40 @@ assert_eq "$CODE" 200 "case 1: the request sent ${N}s after the 429 arrived"
 # first sent): the expected count is known exactly unless rate x t crosses
 # a whole number inside that window of one round trip each side, the one
 # boundary request the timing allows; then either count is right.
-LOOP=$(netns_tmp loop_cnt)
-req_loop "$CNT" /hello.txt "$RUN_S" 400 0 "$LOOP"
-read -r n n200 n429 nother gap lo hi < <(awk -F'\t' -v r="$RATE" -v b="$BURST" '
-	NR == 1 { s1 = $1; e1 = $2 }
-	{ n++; if ($3 == 200) a++; else if ($3 == 429) z++; else o++
-	  if (NR > 1 && $2 - ps > g) g = $2 - ps; ps = $1; sl = $1; el = $2 }
-	END { printf "%d %d %d %d %.3f %d %d\n", n, a, z, o, g,
-		b + int(r * (sl - e1)), b + int(r * (el - s1)) }' "$LOOP")
-echo "case 2: $n requests in ${RUN_S}s: $n200 x 200, $n429 x 429, $nother other; longest gap ${gap}s; burst + rate x t: $lo..$hi"
-assert_eq "$nother" 0 "case 2: answers other than 200 and 429"
-assert_ge "$n" 50 "case 2: requests in ${RUN_S}s"
-num_lt "$gap" "$(calc "1 / $RATE")" || fail "case 2: a gap of ${gap}s between requests: too slow to count exactly"
-((hi - lo <= 1)) || fail "case 2: first/last round trips too long to count exactly ($lo..$hi)"
-if ((lo == hi)); then
-	assert_eq "$n200" "$lo" "case 2: 200s = burst $BURST + $RATE/s x t"
-else
-	assert_ge "$n200" "$lo" "case 2: 200s = burst $BURST + $RATE/s x t, t at a boundary"
-	assert_le "$n200" "$hi" "case 2: 200s = burst $BURST + $RATE/s x t, t at a boundary"
-fi
-assert_eq $((n200 + n429)) "$n" "case 2: every request answered 200 or 429"
-assert_eq "$(awk -F'\t' '$3 == 429 && $4 != 1' "$LOOP" | wc -l)" 0 \
-	"case 2: 429s with a Retry-After other than 1 (the wait is at most 1/rate = 0.5 s)"
-assert_eq "$(awk -F'\t' '$3 == 200 && $5 == ""' "$LOOP" | wc -l)" 0 "case 2: 200s without RateLimit"
-# nginx kept its connections to the check server for the next check: the
-# sockets to port 9465 in any state (TIME-WAIT included, 60 s) are few.
-conns=$(in_rx ss -Htan "( dport = :$CHECK_PORT )" | wc -l)
-assert_le "$conns" 16 "case 2: connections nginx opened to the check server for $n checks"
+case_counts() { # ADDR
+	local n n200 n429 nother gap lo hi conns loop
+	loop=$(netns_tmp "loop_$1")
+	req_loop "$1" /hello.txt "$RUN_S" 400 0 "$loop"
+	read -r n n200 n429 nother gap lo hi < <(awk -F'\t' -v r="$RATE" -v b="$BURST" '
+		NR == 1 { s1 = $1; e1 = $2 }
+		{ n++; if ($3 == 200) a++; else if ($3 == 429) z++; else o++
+		  if (NR > 1 && $2 - ps > g) g = $2 - ps; ps = $1; sl = $1; el = $2 }
+		END { printf "%d %d %d %d %.3f %d %d\n", n, a, z, o, g,
+			b + int(r * (sl - e1)), b + int(r * (el - s1)) }' "$loop")
+	echo "case 2: $n requests in ${RUN_S}s: $n200 x 200, $n429 x 429, $nother other; longest gap ${gap}s; burst + rate x t: $lo..$hi"
+	assert_eq "$nother" 0 "case 2: answers other than 200 and 429"
+	if ! num_lt "$gap" "$(calc "1 / $RATE")" || ((hi - lo > 1)); then
+		echo "case 2: too slow to count exactly (a gap of ${gap}s between requests, or round trips too long: $lo..$hi)"
+		return 3
+	fi
+	assert_ge "$n" 50 "case 2: requests in ${RUN_S}s"
+	if ((lo == hi)); then
+		assert_eq "$n200" "$lo" "case 2: 200s = burst $BURST + $RATE/s x t"
+	else
+		assert_ge "$n200" "$lo" "case 2: 200s = burst $BURST + $RATE/s x t, t at a boundary"
+		assert_le "$n200" "$hi" "case 2: 200s = burst $BURST + $RATE/s x t, t at a boundary"
+	fi
+	assert_eq $((n200 + n429)) "$n" "case 2: every request answered 200 or 429"
+	assert_eq "$(awk -F'\t' '$3 == 429 && $4 != 1' "$loop" | wc -l)" 0 \
+		"case 2: 429s with a Retry-After other than 1 (the wait is at most 1/rate = 0.5 s)"
+	assert_eq "$(awk -F'\t' '$3 == 200 && $5 == ""' "$loop" | wc -l)" 0 "case 2: 200s without RateLimit"
+	# nginx kept its connections to the check server for the next check: the
+	# sockets to port 9465 in any state (TIME-WAIT included, 60 s) are few.
+	conns=$(in_rx ss -Htan "( dport = :$CHECK_PORT )" | wc -l)
+	assert_le "$conns" 16 "case 2: connections nginx opened to the check server for $n checks"
+}
+
+judged case_counts "${CNT[@]}"
 
 # --- 3. GET / through the index: charged once ----------------------------
 # /index.html directly, then / twice: remaining 9, 8, 7 of a burst of 10
