@@ -848,16 +848,16 @@ static const struct cli_opt check_opts[] = {
 static int parse_trust(const char *spec, struct check_server *s)
 {
 	char buf[1024], why[160];
-	char *save = NULL, *tok;
+	char *rest = buf, *tok;
 
 	if (strlen(spec) >= sizeof(buf))
 		return usage_err("bad --trust: too long: at most %u CIDRs", TRUST_MAX);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	s->ntrust = 0;
-	if (!*buf || buf[strlen(buf) - 1] == ',')
-		return usage_err("bad --trust '%s': give CIDR[,CIDR...], e.g. %s", spec,
-				 TRUST_DEFAULT);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while ((tok = strsep(&rest, ","))) {
+		if (!*tok)
+			return usage_err("bad --trust '%s': give CIDR[,CIDR...], e.g. %s", spec,
+					 TRUST_DEFAULT);
 		if (s->ntrust == TRUST_MAX)
 			return usage_err("bad --trust: at most %u CIDRs", TRUST_MAX);
 		if (parse_cidr(tok, &s->trust[s->ntrust], why, sizeof(why)))
