@@ -923,14 +923,17 @@ static int serve(struct check_server *s, const sigset_t *stop)
 	for (;;) {
 		__u64 gen = SLUICE_GEN(__atomic_load_n(&s->bans.cfg->gen_slot, __ATOMIC_ACQUIRE));
 
-		if (sigtimedwait(stop, NULL, &poll) >= 0)
+		if (sigtimedwait(stop, NULL, &poll) >= 0) {
+			free(np);
 			return 0;
+		}
 		if (gen != s->pol->gen) {
 			np = np ? np : malloc(sizeof(*np));
 			if (!np)
 				return runtime_err("out of memory");
 			if (policy_load(&s->m, np)) {
 				free(np);
+				np = NULL;
 				if (!still_attached(s))
 					break;
 				return runtime_err("cannot read the policy of %s", s->m.iface);

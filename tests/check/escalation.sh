@@ -12,6 +12,8 @@
 # the test stops at the Retry-After of the check that should have started
 # the ban (1, the bucket's wait, not the 3 s ban).
 set -euo pipefail
+# The ASan/UBSan build: a leak or overflow on any path here fails the test.
+SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../lib/nft.sh"
 

@@ -14,6 +14,8 @@
 # Shown to fail: with the trust check in serve_check() skipped, the
 # untrusted peer gets 200 and the test stops at "untrusted peer".
 set -euo pipefail
+# The ASan/UBSan build: a leak or overflow on any path here fails the test.
+SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
 check_init cki
