@@ -600,7 +600,9 @@ static __u64 ban_left(const struct check_server *s, const struct sluice_src_key 
 	struct sluice_ban b;
 	__u64 now;
 
-	if (bpf_map_lookup_elem(s->bans.fd, src, &b))
+	/* The datapath's gate too: no lookup while the table has no live ban. */
+	if (!(__atomic_load_n(&s->bans.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE) ||
+	    bpf_map_lookup_elem(s->bans.fd, src, &b))
 		return 0;
 	now = mono_now_ns();
 	return b.until_ns > now ? b.until_ns - now : 0;
