@@ -11,6 +11,7 @@
 # third live source gets 429 table_full with Retry-After 1, and once an
 # entry is idle again it is served. When the interface is detached the
 # server says so and exits 1.
+# With no request rules it serves anyway (200, unlimited) and warns.
 # Shown to fail: with the trust check in serve_check() skipped, the
 # untrusted peer gets 200 and the test stops at "untrusted peer".
 set -euo pipefail
@@ -19,6 +20,13 @@ SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
 check_init cki
+
+# No request rules yet: it serves anyway, every check 200, and says so.
+check_start
+assert_eq "$(check 198.18.5.5) [$(hdr RateLimit)]" "200 []" "a check with no request rules"
+grep -q "warning: $IF_RX has no request rules" "$CHECK_LOG" || fail "no warning: $(cat "$CHECK_LOG")"
+ok "warns: $(tail -n 1 "$CHECK_LOG")"
+check_stop
 sluice_rx limit set 198.18.0.0/15 --requests 1/s --burst 3 >/dev/null
 
 # --- usage errors: exit 2, one line, nothing started ---
