@@ -347,7 +347,7 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 	for (size_t i = 0; !err && i < n; i++) {
 		if (bans[i].escalated) {
 			/* The ban table holds addresses: ADDR names it. */
-			if (prefix || memcmp(&bans[i].row.key, &want, sizeof(want)))
+			if (prefix || memcmp(&bans[i].row.key, &want, sizeof(want)) != 0)
 				continue;
 			if (map_delete(m.bans, &want) && errno != ENOENT) {
 				err = runtime_err("cannot lift the ban on %s: %s", arg,

@@ -600,7 +600,9 @@ static __u64 ban_left(const struct check_server *s, const struct sluice_src_key 
 	struct sluice_ban b;
 	__u64 now;
 
-	if (bpf_map_lookup_elem(s->bans.fd, src, &b))
+	/* The datapath's gate too: no lookup while the table has no live ban. */
+	if (!(__atomic_load_n(&s->bans.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE) ||
+	    bpf_map_lookup_elem(s->bans.fd, src, &b))
 		return 0;
 	now = mono_now_ns();
 	return b.until_ns > now ? b.until_ns - now : 0;
@@ -848,16 +850,16 @@ static const struct cli_opt check_opts[] = {
 static int parse_trust(const char *spec, struct check_server *s)
 {
 	char buf[1024], why[160];
-	char *save = NULL, *tok;
+	char *rest = buf, *tok;
 
 	if (strlen(spec) >= sizeof(buf))
 		return usage_err("bad --trust: too long: at most %u CIDRs", TRUST_MAX);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	s->ntrust = 0;
-	if (!*buf || buf[strlen(buf) - 1] == ',')
-		return usage_err("bad --trust '%s': give CIDR[,CIDR...], e.g. %s", spec,
-				 TRUST_DEFAULT);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while ((tok = strsep(&rest, ","))) {
+		if (!*tok)
+			return usage_err("bad --trust '%s': give CIDR[,CIDR...], e.g. %s", spec,
+					 TRUST_DEFAULT);
 		if (s->ntrust == TRUST_MAX)
 			return usage_err("bad --trust: at most %u CIDRs", TRUST_MAX);
 		if (parse_cidr(tok, &s->trust[s->ntrust], why, sizeof(why)))
@@ -923,14 +925,17 @@ static int serve(struct check_server *s, const sigset_t *stop)
 	for (;;) {
 		__u64 gen = SLUICE_GEN(__atomic_load_n(&s->bans.cfg->gen_slot, __ATOMIC_ACQUIRE));
 
-		if (sigtimedwait(stop, NULL, &poll) >= 0)
+		if (sigtimedwait(stop, NULL, &poll) >= 0) {
+			free(np);
 			return 0;
+		}
 		if (gen != s->pol->gen) {
 			np = np ? np : malloc(sizeof(*np));
 			if (!np)
 				return runtime_err("out of memory");
 			if (policy_load(&s->m, np)) {
 				free(np);
+				np = NULL;
 				if (!still_attached(s))
 					break;
 				return runtime_err("cannot read the policy of %s", s->m.iface);

@@ -68,6 +68,8 @@ static void put_rule_identity(FILE *f, const struct prom_iface *i, const struct 
 	dport_value(r, v, sizeof(v));
 	prom_label(f, "dport", v, false);
 	prom_label(f, "syn", r->match_flags & SLUICE_MATCH_SYN ? "true" : "", false);
+	/* A request rule's CIDR may have a packet rule too. */
+	prom_label(f, "requests", r->unit == SLUICE_UNIT_REQUESTS ? "true" : "", false);
 }
 
 /* --- what a limit rule does; "" for allow and deny --- */
@@ -118,8 +120,8 @@ static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom
 	fputs("sluice_rule_info{", f);
 	put_rule_identity(f, i, r);
 	prom_label(f, "kind", r->kind, false);
-	prom_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" : "packets",
-		  false);
+	prom_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" :
+		  r->unit == SLUICE_UNIT_REQUESTS ? "requests" : "packets", false);
 	v[0] = '\0';
 	if (limit)
 		rate_value(r, v, sizeof(v));

@@ -594,8 +594,6 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 		  a->val[O_REQUESTS] ? SLUICE_UNIT_REQUESTS : SLUICE_UNIT_PACKETS;
 	val = a->val[O_BYTES] ? a->val[O_BYTES] :
 	      a->val[O_REQUESTS] ? a->val[O_REQUESTS] : a->val[O_RATE];
-	if (r->unit == SLUICE_UNIT_REQUESTS && check_requests(a, is_default, why, len))
-		return -1;
 	if (rule_parse_rate(unit_option(r->unit), val, r, why, len))
 		return -1;
 	/* Default burst: one second's worth, at least 1. */
@@ -618,6 +616,8 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 {
 	memset(r, 0, sizeof(*r));
 	r->period = SLUICE_PERIOD_SEC;
+	if (a->val[O_REQUESTS] && check_requests(a, c->id == RULE_DEFAULT, why, len))
+		return -1;
 	if (c->id != RULE_DEFAULT && c->id != RULE_NEW_SOURCES) {
 		if (a->npos < 1) {
 			snprintf(why, len, "%s needs a CIDR (e.g. 198.18.0.0/15 or 2001:2::/48)",

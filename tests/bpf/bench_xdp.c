@@ -443,6 +443,40 @@ static void plain_min_rows(struct fixture *fx, double base)
 	bench_min_random_bpf__destroy(m);
 }
 
+/* The ban table (the check server's escalation, issue 12): what a packet
+ * pays while bans exist, against the plain limited rule `ref` it is judged
+ * by otherwise, and what a banned source's packet costs. */
+static void ban_table_rows(struct fixture *fx, double base, double ref)
+{
+	struct sluice_src_key k;
+	struct ban_writer w;
+	struct frame f;
+	char addr[32];
+	double ns;
+
+	if (ban_writer_open(&fx->m, &w))
+		return;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(addr, sizeof(addr), "198.19.%d.%d", 100 + i / 250, 1 + i % 250);
+		if (parse_source(addr, &k) ||
+		    ban_put(&w, &k, 0, mono_now_ns() + 3600 * SLUICE_NS_PER_SEC))
+			goto out;
+	}
+	if (parse_source("198.18.13.1", &k) ||
+	    ban_put(&w, &k, 0, mono_now_ns() + 3600 * SLUICE_NS_PER_SEC))
+		goto out;
+	frame_udp_from(&f, "198.18.2.1");
+	ns = per_packet_ns(fx->prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   +%.1f ns over bare, %+.1f over a plain rule\n",
+	       "1001 bans live, plain rule, limited (drop)", ns, ns / base, ns - base, ns - ref);
+	frame_udp_from(&f, "198.18.13.1");
+	ns = per_packet_ns(fx->prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   +%.1f ns over bare, %+.1f over a plain rule\n",
+	       "banned by the check server (drop)", ns, ns / base, ns - base, ns - ref);
+out:
+	ban_writer_close(&w);
+}
+
 /* usage: bench_xdp [algos]   (algos: only the algorithms, next to bare) */
 int main(int argc, char **argv)
 {
@@ -504,6 +538,7 @@ int main(int argc, char **argv)
 	printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n", "plain rule, limited (drop)", ref,
 	       ref / base, ref - base);
 	run_cases(&fx2, v2, sizeof(v2) / sizeof(v2[0]), base, ref);
+	ban_table_rows(&fx2, base, ref);
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
 		double ns = hot_aggregate_ns(fx2.prog_fd, hot_src);
 

@@ -510,6 +510,117 @@ static void l4_unreadable_v6_payload(void)
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_DENIED));
 }
 
+/* A request rule never judges packets: its CIDR's packets go to the rule
+ * that covers them otherwise (here the packet rule of the same CIDR, then
+ * the default), and the request rule's counters stay at zero. */
+static void request_rules_skip_packets(void)
+{
+	struct sluice_policy_counter pc;
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.0.0/16 --requests 1/h --burst 1 --ban 1h;"
+		    "limit set 198.19.0.0/16 --rate 1/h --burst 3;"
+		    "limit set 198.19.0.0/16 --requests 1/h --burst 1") == 0, "setup");
+	frame_udp_from(&f, "198.18.1.1");
+	CHECK(send_n(&f, 50) == 50, "a request rule limited packets");
+	frame_udp_from(&f, "198.19.1.1");
+	CHECK(send_n(&f, 10) == 3, "the packet rule beside a request rule of the same CIDR");
+	CHECK(read_policy_counter(&fx.m, 1, &pc) == 0 && pc.pass_packets + pc.drop_packets == 0,
+	      "the first request rule counted %llu packets",
+	      (unsigned long long)(pc.pass_packets + pc.drop_packets));
+}
+
+/* Set or clear the ban table's live bit as ban_put and ban_sweep do. */
+static void bans_word(bool live)
+{
+	struct ban_writer w;
+
+	if (ban_writer_open(&fx.m, &w))
+		return;
+	if (live)
+		__atomic_or_fetch(&w.cfg->bans, SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
+	else
+		__atomic_and_fetch(&w.cfg->bans, ~SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
+	ban_writer_close(&w);
+}
+
+/* The ban table (the check server's escalation): a banned source's packets,
+ * SYNs included, drop as banned and count on the request rule, before any
+ * rule (even allow) decides; other sources, expired entries and entries
+ * behind a clear live bit are not banned; ban_sweep removes expired ones
+ * and clears the bit when none is left. */
+static void ban_table(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct sluice_policy_counter pc;
+	struct sluice_src_key k1, k2, k6;
+	struct ban_writer w;
+	struct frame f;
+	__u32 idx = 0;
+
+	CHECK(setup("allow 198.18.0.0/15;"
+		    "limit set 198.18.0.0/15 --requests 5 --ban 1m --ban-after 3") == 0, "setup");
+	for (unsigned int i = 1; i < SLUICE_MAX_POLICIES && !idx; i++) {
+		struct sluice_policy sp;
+
+		if (!policy_entry(&fx.m, SLUICE_GEN_SLOT(0), i, &sp) && sp.in_use &&
+		    sp.unit == SLUICE_UNIT_REQUESTS)
+			idx = i;
+	}
+	if (!idx) {	/* the active slot may be 1 */
+		struct sluice_config cfg;
+
+		live_config(&fx.m, &cfg);
+		for (unsigned int i = 1; i < SLUICE_MAX_POLICIES && !idx; i++) {
+			struct sluice_policy sp;
+
+			if (!policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), i, &sp) &&
+			    sp.in_use && sp.unit == SLUICE_UNIT_REQUESTS)
+				idx = i;
+		}
+	}
+	CHECK(idx, "no request rule in the table");
+	CHECK(!parse_source("198.18.1.1", &k1) && !parse_source("198.18.1.2", &k2) &&
+	      !parse_source("2001:2::1", &k6), "keys");
+	CHECK(ban_writer_open(&fx.m, &w) == 0, "ban_writer_open");
+	CHECK(ban_put(&w, &k1, idx, mono_now_ns() + 60 * SLUICE_NS_PER_SEC) == 0, "ban_put");
+	CHECK(ban_put(&w, &k6, idx, mono_now_ns() - 1) == 0, "ban_put (expired)");
+	CHECK(w.cfg->bans & SLUICE_BANS_LIVE, "ban_put left the live bit clear");
+
+	counters_now(&fx, before);
+	frame_udp_from(&f, "198.18.1.1");
+	CHECK(send_n(&f, 7) == 0, "a banned source passed");
+	frame_tcp(&f, "198.18.1.1", 80, 1, 0);
+	CHECK(send_n(&f, 3) == 0, "a banned source's SYN passed");
+	frame_udp_from(&f, "198.18.1.2");
+	CHECK(send_n(&f, 5) == 5, "another source of the rule was banned");
+	frame_udp_from(&f, "2001:2::1");
+	CHECK(send_n(&f, 4) == 4, "an expired ban still dropped");
+	counters_now(&fx, after);
+	CHECK(reason_delta(before, after, SLUICE_R_BANNED) == 10, "%llu banned, want 10",
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
+	CHECK(read_policy_counter(&fx.m, idx, &pc) == 0 && pc.drop_packets == 10,
+	      "the request rule counted %llu drops, want 10", (unsigned long long)pc.drop_packets);
+
+	/* The datapath looks only while the live bit is set. */
+	bans_word(false);
+	frame_udp_from(&f, "198.18.1.1");
+	CHECK(send_n(&f, 2) == 2, "looked up with the live bit clear");
+	bans_word(true);
+	CHECK(send_n(&f, 2) == 0, "not banned again with the bit set");
+
+	/* The sweep keeps the live ban and removes the expired one. */
+	CHECK(ban_sweep(&w) == 1, "ban_sweep: want 1 live ban");
+	CHECK(bpf_map_lookup_elem(fx.m.bans, &k6, &(struct sluice_ban){ 0 }) != 0,
+	      "the expired entry is still there");
+	CHECK(w.cfg->bans & SLUICE_BANS_LIVE, "the sweep cleared the bit with a ban left");
+	CHECK(map_delete(fx.m.bans, &k1) == 0, "delete");
+	CHECK(ban_sweep(&w) == 0, "ban_sweep: want none left");
+	CHECK(!(w.cfg->bans & SLUICE_BANS_LIVE), "the sweep left the bit set with no ban");
+	CHECK(send_n(&f, 2) == 2, "lifted ban still dropped");
+	ban_writer_close(&w);
+}
+
 int main(void)
 {
 	int err = fixture_main_open(&fx);
@@ -535,6 +646,8 @@ int main(void)
 	RUN(l4_unreadable_tiny_fragment);
 	RUN(l4_unreadable_padding);
 	RUN(l4_unreadable_v6_payload);
+	RUN(request_rules_skip_packets);
+	RUN(ban_table);
 	fixture_close(&fx);
 	return check_summary();
 }

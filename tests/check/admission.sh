@@ -15,6 +15,8 @@
 # first answer_fields, as if always admitted), the fourth check is 200 and
 # the test stops at "4th check".
 set -euo pipefail
+# The ASan/UBSan build: a leak or overflow on any path here fails the test.
+SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
 check_init cka

@@ -390,6 +390,8 @@ allow 2001:2:0:1::/64
 limit set ::/0 --rate 1000 --per rule
 limit set 198.18.11.0/24 --rate 100 --per /28 --algo fixed-window --window 100ms
 limit set 2001:2:0:2::/64 --rate 600/m --algo sliding-window --ban 10m
+limit set 198.18.0.0/16 --requests 10/s --burst 30 --per /24 --ban 1m
+limit set 2001:2::/48 --requests 100/m --algo sliding-window --ban 30s --ban-after 3 --monitor
 limit new-sources --rate 600/m --burst 50'
 
 t_roundtrip_v2() {
@@ -397,7 +399,7 @@ t_roundtrip_v2() {
 	printf '%s\n' "$V2_POLICY" >"$CLI_TMP/v2.pol"
 	printf 'limit default --rate 1\ndeny 198.18.0.0/16\n' >"$CLI_TMP/other.pol"
 	sl -i "$IF" policy apply "$CLI_TMP/v2.pol"
-	expect "policy apply of a policy using every option" 0 'applied 14 rules' -
+	expect "policy apply of a policy using every option" 0 'applied 16 rules' -
 	sl_ok -i "$IF" limit list -j
 	cp "$OUT" "$CLI_TMP/list1.json"
 	sl_ok -i "$IF" policy show
@@ -427,16 +429,18 @@ t_roundtrip_v2() {
 		limit set ::/0 --rate 1000 --burst 1000 --per rule
 		limit set 198.18.11.0/24 --rate 100 --algo fixed-window --window 100ms --per /28
 		limit set 2001:2:0:2::/64 --rate 600/m --algo sliding-window --window 1m --ban 10m
+		limit set 198.18.0.0/16 --requests 10 --burst 30 --per /24 --ban 1m --ban-after 10
+		limit set 2001:2::/48 --requests 100/m --algo sliding-window --window 1m --ban 30s --ban-after 3 --monitor
 		limit new-sources --rate 600/m --burst 50
 	EOF
-	check "policy show: 15 rules, the new-source budget and a header" \
-		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 16
+	check "policy show: 17 rules, the new-source budget and a header" \
+		test "$(grep -vc '^#' "$CLI_TMP/show1")" -eq 18
 	sl_ok -i "$IF" policy apply "$CLI_TMP/other.pol"
 	sl_ok -i "$IF" policy show
 	check "another policy applied: policy show differs" \
 		bash -c "! cmp -s '$CLI_TMP/show1' '$OUT'"
 	sl -i "$IF" policy apply "$CLI_TMP/show1"
-	expect "policy apply of policy show's output" 0 'applied 14 rules' -
+	expect "policy apply of policy show's output" 0 'applied 16 rules' -
 	sl_ok -i "$IF" policy show
 	if cmp -s "$CLI_TMP/show1" "$OUT"; then
 		pass_check "policy show after the round trip is identical"
@@ -452,8 +456,13 @@ t_roundtrip_v2() {
 		nsenter --net="/run/netns/$NS_RX" "$SLUICE" policy check "$CLI_TMP/show1"
 
 	local L=$CLI_TMP/list1.json
-	check "limit list -j: 15 entries, each with the old and the new keys" \
-		jq -e 'length == 15 and all(.[]; has("cidr") and has("action") and has("rate")
+	check "limit list -j: request rules, their unit and --ban-after" \
+		jq -e 'any(.[]; .cidr == "198.18.0.0/16" and .unit == "requests" and .per_len == 24
+			and .ban_after == 10 and .burst == 30)
+			and any(.[]; .cidr == "2001:2::/48" and .unit == "requests" and .monitor
+			and .ban_after == 3 and .algo == "sliding-window")' "$CLI_TMP/list1.json"
+	check "limit list -j: 17 entries, each with the old and the new keys" \
+		jq -e 'length == 17 and all(.[]; has("cidr") and has("action") and has("rate")
 			and has("burst") and has("unit") and has("period") and has("per")
 			and has("per_len") and has("proto") and has("dport") and has("syn")
 			and has("monitor") and has("ban_ms") and has("match") and has("rule")

@@ -97,7 +97,7 @@ assert_eq "$(series "$m" "sluice_tracked_sources_capacity{$L}")" "$(jq .capacity
 	"sluice_tracked_sources_capacity equals stats -j"
 
 # These rules have no match: the match labels are there, empty.
-NOMATCH='proto="",dport="",syn=""'
+NOMATCH='proto="",dport="",syn="",requests=""'
 npol=0
 while IFS=$'\t' read -r cidr action rate burst passed dropped; do
 	P="$L,policy=\"$cidr\",$NOMATCH"

@@ -93,7 +93,7 @@ m=$(netns_tmp m.txt)
 scrape /metrics >"$m" || fail "scrape failed"
 assert_eq "$(series "$m" "sluice_tracked_sources_capacity{interface=\"$EXTRA\"}")" 262144 \
 	"$EXTRA, attached after the exporter started, is exported"
-v=$(series "$m" "sluice_policy_packets_total{interface=\"$EXTRA\",policy=\"default\",proto=\"\",dport=\"\",syn=\"\",action=\"pass\"}")
+v=$(series "$m" "sluice_policy_packets_total{interface=\"$EXTRA\",policy=\"default\",proto=\"\",dport=\"\",syn=\"\",requests=\"\",action=\"pass\"}")
 [[ $v =~ ^[0-9]+$ ]] || fail "$EXTRA's policy counters: $v"
 ok "$EXTRA's policy counters are exported: $v"
 assert_eq "$(series "$m" "sluice_tracked_sources_capacity{interface=\"$IF_RX\"}")" 262144 \

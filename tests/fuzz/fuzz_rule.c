@@ -29,7 +29,8 @@ static bool same_rule(const struct rule *a, const struct rule *b)
 	       a->action == b->action && a->unit == b->unit && a->rate == b->rate &&
 	       a->period == b->period && a->burst == b->burst && a->algo == b->algo &&
 	       a->window_ns == b->window_ns && a->per == b->per && a->per_len == b->per_len &&
-	       a->ban_ns == b->ban_ns && a->monitor == b->monitor && a->index == b->index;
+	       a->ban_ns == b->ban_ns && a->ban_after == b->ban_after && a->monitor == b->monitor &&
+	       a->index == b->index;
 }
 
 /* The words that say r again, as `policy show` and `limit list` write them. */

@@ -294,11 +294,12 @@ static void case_two_ifaces(void)
 	check_golden("two_ifaces", &s);
 }
 
-/* Rules on one CIDR told apart by their match, and every limit option:
- * bytes, /m and /h, --per /LEN and rule, --ban, --monitor. */
+/* Rules on one CIDR told apart by their match (or as a request rule), and
+ * every limit option: bytes, /m and /h, --per /LEN and rule, --ban,
+ * --monitor, --requests. */
 static void case_rules_with_matches(void)
 {
-	struct prom_rule rules[9];
+	struct prom_rule rules[10];
 	struct prom_iface ifc;
 	struct prom_scrape s;
 
@@ -336,6 +337,9 @@ static void case_rules_with_matches(void)
 	rules[8] = rule_limit("198.18.0.0/15", 1, 10);	/* --per /24 */
 	rules[8].per = SLUICE_PER_PREFIX;
 	rules[8].per_len = 24;
+	rules[9] = rule_limit("198.18.0.0/15", 10, 20);	/* --requests, --ban 1m */
+	rules[9].unit = SLUICE_UNIT_REQUESTS;
+	rules[9].ban_ns = 60000 * MS;
 	for (unsigned int i = 0; i < ARRAY_LEN(rules); i++)
 		counts(&rules[i], 100 * i, 10 * i);
 	iface_init(&ifc, "veth0", 42);
