@@ -3,7 +3,7 @@
 # (wrk, 8 connections over 2 threads, for 3 s, served by the check
 # server's 4 threads) admit what the token bucket allows, no more: with
 # rate R and burst B over the t seconds the checks came in, the server's
-# passed count (its metrics) lies within B + R x t +- 1, t taken as wrk's
+# passed count (its metrics) lies within B + R x t + 1 and B + R x t - 2, t taken as wrk's
 # own run time for the lower bound and the wall time around wrk for the
 # upper one. Then the same against build/tests/sluice_check_racy, the
 # check server built with SLUICE_CHECK_RACY (tests/tests.mk), which judges
@@ -39,7 +39,7 @@ check_start
 read -r pass reqs wrk_s wall_s < <(hammer)
 echo "correct build: $pass of $reqs checks passed; wrk ran ${wrk_s}s, ${wall_s}s wall"
 assert_ge "$reqs" $((20 * (BURST + RATE * SECONDS_RUN))) "checks sent (far over the limit)"
-assert_ge "$pass" "$(calc "$BURST + $RATE * $wrk_s - 1" %.3f)" "passed >= B + R x t - 1"
+assert_ge "$pass" "$(calc "$BURST + $RATE * $wrk_s - 2" %.3f)" "passed >= B + R x t - 2 (one more for a loaded machine: wrk's t may begin before its first check)"
 assert_le "$pass" "$(calc "$BURST + $RATE * $wall_s + 1" %.3f)" "passed <= B + R x t + 1"
 check_stop
 
