@@ -662,6 +662,12 @@ static bool trusted(const struct check_server *s, const struct in6_addr *peer)
 	return false;
 }
 
+/* The --trust peers are the gateways (httpd.h): many connections each. */
+static bool gateway_peer(void *cls, const struct in6_addr *peer)
+{
+	return trusted(cls, peer);
+}
+
 static enum MHD_Result reply_answer(struct MHD_Connection *conn, const struct answer *a)
 {
 	char policy[SLUICE_CIDR_STR_MAX + 64], limit[SLUICE_CIDR_STR_MAX + 64], retry[24];
@@ -1036,6 +1042,7 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 	s->http.name = "check-server";
 	s->http.not_allowed = "405 method not allowed: checks and metrics are read with GET\n";
 	s->http.handler = on_request;
+	s->http.gateway = gateway_peer;
 	s->http.cls = s;
 	err = httpd_start(&s->http, fd, CHECK_THREADS, bound);
 	if (err)

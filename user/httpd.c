@@ -73,9 +73,11 @@ static bool same_peer(const struct httpd_conn *a, const struct httpd_conn *b)
 	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
 }
 
-/* After nc joined: the oldest waiting connection goes when its address,
- * or everyone, is over the limit. nc is the newest, so it stays. */
-static void enforce_waiting_limits(struct httpd_conns *cs, const struct httpd_conn *nc)
+/* After nc joined: the oldest waiting connection goes when its address
+ * (unless a gateway's), or everyone, is over the limit. nc is the newest,
+ * so it stays. */
+static void enforce_waiting_limits(struct httpd_conns *cs, const struct httpd_conn *nc,
+				   bool gateway)
 {
 	struct httpd_conn *oldest_peer = NULL, *oldest = NULL;
 	unsigned int per_peer = 0, all = 0;
@@ -92,7 +94,7 @@ static void enforce_waiting_limits(struct httpd_conns *cs, const struct httpd_co
 			per_peer++;
 		}
 	}
-	if (per_peer > HTTP_WAITING_PER_ADDR && oldest_peer != nc) {
+	if (!gateway && per_peer > HTTP_WAITING_PER_ADDR && oldest_peer != nc) {
 		conn_shut(oldest_peer);
 		all--;
 		if (oldest == oldest_peer)
@@ -121,9 +123,11 @@ void httpd_peer(struct MHD_Connection *mc, struct in6_addr *out)
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 			  enum MHD_ConnectionNotificationCode what)
 {
-	struct httpd_conns *cs = &((struct httpd *)cls)->conns;
+	struct httpd *h = cls;
+	struct httpd_conns *cs = &h->conns;
 	struct httpd_conn *c = *socket_context;
 	const union MHD_ConnectionInfo *ci;
+	bool gateway;
 
 	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!c)
@@ -145,10 +149,11 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	}
 	c->fd = ci->connect_fd;
 	httpd_peer(mc, &c->peer);
+	gateway = h->gateway && h->gateway(h->cls, &c->peer);
 	pthread_mutex_lock(&cs->lock);
 	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
 	conn_append(cs, c);
-	enforce_waiting_limits(cs, c);
+	enforce_waiting_limits(cs, c, gateway);
 	pthread_cond_signal(&cs->wake);
 	pthread_mutex_unlock(&cs->lock);
 	*socket_context = c;
@@ -436,7 +441,8 @@ struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads)
 	struct MHD_OptionItem o[] = {
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h },
 		{ MHD_OPTION_CONNECTION_LIMIT, HTTP_CONN_LIMIT, NULL },
-		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_CONN_PER_ADDR, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->gateway ? HTTP_CONN_LIMIT : HTTP_CONN_PER_ADDR,
+		  NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, HTTP_DEADLINE_S, NULL },
 		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h },

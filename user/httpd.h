@@ -63,6 +63,13 @@ struct httpd {
 	const char *not_allowed;
 	httpd_handler handler;
 	void *cls;
+	/* Set for a server whose clients are a few gateways, each with many
+	 * connections (the check server behind nginx): a peer it says yes to
+	 * is not held to the per-address waiting limit, or its own idle
+	 * keep-alive connections would be cut; and libmicrohttpd's
+	 * per-address connection limit, which cannot tell peers apart, is
+	 * the total one. The total limits hold for everyone. */
+	bool (*gateway)(void *cls, const struct in6_addr *peer);
 	int log_requests;
 	struct httpd_conns conns;
 	struct MHD_Daemon *d;
