@@ -15,11 +15,7 @@
 # median of BENCH_CHECK_ROUNDS (default 3) is printed.
 #
 # Environment: BENCH_CHECK_SECONDS per wrk run (default 3), BENCH_CHECK_ROUNDS,
-# BENCH_CHECK_CONNS wrk connections (default 8; 2 threads). Past 8 the check
-# server's guard against stalled clients (at most 8 connections of one
-# address waiting for a request: the oldest goes) cuts connections of the
-# one peer it has, nginx or wrk on loopback, and the errors and 500s show
-# in the rows.
+# BENCH_CHECK_CONNS wrk connections (default 16; 2 threads).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -30,7 +26,7 @@ cd "$ROOT"
 
 SECS=${BENCH_CHECK_SECONDS:-3}
 ROUNDS=${BENCH_CHECK_ROUNDS:-3}
-CONNS=${BENCH_CHECK_CONNS:-8}
+CONNS=${BENCH_CHECK_CONNS:-16}
 THREADS=2
 MANY=16384			# addresses of (a)'s second run: 198.18.0.0 .. 198.18.63.255
 PORT_OFF=8081			# (b) without a limiter
