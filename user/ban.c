@@ -72,71 +72,101 @@ int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, _
 	return 0;
 }
 
-int ban_sweep(struct ban_writer *w)
-{
-	struct sluice_src_key keys[BAN_BATCH];
-	struct sluice_ban vals[BAN_BATCH];
-	__u64 *word = &w->cfg->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	__u64 now = mono_now_ns();
-	struct sluice_src_key next, *cursor = NULL;
-	int live = 0;
-	__u32 n;
-	int err;
-
-	do {
-		n = BAN_BATCH;
-		err = bpf_map_lookup_batch(w->fd, cursor, &next, keys, vals, &n, NULL);
-		if (err && errno != ENOENT)
-			return -errno;
-		for (__u32 i = 0; i < n; i++) {
-			if (vals[i].until_ns > now)
-				live++;
-			else if (map_delete(w->fd, &keys[i]) && errno != ENOENT)
-				return -errno;
-		}
-		cursor = &next;
-	} while (!err);
-	if (!live && (seen & SLUICE_BANS_LIVE))
-		__atomic_compare_exchange_n(word, &seen, seen & ~SLUICE_BANS_LIVE, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	return live;
-}
-
-/* The live entries of the ban table into bans[*nb...], up to max. */
-static int read_escalated(const struct sluice_maps *m, const struct policy *p, struct ban **bans,
-			  size_t *nb, size_t *cap)
+/* Calls fn for each entry of the ban table fd, read in batches, until fn
+ * returns non-zero: 0, fn's value, or -errno. */
+typedef int (*ban_fn)(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx);
+static int ban_walk(int fd, ban_fn fn, void *ctx)
 {
 	struct sluice_src_key keys[BAN_BATCH], next, *cursor = NULL;
 	struct sluice_ban vals[BAN_BATCH];
-	__u64 now = mono_now_ns();
-	struct ban *grown;
 	__u32 n;
-	int err;
+	int err, r;
 
 	do {
 		n = BAN_BATCH;
-		err = bpf_map_lookup_batch(m->bans, cursor, &next, keys, vals, &n, NULL);
+		err = bpf_map_lookup_batch(fd, cursor, &next, keys, vals, &n, NULL);
 		if (err && errno != ENOENT)
-			return runtime_err("cannot read the ban table: %s", strerror(errno));
+			return -errno;
 		for (__u32 i = 0; i < n; i++) {
-			if (vals[i].until_ns <= now)
-				continue;
-			if (*nb == *cap) {
-				grown = realloc(*bans, (*cap * 2 + 16) * sizeof(**bans));
-				if (!grown)
-					return runtime_err("out of memory");
-				*bans = grown;
-				*cap = *cap * 2 + 16;
-			}
-			memset(&(*bans)[*nb], 0, sizeof(**bans));
-			(*bans)[*nb].row.key = keys[i];
-			(*bans)[*nb].rule = rule_by_index(p, vals[i].policy);
-			(*bans)[*nb].left_ns = vals[i].until_ns - now;
-			(*bans)[*nb].escalated = true;
-			(*nb)++;
+			r = fn(&keys[i], &vals[i], ctx);
+			if (r)
+				return r;
 		}
 		cursor = &next;
 	} while (!err);
+	return 0;
+}
+
+struct sweep {
+	int fd;
+	__u64 now;
+	int live;
+};
+
+static int sweep_one(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx)
+{
+	struct sweep *sw = ctx;
+
+	if (v->until_ns > sw->now)
+		sw->live++;
+	else if (map_delete(sw->fd, key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int ban_sweep(struct ban_writer *w)
+{
+	__u64 *word = &w->cfg->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	struct sweep sw = { .fd = w->fd, .now = mono_now_ns() };
+	int err = ban_walk(w->fd, sweep_one, &sw);
+
+	if (err)
+		return err;
+	if (!sw.live && (seen & SLUICE_BANS_LIVE))
+		__atomic_compare_exchange_n(word, &seen, seen & ~SLUICE_BANS_LIVE, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return sw.live;
+}
+
+/* The live entries of the ban table, appended to a growing array. */
+struct escalated {
+	const struct policy *p;
+	struct ban **bans;
+	size_t *nb, *cap;
+	__u64 now;
+};
+
+static int add_escalated(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx)
+{
+	struct escalated *e = ctx;
+	struct ban *grown, *b;
+
+	if (v->until_ns <= e->now)
+		return 0;
+	if (*e->nb == *e->cap) {
+		grown = realloc(*e->bans, (*e->cap * 2 + 16) * sizeof(**e->bans));
+		if (!grown)
+			return -ENOMEM;
+		*e->bans = grown;
+		*e->cap = *e->cap * 2 + 16;
+	}
+	b = &(*e->bans)[(*e->nb)++];
+	memset(b, 0, sizeof(*b));
+	b->row.key = *key;
+	b->rule = rule_by_index(e->p, v->policy);
+	b->left_ns = v->until_ns - e->now;
+	b->escalated = true;
+	return 0;
+}
+
+static int read_escalated(const struct sluice_maps *m, const struct policy *p, struct ban **bans,
+			  size_t *nb, size_t *cap)
+{
+	struct escalated e = { .p = p, .bans = bans, .nb = nb, .cap = cap, .now = mono_now_ns() };
+	int err = ban_walk(m->bans, add_escalated, &e);
+
+	if (err)
+		return runtime_err("cannot read the ban table: %s", strerror(-err));
 	return 0;
 }
 
