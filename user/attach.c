@@ -551,8 +551,15 @@ attached:
 		err = write_meta(iface, ifindex, used, multiprog, prog_id_of(prog_fd));
 	if (!err)
 		err = pins_set_access(dir, gid);
-	if (err)
+	if (err) {
+		/* A first attach that cannot finish (its metadata or first
+		 * policy not written) takes its program off the link again, and
+		 * its pins with it (below): nothing half-made stays running. A
+		 * re-attach keeps the new program on the old maps. */
+		if (!had_pins && !old_id && prog && !xdp_program__detach(prog, ifindex, used, 0))
+			used = -1;
 		goto out;
+	}
 	printf("attached to %s in %s mode (%s), program id %u%s\n", iface,
 	       mode_name(used),
 	       multiprog ? "libxdp dispatcher" : "single program; libxdp's dispatcher was not used",
