@@ -354,7 +354,8 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 	struct ban *bans = NULL;
 	char why[256];
 	size_t n = 0, done = 0;
-	bool prefix = strchr(arg, '/') != NULL, lifted;
+	bool prefix = strchr(arg, '/') != NULL, lifted, swept = false;
+	struct ban_writer w = { .fd = -1 };
 	int err;
 
 	(void)c;
@@ -385,6 +386,7 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 				break;
 			}
 			done++;
+			swept = true;
 			continue;
 		}
 		if (!ban_covers(&bans[i].row.key, &want, prefix))
@@ -395,6 +397,12 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 			break;
 		}
 		done += lifted;
+	}
+	/* The last ban gone: the datapath may stop looking (a running check
+	 * server would do it within a second; there may be none). */
+	if (!err && swept && !ban_writer_open(&m, &w)) {
+		ban_sweep(&w);
+		ban_writer_close(&w);
 	}
 	if (!err && !done)
 		err = runtime_err("no ban on %s: see 'sluice ban list'", arg);
