@@ -147,6 +147,7 @@ struct check_server {
 	struct repeat_slot *repeats;
 	/* Atomic counters. */
 	__u64 answers[OUT_MAX];
+	__u64 ban_failures;		/* ban_put refused: the ban table is full */
 	struct rule_counts counts[SLUICE_MAX_POLICIES];
 };
 
@@ -471,7 +472,7 @@ static void judge(struct check_server *s, const struct check_rule *r, __u32 idx,
 	struct check_entry *b, *streak;
 	__u32 bi, si;
 	__u64 st, next = 0, wait;
-	int verdict;
+	int verdict, err;
 
 	source_key_mask(src, r->key_len, (__u16)idx, &k.src);
 	bi = entry_get(s, &k, now);
@@ -544,9 +545,15 @@ static void judge(struct check_server *s, const struct check_rule *r, __u32 idx,
 		return;
 	/* Kept on after ban_after rejections in a row: banned in XDP. */
 	streak->rejected = 0;
-	if (!ban_put(&s->bans, src, idx, now + r->ban_ns)) {
+	err = ban_put(&s->bans, src, idx, now + r->ban_ns);
+	if (!err) {
 		count(&s->counts[idx].bans);
 		a->retry_s = ns_to_s_up(r->ban_ns);
+	} else if (!__atomic_fetch_add(&s->ban_failures, 1, __ATOMIC_RELAXED)) {
+		/* counted, and said once: the client stays unbanned */
+		err_msg("cannot ban a client in XDP: %s (the ban table holds %u; "
+			"sluice_check_escalation_ban_failures_total counts every failure)",
+			strerror(-err), SLUICE_MAX_BANS);
 	}
 }
 
@@ -801,6 +808,12 @@ static char *render_metrics(struct check_server *s, size_t *len)
 			fprintf(f, "} %llu\n", (unsigned long long)__atomic_load_n(
 				&s->counts[p->order[i]].bans, __ATOMIC_RELAXED));
 		}
+		prom_family(f, "sluice_check_escalation_ban_failures_total", "counter",
+			    "Bans the check server could not put in XDP (the ban table was full).");
+		fputs("sluice_check_escalation_ban_failures_total{", f);
+		prom_label(f, "interface", ifc, true);
+		fprintf(f, "} %llu\n", (unsigned long long)__atomic_load_n(&s->ban_failures,
+									 __ATOMIC_RELAXED));
 		prom_family(f, "sluice_check_tracked_sources", "gauge",
 			    "Entries of the check server's source table in use.");
 		fputs("sluice_check_tracked_sources{", f);

@@ -7,7 +7,8 @@
 # "banned", and XDP drops its packets as banned while 198.18.0.5's pass.
 # 198.18.0.5 backs off as told (200, 200, 429, waits Retry-After, 200) and
 # is never banned. When the ban is over, 198.18.0.1 is served again. A
-# --monitor request rule answers 200 however far over, and bans nobody.
+# --monitor request rule answers 200 however far over, and bans nobody. A
+# ban the server cannot write is counted and reported, not claimed.
 # Shown to fail: with ban_put's call in judge() skipped, nothing is banned:
 # the test stops at the Retry-After of the check that should have started
 # the ban (1, the bucket's wait, not the 3 s ban).
@@ -79,4 +80,24 @@ sleep "$(calc "$t_ban + 3.2 - $(now)")"
 assert_eq "$(check "$BAD")" 200 "$BAD after its ban"
 assert_eq "$(sluice_rx -j ban list | jq --arg a "$BAD" '[.[] | select(.source == $a)] | length')" 0 \
 	"ban list after the ban"
+check_stop
+
+# A ban that cannot be written (the ban table full, here the test-only
+# fault on the server's 2nd map write: the 1st maps the config word) is
+# counted and said once, and the client is answered by its bucket, not
+# told it is banned.
+SLUICE_TEST_FAULT=map_update:2 check_start
+codes=
+for ((i = 0; i < 6; i++)); do
+	codes+="$(check "$BAD") "
+done
+assert_eq "$codes" "200 200 429 429 429 429 " "checks of $BAD with the ban write failing"
+assert_eq "$(hdr Retry-After)" 1 "Retry-After when the ban failed (the bucket's wait)"
+assert_eq "$(metric "sluice_check_escalation_ban_failures_total{interface=\"$IF_RX\"}")" 1 \
+	"ban failures counted"
+assert_eq "$(metric "sluice_check_escalation_bans_total{interface=\"$IF_RX\",rule=\"198.18.0.0/24\"}")" 0 \
+	"no ban counted"
+grep -q "cannot ban a client in XDP" "$CHECK_LOG" || fail "no message about the failed ban: $(cat "$CHECK_LOG")"
+assert_eq "$(sluice_rx -j ban list | jq --arg a "$BAD" '[.[] | select(.source == $a)] | length')" 0 \
+	"no ban of $BAD in the table"
 check_stop
