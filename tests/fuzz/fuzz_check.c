@@ -150,6 +150,7 @@ struct fz_call {
 	__u64 t0, t1;			/* the clock around the call */
 	__u64 answers[OUT_MAX];		/* /metrics: the counters then */
 	struct rule_counts counts[FZ_NRULES];
+	__u64 ban_failures;
 	__u32 used;
 };
 
@@ -194,7 +195,7 @@ static __u64 last_sweep;
 /* An untrusted input's "before". */
 static struct check_entry *snap_e;
 static struct repeat_slot *snap_rep;
-static __u64 snap_answers[OUT_MAX], snap_bans_word;
+static __u64 snap_answers[OUT_MAX], snap_bans_word, snap_ban_failures;
 static struct rule_counts snap_counts[SLUICE_MAX_POLICIES];
 static __u32 snap_used;
 
@@ -354,6 +355,7 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	memcpy(c->answers, fz->answers, sizeof(c->answers));
 	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
 	c->used = fz->used;
+	c->ban_failures = fz->ban_failures;
 
 	/* Exactly one answers counter moves for a /check, none otherwise. */
 	for (int o = 0; o < OUT_MAX; o++) {
@@ -682,6 +684,8 @@ static void check_metrics(const struct fz_call *c, const struct fz_answer *a)
 			 "\"fz0\",rule=\"%s\"}", fz_rules[i].name);
 		FUZZ_CHECK(page_value(a, series) == c->counts[i].bans, "%s", series);
 	}
+	FUZZ_CHECK(page_value(a, "sluice_check_escalation_ban_failures_total{interface=\"fz0\"}") ==
+		   c->ban_failures, "escalation_ban_failures_total");
 	FUZZ_CHECK(page_value(a, "sluice_check_tracked_sources{interface=\"fz0\"}") == c->used,
 		   "tracked_sources");
 	FUZZ_CHECK(page_value(a, "sluice_check_tracked_sources_capacity{interface=\"fz0\"}") ==
@@ -895,6 +899,7 @@ static void snapshot(void)
 	memcpy(snap_answers, fz->answers, sizeof(snap_answers));
 	memcpy(snap_counts, fz->counts, sizeof(snap_counts));
 	snap_used = fz->used;
+	snap_ban_failures = fz->ban_failures;
 	snap_bans_word = __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE);
 }
 
@@ -911,6 +916,7 @@ static void check_unchanged(void)
 	for (int o = 0; o < OUT_MAX; o++)
 		FUZZ_CHECK(o == OUT_UNTRUSTED || snap_answers[o] == fz->answers[o],
 			   "an untrusted peer moved answers{%s}", outcome_names[o]);
+	FUZZ_CHECK(snap_ban_failures == fz->ban_failures, "an untrusted peer failed a ban");
 	FUZZ_CHECK(snap_bans_word == __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE),
 		   "an untrusted peer wrote the ban table");
 }
