@@ -25,7 +25,9 @@
  * - the answers are well-formed HTTP, one for each request the handler
  *   answered, in order; besides those, only libmicrohttpd's or httpd.c's
  *   refusals (405, a malformed method's 400, and a last 400/413/414/431/
- *   501/505 before it closes);
+ *   501/505 before it closes; libmicrohttpd 0.9.75 sends the header block
+ *   of its 400 to an HTTP/1.1 request without Host twice, over TCP too:
+ *   tolerated there, as it is not the check server's);
  * - /check answers 200, 429, 403 or 400, anything else 404, /metrics 200;
  *   an untrusted peer's /check is 403 and changes nothing but the
  *   "untrusted" counter (the source table, the repeats, the other
@@ -52,7 +54,9 @@
  * - /metrics is Prometheus text whose answers, rule and table series are
  *   the server's counters at that moment.
  * tests/fuzz/fuzz.mk plants Retry-After rounded down (PLANT_check) to show
- * that this fails. */
+ * that this fails (in about a second, "a 429 ... after an earlier 429's
+ * Retry-After ran out"); a copy serving untrusted peers fails the
+ * self-test. SLUICE_FUZZ_SHOW=1 prints each input's answers. */
 #include "fuzz.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
