@@ -216,13 +216,48 @@ static void count(__u64 *c)
 
 /* --- the policy: the interface's request rules --- */
 
+/* Adds request rule r to out at its table index, kept longest prefix
+ * first (the first rule covering a source decides); any other rule is
+ * left out. */
+static void policy_add(struct check_policy *out, const struct rule *r)
+{
+	struct check_rule *c;
+	unsigned int j;
+
+	if (r->unit != SLUICE_UNIT_REQUESTS || r->action != SLUICE_ACT_LIMIT ||
+	    r->index >= SLUICE_MAX_POLICIES)
+		return;
+	c = &out->rules[r->index];
+	c->in_use = true;
+	c->cidr = r->cidr;
+	c->family = cidr_family(&r->cidr);
+	c->key_len = rule_key_bits(r);
+	rule_limit(r, &c->l);
+	c->l.ban = 0;
+	c->monitor = r->monitor;
+	c->ban_ns = r->ban_ns;
+	c->ban_after = r->ban_after;
+	rule_cidr_str(r, c->name, sizeof(c->name));
+	c->quota = limit_capacity(&c->l);
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {	/* empty to full: burst x period / rate */
+		unsigned __int128 t = (unsigned __int128)r->burst * (r->period ? r->period : 1);
+
+		c->window_s = (__u64)(t / r->rate + (t % r->rate ? 1 : 0));
+	} else {
+		c->window_s = ns_to_s_up(r->window_ns);
+	}
+	j = out->n++;
+	for (; j && out->rules[out->order[j - 1]].cidr.prefixlen < r->cidr.prefixlen; j--)
+		out->order[j] = out->order[j - 1];
+	out->order[j] = r->index;
+}
+
 /* The request rules of the live policy into *out; 0, or the exit code
  * (policy_read said why). */
 static int policy_load(const struct sluice_maps *m, struct check_policy *out)
 {
 	struct policy *p = malloc(sizeof(*p));
 	struct sluice_config cfg;
-	unsigned int j;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -231,41 +266,9 @@ static int policy_load(const struct sluice_maps *m, struct check_policy *out)
 	live_config(m, &cfg);
 	out->gen = SLUICE_GEN(cfg.gen_slot);
 	err = policy_read(m, p);
-	if (err)
-		goto out;
-	for (unsigned int i = 0; i < p->n; i++) {
-		const struct rule *r = &p->rules[i];
-		struct check_rule *c;
-
-		if (r->unit != SLUICE_UNIT_REQUESTS || r->action != SLUICE_ACT_LIMIT ||
-		    r->index >= SLUICE_MAX_POLICIES)
-			continue;
-		c = &out->rules[r->index];
-		c->in_use = true;
-		c->cidr = r->cidr;
-		c->family = cidr_family(&r->cidr);
-		c->key_len = rule_key_bits(r);
-		rule_limit(r, &c->l);
-		c->l.ban = 0;
-		c->monitor = r->monitor;
-		c->ban_ns = r->ban_ns;
-		c->ban_after = r->ban_after;
-		rule_cidr_str(r, c->name, sizeof(c->name));
-		c->quota = limit_capacity(&c->l);
-		if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {	/* empty to full: burst x period / rate */
-			unsigned __int128 t = (unsigned __int128)r->burst * (r->period ? r->period : 1);
-
-			c->window_s = (__u64)(t / r->rate + (t % r->rate ? 1 : 0));
-		} else {
-			c->window_s = ns_to_s_up(r->window_ns);
-		}
-		/* Kept longest prefix first: the first rule covering a source decides. */
-		j = out->n++;
-		for (; j && out->rules[out->order[j - 1]].cidr.prefixlen < r->cidr.prefixlen; j--)
-			out->order[j] = out->order[j - 1];
-		out->order[j] = r->index;
-	}
-out:
+	if (!err)
+		for (unsigned int i = 0; i < p->n; i++)
+			policy_add(out, &p->rules[i]);
 	free(p);
 	return err;
 }

@@ -10,10 +10,20 @@
 # between two addresses of one /64. fixed-window: q is the budget, w the
 # window. A changed rule carries a spent bucket over (still 429), a
 # deleted one stops limiting, both within the server's 100 ms poll. The
-# metrics count what was answered.
+# metrics count what was answered. A sliding window: the admissions of a
+# burst, Retry-After and the fields as include/sluice/window.h computes
+# them (below). On IPv6 loopback: --listen [::1]:PORT --trust ::1/128
+# answers a check over IPv6, and the same --trust refuses it from
+# 127.0.0.1 (403, nothing charged).
 # Shown to fail: with judge() admitting every request (return after the
 # first answer_fields, as if always admitted), the fourth check is 200 and
-# the test stops at "4th check".
+# the test stops at "4th check". ADMISSION_BREAK=window makes the sliding
+# window's rule --window 1s (budget 1) and the test stops at its burst;
+# ADMISSION_BREAK=trust6 starts the IPv6 server with --trust 127.0.0.0/8
+# (its check is refused: stops at "a check over IPv6 loopback");
+# ADMISSION_BREAK=trust4 starts the 127.0.0.1 one with --trust
+# ::1/128,127.0.0.1/32 (the check is answered: stops at "the same check
+# from 127.0.0.1").
 set -euo pipefail
 # The ASan/UBSan build: a leak or overflow on any path here fails the test.
 SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
@@ -24,6 +34,9 @@ sluice_rx limit set 198.18.0.0/17 --requests 30/m --burst 3 >/dev/null
 sluice_rx limit set 198.19.0.0/16 --requests 6/m --burst 5 >/dev/null
 sluice_rx limit set 198.18.128.0/17 --requests 4/m --algo fixed-window >/dev/null
 sluice_rx limit set 2001:2::/48 --requests 6/m --burst 2 --per /64 >/dev/null
+SW_WINDOW=2s
+[[ ${ADMISSION_BREAK:-} == window ]] && SW_WINDOW=1s
+sluice_rx limit set 198.19.128.0/17 --requests 1/s --algo sliding-window --window "$SW_WINDOW" >/dev/null
 check_start
 
 A=198.18.1.1
@@ -107,5 +120,93 @@ assert_eq "$(m requests_total 'rule="198.18.0.0/17",verdict="limited"')" 2 "requ
 assert_eq "$(m requests_total 'rule="198.19.0.0/16",verdict="pass"')" absent "the deleted rule's series"
 assert_eq "$(m answers_total 'outcome="unlimited"')" 2 "unlimited answers"
 assert_eq "$(m answers_total 'outcome="limited"')" 21 "limited answers"
+
+# sliding-window, 1/s over a 2 s window: a budget N of 2 a window W.
+# Windows are aligned to CLOCK_MONOTONIC (window.h), which the script reads
+# in /proc/timer_list ("now at NS nsecs"): the checks of a source never
+# seen (both counts 0) start 0.1 s into a window w. By window.h:
+# - checks 1 and 2 are admitted (cur + prev's share is 0, then 1: below
+#   N), RateLimit r = N - estimate = 1, then 0; t = what is left of the
+#   window, rounded up: 2 in its first second;
+# - checks 3 and 4 are over (cur = N): 429 with r=0, t=2; sw_wait finds no
+#   room in w, and in w + 1 (where prev = N) the first offset e at which
+#   prev's share, N x (W - e) / W rounded up (sw_share), leaves room for
+#   one (at most N - 1 = 1) is W / 2 = 1 s (sw_offset_for): the wait is
+#   (w + 1) W + 1 s - now, in (2, 3] s from the window's first second, so
+#   Retry-After 3;
+# - asked 0.5 s into w + 1 (anywhere in its first second: the share is
+#   2 x more than 0.5, rounded up to 2): still 429, Retry-After 1 (the wait
+#   to 1 s, up), r=0, t=2;
+# - asked 1.2 s into w + 1 (anywhere in its second second: the share is
+#   2 x at most 0.5, up to 1): 200, r = N - (1 + 1) = 0, t=1.
+# A run the machine was too slow to keep within those spans is not judged:
+# it is run again with a fresh source (at most 3 times).
+mono_ns() {
+	local l
+	{ read -r; read -r; read -r l; } </proc/timer_list
+	l=${l#now at }
+	echo "${l% nsecs}"
+}
+sleep_until() { # MONO_NS
+	local d=$(($1 - $(mono_ns)))
+	((d <= 0)) || sleep "$(calc "$d / 1e9")"
+}
+SWP='"198.19.128.0/17";q=2;w=2'
+sw_run() { # ADDR: 0 judged, 1 too slow to judge
+	local addr=$1 W=2000000000 start got i
+	start=$((($(mono_ns) / W + 1) * W))
+	sleep_until $((start + 100000000))
+	got=
+	for i in 1 2 3 4; do
+		code=$(check "$addr")
+		got+="$code $(hdr RateLimit-Policy) $(hdr RateLimit) [$(hdr Retry-After)]; "
+	done
+	(($(mono_ns) < start + 1000000000)) || return 1
+	assert_eq "$got" "200 $SWP \"198.19.128.0/17\";r=1;t=2 []; 200 $SWP \"198.19.128.0/17\";r=0;t=2 []; \
+429 $SWP \"198.19.128.0/17\";r=0;t=2 [3]; 429 $SWP \"198.19.128.0/17\";r=0;t=2 [3]; " \
+		"sliding window: a burst of 4 in the first second of a window"
+	sleep_until $((start + W + 500000000))
+	code=$(check "$addr")
+	(($(mono_ns) < start + W + 1000000000)) || return 1
+	assert_eq "$code $(hdr RateLimit) [$(hdr Retry-After)]" '429 "198.19.128.0/17";r=0;t=2 [1]' \
+		"sliding window: asked in the next window's first second (before its Retry-After ran out)"
+	sleep_until $((start + W + 1200000000))
+	code=$(check "$addr")
+	(($(mono_ns) < start + 2 * W)) || return 1
+	assert_eq "$code $(hdr RateLimit) [$(hdr Retry-After)]" '200 "198.19.128.0/17";r=0;t=1 []' \
+		"sliding window: asked in the next window's second second (after it ran out)"
+}
+for try in 1 2 3; do
+	sw_run "198.19.128.$try" && break
+	echo "sliding window: the machine was too slow to judge run $try"
+	((try < 3)) || fail "sliding window: too slow to judge 3 runs"
+done
 check_stop
 ok "SIGTERM: exit 0"
+
+# IPv6 loopback: listening on [::1] with --trust ::1/128, a check over IPv6
+# is judged (2001:2::/48, 6/m burst 2: r=1, and a token's 10 s to full).
+CHECK_URL="http://[::1]:$CHECK_PORT"
+trust=::1/128
+[[ ${ADMISSION_BREAK:-} == trust6 ]] && trust=127.0.0.0/8
+check_start --listen "[::1]:$CHECK_PORT" --trust "$trust"
+[[ $(head -n 1 "$CHECK_LOG") == *"http://[::1]:$CHECK_PORT/check"* ]] ||
+	fail "the server does not say it serves [::1]: $(head -n 1 "$CHECK_LOG")"
+code=$(check 2001:2:0:7::1)
+assert_eq "$code $(hdr RateLimit-Policy) $(hdr RateLimit)" \
+	'200 "2001:2::/48";q=2;w=20 "2001:2::/48";r=1;t=10' "a check over IPv6 loopback"
+check_stop
+# The same --trust on 127.0.0.1: the same check from 127.0.0.1 is refused.
+CHECK_URL=http://127.0.0.1:$CHECK_PORT
+[[ ${ADMISSION_BREAK:-} == trust4 ]] && trust=::1/128,127.0.0.1/32
+check_start --trust "$trust"
+code=$(check 2001:2:0:7::1)
+assert_eq "$code [$(hdr RateLimit)] [$(hdr Retry-After)]" "403 [] []" \
+	"the same check from 127.0.0.1, --trust ::1/128"
+ask /check -H "X-Real-IP: 2001:2:0:7::1" | grep -q "not in the check server's --trust" ||
+	fail "the 403 does not say the peer is not trusted"
+assert_eq "$(metric "sluice_check_tracked_sources{interface=\"$IF_RX\"}")" 0 \
+	"sources tracked after the refused checks"
+assert_eq "$(m answers_total 'outcome="untrusted"')" 2 "untrusted answers"
+check_stop
+ok "IPv6 loopback: served with --trust ::1/128, refused from 127.0.0.1"

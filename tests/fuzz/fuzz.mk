@@ -1,8 +1,8 @@
 # libFuzzer targets for sluice's parsers (issue 11, "Parsers"): the rule
 # parser, the policy-file parser, address/CIDR/number/duration parsing, the
 # exporter's HTTP request handling, and simulate's trace files (the other
-# file sluice reads). Included at the end of tests/tests.mk.
-# The check server (issue 12) has no code yet, so it has no target here.
+# file sluice reads); and the check server's request handling (issue 12).
+# Included at the end of tests/tests.mk.
 #
 # The user objects are built again with clang, libFuzzer's coverage and
 # ASan/UBSan into $(BUILD)/fuzz/ (main.o left out: each target has its own
@@ -15,17 +15,19 @@ FUZZ_CFLAGS	:= $(filter-out -O2,$(CFLAGS)) -O1 -fno-omit-frame-pointer \
 		   -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -fno-sanitize-recover=all
 FUZZ_LDFLAGS	:= -fsanitize=fuzzer,$(FUZZ_SAN)
 FUZZ_USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/fuzz/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
-FUZZ_TARGETS	:= rule policy parse exporter trace
+FUZZ_TARGETS	:= rule policy parse exporter trace check
 FUZZ_BINS	:= $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-# The exporter's target compiles user/exporter.c itself (its request
-# handling is static), so it links every other object.
+# The exporter's and the check server's targets compile user/exporter.c
+# and user/check.c themselves (their request handling is static), so they
+# link every other object.
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/exporter.o,$(FUZZ_USER_OBJS))
+$(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS))
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
@@ -42,14 +44,18 @@ fuzz: $(FUZZ_BINS)
 # linked with a copy of one user/ file that has an off-by-one. fuzz_rule:
 # rule.c's --dport length check (a 16-character --dport overflows
 # parse_dport's buffer); fuzz_parse: parse.c's host-bit check skips the last
-# bit (198.18.0.1/24 passes as a CIDR). Run them with
-#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse
-#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse
-# and both fail: rule on its regression input tests/fuzz/regress/rule/dport-16
+# bit (198.18.0.1/24 passes as a CIDR); fuzz_check: check.c rounds a 429's
+# Retry-After down (the wait in whole seconds, at least 1), so a client that
+# waits as told can get a second 429. Run them with
+#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse \
+#	build/fuzz/planted/fuzz_check
+#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse check
+# and all fail: rule on its regression input tests/fuzz/regress/rule/dport-16
 # (and, without it, by finding the overflow from the seed corpus in about a
-# minute), parse on its seed corpus.
+# minute), parse and check on their seed corpus.
 PLANT_rule	:= s/if (strlen(s) >= sizeof(buf))$$/if (strlen(s) > sizeof(buf))/
 PLANT_parse	:= 0,/bit < 8 \* SLUICE_ADDR_LEN/s//bit + 1 < 8 * SLUICE_ADDR_LEN/
+PLANT_check	:= s/: ns_to_s_up(wait);$$/: wait \/ SLUICE_NS_PER_SEC;/
 $(BUILD)/fuzz/planted/%.c: user/%.c
 	@mkdir -p $(@D)
 	sed '$(PLANT_$*)' $< > $@
@@ -59,3 +65,8 @@ $(BUILD)/fuzz/planted/%.o: $(BUILD)/fuzz/planted/%.c $(HEADERS) $(SKELS)
 $(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/$*.o,$(FUZZ_USER_OBJS)) \
 		$(BUILD)/fuzz/planted/$*.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+# fuzz_check includes check.c: the planted copy is found first on the path.
+$(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) \
+		$(BUILD)/fuzz/planted/check.c
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I $(BUILD)/fuzz/planted -I user $< \
+		$(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS)) -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -10,16 +10,18 @@
 #   --seconds S   fuzz each target S seconds (default 20; 0: regressions only)
 #   --corpus DIR  keep what each target finds in DIR/TARGET/ (default: a
 #                 temporary directory, removed at exit)
-#   TARGET        rule, policy, parse, exporter, trace (default: all)
+#   TARGET        rule, policy, parse, exporter, trace, check (default: all)
 #
 # FUZZ_BIN_DIR picks other builds of the targets (default build/fuzz). To
 # show it fails when it should, run the targets built with a planted
-# off-by-one (tests/fuzz/fuzz.mk):
-#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse
-#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse
+# off-by-one, or check's Retry-After rounded down (tests/fuzz/fuzz.mk):
+#   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse \
+#	build/fuzz/planted/fuzz_check
+#   FUZZ_BIN_DIR=build/fuzz/planted tests/fuzz/run.sh rule parse check
+# fuzz_check makes BPF maps (the check server's ban table): run it as root.
 set -uo pipefail
 
-ALL_TARGETS=(rule policy parse exporter trace)
+ALL_TARGETS=(rule policy parse exporter trace check)
 
 usage() {
 	echo "usage: tests/fuzz/run.sh [--seconds S] [--corpus DIR] [TARGET...]" >&2

@@ -1,0 +1,1093 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* libFuzzer target: the check server's request handling (user/check.c,
+ * compiled into this file: its handler is static) with everything under
+ * it: the trust test, the address header, status=, X-Request-ID repeats,
+ * the source table, judge(), the answer and /metrics. libmicrohttpd runs in
+ * this thread with the servers' own callbacks and limits (user/httpd.c);
+ * each input is one selector byte, then the raw bytes a client sends on one
+ * connection, handed over a socketpair with MHD_add_connection; the client
+ * then shuts its side and reads every answer until the server closes.
+ *
+ * The selector byte picks the peer (the byte mod 8): 127.0.0.1, ::1,
+ * 127.9.8.7, ::ffff:127.0.0.1, 127.0.0.1, 127.0.0.1 are trusted (the
+ * default --trust, 127.0.0.0/8,::1/128); 198.18.255.1 and 2001:2:ffff::1
+ * are not. The server has the request rules of fz_rules (parsed by
+ * rule_parse_line and converted by check.c's own policy_add, indexes 1..)
+ * and no interface: its ban writer (ban_writer_open) has a real BPF hash
+ * map of the ban table's layout and an mmapped config array, made here
+ * with bpf_map_create (as root, as CI runs the fuzz targets). State lives
+ * on from input to input, as in a long-running server, on the real clock.
+ *
+ * Each request the handler gets is watched as it is answered (its
+ * headers, the answers counters before and after, the clock) and matched
+ * with the answers read back. Properties, besides no crash, leak or
+ * sanitizer report:
+ * - the answers are well-formed HTTP, one for each request the handler
+ *   answered, in order; besides those, only libmicrohttpd's or httpd.c's
+ *   refusals (405, a malformed method's 400, and a last 400/413/414/431/
+ *   501/505 before it closes; libmicrohttpd 0.9.75 sends the header block
+ *   of its 400 to an HTTP/1.1 request without Host twice, over TCP too:
+ *   tolerated there, as it is not the check server's);
+ * - /check answers 200, 429, 403 or 400, anything else 404, /metrics 200;
+ *   an untrusted peer's /check is 403 and changes nothing but the
+ *   "untrusted" counter (the source table, the repeats, the other
+ *   counters, the ban table's word are compared byte for byte); a bad
+ *   status= or an address header that is missing, repeated or not one
+ *   address (the model parses it here with inet_pton) is 400;
+ * - each /check moves exactly one answers counter, the one its status
+ *   says; the rule it names is the model's (longest prefix, same family);
+ *   a 200 from a rule carries RateLimit-Policy exactly as worked out by
+ *   hand from the rule's words and RateLimit "NAME";r=R;t=T with R <= q
+ *   and 1 <= T <= w; a 429, and a 403 of ?status=403, has Retry-After >= 1
+ *   (at most one refill or two windows, or the ban); an unlimited 200 has
+ *   no fields;
+ * - admissions per bucket (the rule's key of the address, masked here)
+ *   stay within burst + elapsed / interval + 1 (token bucket) or budget x
+ *   (elapsed / window + 2) (windows), elapsed from the bucket's first
+ *   admission seen; and a bucket asked again at or after the Retry-After
+ *   of its last 429, with nothing admitted since, admits (never early);
+ * - an escalation (the rule's bans counter moves) puts the source's home
+ *   key in the ban table with the rule's index and now + --ban, and the
+ *   Retry-After is the ban; a repeated X-Request-ID (one header, 1..64
+ *   visible characters) for the same address gets the same answer and is
+ *   charged nothing;
+ * - /metrics is Prometheus text whose answers, rule and table series are
+ *   the server's counters at that moment.
+ * tests/fuzz/fuzz.mk plants Retry-After rounded down (PLANT_check) to show
+ * that this fails (in about a second, "a 429 ... after an earlier 429's
+ * Retry-After ran out"); a copy serving untrusted peers fails the
+ * self-test. SLUICE_FUZZ_SHOW=1 prints each input's answers. */
+#include "fuzz.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include "rule.h"
+#include "check.c"
+
+#define RESPONSE_MAX		(256 * 1024)
+#define CLOSE_DEADLINE_NS	(2ULL * SLUICE_NS_PER_SEC)
+#define FZ_SOURCES		1024U	/* --max-sources: small, so the table fills */
+#define FZ_CALLS_MAX		512U	/* handler calls of one input (4 KB of requests) */
+#define FZ_ANSWERS_MAX		(FZ_CALLS_MAX + 16)
+#define SHADOW_SLOTS		4096U
+#define SEEN_SLOTS		512U
+#define FIELD_MAX		128
+
+/* The request rules, and what the check server must say of them, worked
+ * out by hand from the words: q the burst (token bucket) or the budget
+ * rate x window, w the time to refill q (burst x period / rate) or the
+ * window, rounded up. */
+struct fz_rule {
+	const char *line;	/* as a policy file says it */
+	const char *name;	/* its CIDR: the RateLimit name */
+	const char *policy;	/* RateLimit-Policy */
+	bool window;		/* a window algorithm, else a token bucket */
+	__u64 n;		/* burst, or budget per window */
+	__u64 per_ns;		/* one more every per_ns, or the window */
+	__u32 key_bits;		/* each bucket's bits of the 128-bit form */
+	__u64 ban_ns;		/* --ban */
+	bool monitor;
+};
+
+#define S(x)	((x) * SLUICE_NS_PER_SEC)
+#define MS(x)	((x) * 1000000ULL)
+static const struct fz_rule fz_rules[] = {
+	{ "limit set 198.18.0.0/15 --requests 20/s --burst 5", "198.18.0.0/15",
+	  "\"198.18.0.0/15\";q=5;w=1", false, 5, MS(50), 128, 0, false },
+	{ "limit set 198.18.0.0/24 --requests 2/s --burst 2 --ban 2s --ban-after 3",
+	  "198.18.0.0/24", "\"198.18.0.0/24\";q=2;w=1", false, 2, MS(500), 128, S(2), false },
+	{ "limit set 198.18.1.0/24 --requests 4/s --algo fixed-window --window 500ms",
+	  "198.18.1.0/24", "\"198.18.1.0/24\";q=2;w=1", true, 2, MS(500), 128, 0, false },
+	{ "limit set 198.18.2.0/24 --requests 3/s --algo sliding-window --window 1s --ban 1s "
+	  "--ban-after 2", "198.18.2.0/24", "\"198.18.2.0/24\";q=3;w=1", true, 3, S(1), 128, S(1),
+	  false },
+	{ "limit set 198.18.3.0/24 --requests 5/s --burst 3 --per rule", "198.18.3.0/24",
+	  "\"198.18.3.0/24\";q=3;w=1", false, 3, MS(200), 96 + 24, 0, false },
+	{ "limit set 198.18.4.0/24 --requests 1/s --monitor", "198.18.4.0/24",
+	  "\"198.18.4.0/24\";q=1;w=1", false, 1, S(1), 128, 0, true },
+	{ "limit set 2001:2::/48 --requests 10/s --burst 4 --per /64 --ban 1s --ban-after 4",
+	  "2001:2::/48", "\"2001:2::/48\";q=4;w=1", false, 4, MS(100), 64, S(1), false },
+	{ "limit set 2001:2:0:1::/64 --requests 30/m --burst 2", "2001:2:0:1::/64",
+	  "\"2001:2:0:1::/64\";q=2;w=4", false, 2, S(2), 128, 0, false },
+	{ "limit set 198.19.0.0/16 --requests 2/s --per /24 --ban 1s --ban-after 1",
+	  "198.19.0.0/16", "\"198.19.0.0/16\";q=2;w=1", false, 2, MS(500), 96 + 24, S(1), false },
+};
+#define FZ_NRULES	(sizeof(fz_rules) / sizeof(fz_rules[0]))
+
+/* Each rule's CIDR, read from its name by inet_pton. */
+static struct {
+	__u8 family;
+	__u8 net[16];
+	__u32 plen;
+} fz_nets[FZ_NRULES];
+
+/* The peers the selector byte picks. */
+static const struct {
+	const char *addr;
+	bool trusted;
+} fz_peers[8] = {
+	{ "127.0.0.1", true }, { "::1", true }, { "127.9.8.7", true },
+	{ "::ffff:127.0.0.1", true }, { "127.0.0.1", true }, { "127.0.0.1", true },
+	{ "198.18.255.1", false }, { "2001:2:ffff::1", false },
+};
+
+/* An address as the check server must read it: IPv4 text is an IPv4
+ * source (v4-mapped), any IPv6 text an IPv6 one. */
+struct fz_addr {
+	__u8 family;
+	__u8 a[16];
+};
+
+/* What one handler call was asked and did, seen from here. */
+enum fz_kind { K_UNTRUSTED, K_BAD, K_JUDGED, K_METRICS, K_NOT_FOUND };
+struct fz_call {
+	enum fz_kind kind;
+	bool mode403;
+	struct fz_addr src;
+	int rule;			/* the model's rule (fz_rules), -1 none */
+	int outcome;			/* the answers counter that moved, -1 none */
+	bool escalated;			/* its rule's bans counter moved */
+	char id[REQUEST_ID_MAX + 1];	/* X-Request-ID the server must honour, "" none */
+	__u64 t0, t1;			/* the clock around the call */
+	__u64 answers[OUT_MAX];		/* /metrics: the counters then */
+	struct rule_counts counts[FZ_NRULES];
+	__u64 ban_failures;
+	__u32 used;
+};
+
+/* An answer as read back. */
+struct fz_answer {
+	int status;
+	const char *head, *head_end;	/* status line .. the blank line */
+	const char *body;		/* NULL: none sent (HEAD) */
+	size_t body_len;
+};
+
+/* A bucket as the model counts it. */
+struct shadow {
+	bool used;
+	int rule;
+	__u8 key[16];
+	__u64 first_ns;		/* t0 of the first admission counted */
+	__u64 admitted;
+	__u64 due_ns;		/* 0, or the earliest Retry-After end of a 429 since
+				 * the last admission: a check from then on admits */
+};
+
+/* An answer with an X-Request-ID, for its repeats. */
+struct seen {
+	char id[REQUEST_ID_MAX + 1];
+	struct fz_addr src;
+	__u64 t1;
+	int status;
+	char policy[FIELD_MAX], limit[FIELD_MAX], retry[FIELD_MAX];
+};
+
+static struct check_server *fz;
+static struct MHD_Daemon *fz_d;
+static char *resp;
+static struct fz_call calls[FZ_CALLS_MAX];
+static unsigned int ncalls;
+static bool peer_trusted;
+static struct shadow shadow[SHADOW_SLOTS];
+static unsigned int shadow_used;
+static struct seen seen[SEEN_SLOTS];
+static __u64 last_sweep;
+/* An untrusted input's "before". */
+static struct check_entry *snap_e;
+static struct repeat_slot *snap_rep;
+static __u64 snap_answers[OUT_MAX], snap_bans_word, snap_ban_failures;
+static struct rule_counts snap_counts[SLUICE_MAX_POLICIES];
+static __u32 snap_used;
+
+/* --- the model --- */
+
+static bool model_addr(const char *s, struct fz_addr *out)
+{
+	struct in_addr v4;
+
+	memset(out, 0, sizeof(*out));
+	if (strchr(s, ':')) {
+		out->family = SLUICE_FAMILY_V6;
+		return inet_pton(AF_INET6, s, out->a) == 1;
+	}
+	if (inet_pton(AF_INET, s, &v4) != 1)
+		return false;
+	out->family = SLUICE_FAMILY_V4;
+	out->a[10] = out->a[11] = 0xff;
+	memcpy(&out->a[12], &v4, 4);
+	return true;
+}
+
+static bool bits_equal(const __u8 *a, const __u8 *b, __u32 bits)
+{
+	for (__u32 i = 0; i < bits; i++)
+		if ((a[i / 8] ^ b[i / 8]) & (0x80 >> (i % 8)))
+			return false;
+	return true;
+}
+
+/* The longest prefix of the same family covering a, or -1. */
+static int model_rule(const struct fz_addr *a)
+{
+	int best = -1;
+
+	for (unsigned int i = 0; i < FZ_NRULES; i++) {
+		if (fz_nets[i].family == a->family && bits_equal(fz_nets[i].net, a->a, fz_nets[i].plen) &&
+		    (best < 0 || fz_nets[i].plen > fz_nets[best].plen))
+			best = (int)i;
+	}
+	return best;
+}
+
+static struct shadow *shadow_of(int rule, const struct fz_addr *a)
+{
+	__u8 key[16] = { 0 };
+	__u64 h = (__u64)rule + 1;
+
+	for (__u32 i = 0; i < fz_rules[rule].key_bits; i++)
+		key[i / 8] |= a->a[i / 8] & (0x80 >> (i % 8));
+	for (int i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 0x100000001b3ULL;
+	/* Forgetting is safe: each bound holds over any interval. */
+	if (shadow_used >= SHADOW_SLOTS * 3 / 4) {
+		memset(shadow, 0, sizeof(shadow));
+		shadow_used = 0;
+	}
+	for (__u32 i = (__u32)(h % SHADOW_SLOTS);; i = (i + 1) % SHADOW_SLOTS) {
+		struct shadow *sh = &shadow[i];
+
+		if (!sh->used) {
+			sh->used = true;
+			sh->rule = rule;
+			memcpy(sh->key, key, sizeof(key));
+			shadow_used++;
+			return sh;
+		}
+		if (sh->rule == rule && !memcmp(sh->key, key, sizeof(key)))
+			return sh;
+	}
+}
+
+static struct seen *seen_of(const char *id, const struct fz_addr *a)
+{
+	__u64 h = hash_bytes(hash_bytes(7, a, sizeof(*a)), id, strlen(id));
+
+	return &seen[h % SEEN_SLOTS];
+}
+
+/* --- watching the handler --- */
+
+struct hdr_count {
+	const char *name;
+	const char *value;
+	unsigned int n;
+};
+
+static enum MHD_Result hdr_visit(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct hdr_count *h = cls;
+
+	(void)kind;
+	if (!strcasecmp(key, h->name)) {
+		h->n++;
+		h->value = value;
+	}
+	return MHD_YES;
+}
+
+/* The value of the request's only header name, or NULL. */
+static const char *only_header(struct MHD_Connection *conn, const char *name)
+{
+	struct hdr_count h = { .name = name };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, hdr_visit, &h);
+	return h.n == 1 ? h.value : NULL;
+}
+
+/* The server's handler, watched: what the request asks, by the model, and
+ * what moved in the server while it answered. */
+static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, const char *url)
+{
+	struct fz_call *c;
+	__u64 before[OUT_MAX];
+	struct rule_counts cbefore[FZ_NRULES];
+	__u32 used_before;
+	const char *mode, *addr, *id;
+	enum MHD_Result ret;
+
+	FUZZ_CHECK(ncalls < FZ_CALLS_MAX, "more than %u requests on one connection", FZ_CALLS_MAX);
+	c = &calls[ncalls++];
+	memset(c, 0, sizeof(*c));
+	c->rule = -1;
+	c->outcome = -1;
+	if (!strcmp(url, "/check")) {
+		mode = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
+		addr = only_header(conn, HEADER_DEFAULT);
+		c->mode403 = mode && !strcmp(mode, "403");
+		if (!peer_trusted)
+			c->kind = K_UNTRUSTED;
+		else if ((mode && strcmp(mode, "403") && strcmp(mode, "429")) || !addr ||
+			 !model_addr(addr, &c->src))
+			c->kind = K_BAD;
+		else
+			c->kind = K_JUDGED;
+		if (c->kind == K_JUDGED) {
+			c->rule = model_rule(&c->src);
+			id = only_header(conn, "X-Request-ID");
+			if (id && *id && strlen(id) <= REQUEST_ID_MAX) {
+				snprintf(c->id, sizeof(c->id), "%s", id);
+				for (const char *p = id; *p; p++)
+					if (*p <= ' ' || *p >= 127)
+						c->id[0] = '\0';
+			}
+		}
+	} else {
+		c->kind = strcmp(url, "/metrics") ? K_NOT_FOUND : K_METRICS;
+	}
+	memcpy(before, fz->answers, sizeof(before));
+	memcpy(cbefore, &fz->counts[1], sizeof(cbefore));
+	used_before = fz->used;
+	c->t0 = mono_now_ns();
+	ret = on_request(cls, conn, url);
+	c->t1 = mono_now_ns();
+	FUZZ_CHECK(ret == MHD_YES, "the handler could not answer %s", url);
+	memcpy(c->answers, fz->answers, sizeof(c->answers));
+	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
+	c->used = fz->used;
+	c->ban_failures = fz->ban_failures;
+
+	/* Exactly one answers counter moves for a /check, none otherwise. */
+	for (int o = 0; o < OUT_MAX; o++) {
+		__u64 d = fz->answers[o] - before[o];
+
+		FUZZ_CHECK(d <= 1, "%s moved answers{%s} by %llu", url, outcome_names[o],
+			   (unsigned long long)d);
+		if (d) {
+			FUZZ_CHECK(c->outcome < 0, "%s moved answers{%s} and {%s}", url,
+				   outcome_names[c->outcome], outcome_names[o]);
+			c->outcome = o;
+		}
+	}
+	if (c->kind == K_METRICS || c->kind == K_NOT_FOUND) {
+		FUZZ_CHECK(c->outcome < 0, "%s moved answers{%s}", url, outcome_names[c->outcome]);
+		return ret;
+	}
+	FUZZ_CHECK(c->outcome >= 0, "a /check moved no answers counter");
+	if (c->kind == K_UNTRUSTED)
+		FUZZ_CHECK(c->outcome == OUT_UNTRUSTED, "an untrusted peer's check counted as %s",
+			   outcome_names[c->outcome]);
+	else if (c->kind == K_BAD)
+		FUZZ_CHECK(c->outcome == OUT_BAD_REQUEST, "a bad check counted as %s",
+			   outcome_names[c->outcome]);
+	else
+		FUZZ_CHECK(c->outcome != OUT_UNTRUSTED && c->outcome != OUT_BAD_REQUEST,
+			   "a good check from a trusted peer counted as %s",
+			   outcome_names[c->outcome]);
+
+	/* Rule counters: only the judged rule's, by one; a repeat none. */
+	for (unsigned int i = 0; i < FZ_NRULES; i++) {
+		__u64 dp = c->counts[i].pass - cbefore[i].pass;
+		__u64 dl = c->counts[i].limited - cbefore[i].limited;
+		__u64 db = c->counts[i].bans - cbefore[i].bans;
+		bool judged = c->kind == K_JUDGED && (int)i == c->rule &&
+			      (c->outcome == OUT_OK || c->outcome == OUT_LIMITED ||
+			       c->outcome == OUT_MONITORED);
+
+		FUZZ_CHECK(judged ? dp + dl == 1 : dp + dl + db == 0,
+			   "rule %s: pass +%llu limited +%llu bans +%llu for a %s answer of rule %d",
+			   fz_rules[i].name, (unsigned long long)dp, (unsigned long long)dl,
+			   (unsigned long long)db, outcome_names[c->outcome], c->rule);
+		FUZZ_CHECK(db <= dl, "rule %s banned without limiting", fz_rules[i].name);
+		if (judged) {
+			FUZZ_CHECK(dp == (c->outcome == OUT_OK), "rule %s: %s answer, pass +%llu",
+				   fz_rules[i].name, outcome_names[c->outcome],
+				   (unsigned long long)dp);
+			c->escalated = db == 1;
+		}
+	}
+	if (c->kind != K_JUDGED || c->outcome == OUT_REPEAT || c->outcome == OUT_BANNED ||
+	    c->outcome == OUT_UNLIMITED)
+		FUZZ_CHECK(fz->used == used_before, "a %s check changed the table (%u -> %u)",
+			   outcome_names[c->outcome], used_before, fz->used);
+	FUZZ_CHECK(fz->used <= fz->cap, "%u entries of %u", fz->used, fz->cap);
+
+	/* The escalation's ban: the home key, the rule's index, now + --ban. */
+	if (c->escalated) {
+		const struct fz_rule *r = &fz_rules[c->rule];
+		struct sluice_src_key k = { .family = c->src.family,
+					    .key_len = SLUICE_KEY_LEN_SOURCE,
+					    .policy = SLUICE_KEY_HOME };
+		struct sluice_ban b;
+
+		memcpy(k.a, c->src.a, sizeof(k.a));
+		FUZZ_CHECK(r->ban_ns, "rule %s has no --ban, yet banned", r->name);
+		FUZZ_CHECK(!bpf_map_lookup_elem(fz->bans.fd, &k, &b),
+			   "escalated by %s, yet not in the ban table", r->name);
+		FUZZ_CHECK(b.policy == (__u32)c->rule + 1, "ban of rule %u, want %d", b.policy,
+			   c->rule + 1);
+		FUZZ_CHECK(b.until_ns >= c->t0 + r->ban_ns && b.until_ns <= c->t1 + r->ban_ns,
+			   "ban until %llu, want %llu + [0, %llu]", (unsigned long long)b.until_ns,
+			   (unsigned long long)(c->t0 + r->ban_ns),
+			   (unsigned long long)(c->t1 - c->t0));
+		FUZZ_CHECK(__atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE) &
+				   SLUICE_BANS_LIVE, "a ban, and the config's bans word is not live");
+	}
+	return ret;
+}
+
+/* --- reading the answers back --- */
+
+/* Sends data as one client from peer, shuts the sending side, and reads
+ * everything the server answers until it closes. The answer's length. */
+static size_t exchange(const uint8_t *data, size_t size, const char *peer)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	__u64 deadline = mono_now_ns() + CLOSE_DEADLINE_NS;
+	size_t sent = 0, got = 0;
+	unsigned int idle = 0;
+	socklen_t sslen;
+	bool eof = false;
+	int sv[2];
+
+	if (strchr(peer, ':')) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(40000);
+		if (inet_pton(AF_INET6, peer, &s6->sin6_addr) != 1)
+			abort();
+		sslen = sizeof(*s6);
+	} else {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(40000);
+		if (inet_pton(AF_INET, peer, &s4->sin_addr) != 1)
+			abort();
+		sslen = sizeof(*s4);
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		abort();
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	FUZZ_CHECK(MHD_add_connection(fz_d, sv[0], (struct sockaddr *)&ss, sslen) == MHD_YES,
+		   "MHD_add_connection failed");
+	if (!size)
+		shutdown(sv[1], SHUT_WR);
+	while (!eof) {
+		ssize_t n;
+
+		if (sent < size) {
+			n = send(sv[1], data + sent, size - sent, MSG_NOSIGNAL);
+			if (n > 0)
+				sent += (size_t)n;
+			else if (n < 0 && errno != EAGAIN)
+				sent = size;	/* the server closed already */
+			if (sent == size)
+				shutdown(sv[1], SHUT_WR);
+		}
+		MHD_run(fz_d);
+		n = read(sv[1], resp + got, RESPONSE_MAX - got);
+		if (n > 0) {
+			idle = 0;
+			got += (size_t)n;
+			FUZZ_CHECK(got < RESPONSE_MAX, "more than %d bytes of answer", RESPONSE_MAX);
+		} else if (n == 0 || errno != EAGAIN) {
+			eof = true;	/* closed (ECONNRESET counts) */
+		} else {
+			FUZZ_CHECK(mono_now_ns() < deadline, "the connection is still open %llu s "
+				   "after the client shut its side", CLOSE_DEADLINE_NS / SLUICE_NS_PER_SEC);
+			if (++idle > 16)
+				poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
+		}
+	}
+	close(sv[1]);
+	MHD_run(fz_d);	/* the server's side is gone too */
+	resp[got] = '\0';
+	return got;
+}
+
+/* The answers in r: each "HTTP/1.x NNN", header lines "Name: value", a
+ * blank line and as many bytes of body as Content-Length says (none after
+ * a HEAD: then the end, or the next answer). */
+static unsigned int parse_answers(const char *r, size_t len, struct fz_answer *out)
+{
+	unsigned int n = 0;
+	size_t at = 0;
+
+	while (at < len) {
+		const char *p = r + at, *end = strstr(p, "\r\n\r\n"), *line;
+		struct fz_answer *a = &out[n];
+		unsigned long body = 0;
+
+		FUZZ_CHECK(n < FZ_ANSWERS_MAX, "more than %u answers", FZ_ANSWERS_MAX);
+		FUZZ_CHECK(!strncmp(p, "HTTP/1.1 ", 9) || !strncmp(p, "HTTP/1.0 ", 9),
+			   "answer %u does not start with a status line: '%.60s'", n, p);
+		FUZZ_CHECK(sscanf(p + 9, "%3d", &a->status) == 1 && p[12] == ' ',
+			   "answer %u: no status", n);
+		FUZZ_CHECK(end, "answer %u: headers without their end", n);
+		a->head = p;
+		a->head_end = end + 2;
+		for (line = strstr(p, "\r\n") + 2; line < a->head_end; line = strstr(line, "\r\n") + 2) {
+			const char *colon = memchr(line, ':', (size_t)(strstr(line, "\r\n") - line));
+			char name[64];
+			size_t nl;
+
+			FUZZ_CHECK(colon && colon > line && colon[1] == ' ',
+				   "answer %u: header line '%.60s'", n, line);
+			nl = (size_t)(colon - line);
+			FUZZ_CHECK(nl < sizeof(name), "answer %u: header name '%.60s'", n, line);
+			memcpy(name, line, nl);
+			name[nl] = '\0';
+			FUZZ_CHECK(httpd_is_token(name), "answer %u: header name '%s'", n, name);
+			if (!strcasecmp(name, "Content-Length"))
+				body = strtoul(colon + 2, NULL, 10);
+		}
+		at = (size_t)(end + 4 - r);
+		a->body = NULL;
+		a->body_len = 0;
+		if (at < len && strncmp(r + at, "HTTP/1.", 7) != 0) {
+			a->body = r + at;
+			a->body_len = body;
+			at += body;
+		}
+		FUZZ_CHECK(at <= len, "answer %u: %lu bytes of body promised, %zu sent", n, body,
+			   len - (size_t)(end + 4 - r));
+		n++;
+	}
+	return n;
+}
+
+/* The value of the answer's header name into buf ("" when absent); a
+ * header given twice fails. */
+static const char *answer_header(const struct fz_answer *a, const char *name, char *buf)
+{
+	size_t nl = strlen(name);
+	unsigned int seen_n = 0;
+
+	buf[0] = '\0';
+	for (const char *line = strstr(a->head, "\r\n") + 2; line < a->head_end;
+	     line = strstr(line, "\r\n") + 2) {
+		const char *eol = strstr(line, "\r\n");
+		size_t vl;
+
+		if (strncasecmp(line, name, nl) || line[nl] != ':')
+			continue;
+		vl = (size_t)(eol - line) - nl - 2;
+		FUZZ_CHECK(vl < FIELD_MAX, "%s: too long", name);
+		memcpy(buf, line + nl + 2, vl);
+		buf[vl] = '\0';
+		seen_n++;
+	}
+	FUZZ_CHECK(seen_n <= 1, "%s given %u times", name, seen_n);
+	return buf;
+}
+
+/* A whole decimal number at *p (no sign, no space), past it. */
+static bool take_u64(const char **p, __u64 *v)
+{
+	const char *s = *p;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	*v = 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		FUZZ_CHECK(*v <= (SLUICE_U64_MAX - 9) / 10, "a number past 2^64: '%s'", *p);
+		*v = *v * 10 + (__u64)(*s - '0');
+	}
+	*p = s;
+	return true;
+}
+
+/* "NAME";K1=N;K2=N exactly (the draft's item with two parameters). */
+static bool parse_field(const char *v, const char *k1, const char *k2, char *name, __u64 *a,
+			__u64 *b)
+{
+	const char *q;
+
+	if (*v++ != '"' || !(q = strchr(v, '"')) || q == v || (size_t)(q - v) >= FIELD_MAX)
+		return false;
+	memcpy(name, v, (size_t)(q - v));
+	name[q - v] = '\0';
+	v = q + 1;
+	if (strncmp(v, ";", 1) || strncmp(v + 1, k1, 2) || !(v += 3, take_u64(&v, a)))
+		return false;
+	if (strncmp(v, ";", 1) || strncmp(v + 1, k2, 2) || !(v += 3, take_u64(&v, b)))
+		return false;
+	return !*v;
+}
+
+static bool has_body(const struct fz_answer *a, const char *text)
+{
+	return a->body && a->body_len == strlen(text) && !memcmp(a->body, text, a->body_len);
+}
+
+static bool body_has(const struct fz_answer *a, const char *text)
+{
+	return a->body && memmem(a->body, a->body_len, text, strlen(text));
+}
+
+/* One /metrics series' value on the page (which must hold it), by the
+ * whole line up to the value. */
+static __u64 page_value(const struct fz_answer *a, const char *series)
+{
+	const char *p = a->body, *end = a->body + a->body_len;
+	size_t sl = strlen(series);
+	__u64 v;
+
+	for (; p < end; p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1) {
+		if ((size_t)(end - p) > sl + 1 && !memcmp(p, series, sl) && p[sl] == ' ') {
+			p += sl + 1;
+			FUZZ_CHECK(take_u64(&p, &v) && *p == '\n', "/metrics: '%s' has no value",
+				   series);
+			return v;
+		}
+	}
+	FUZZ_CHECK(false, "/metrics has no '%s'", series);
+	return 0;
+}
+
+/* /metrics: Prometheus text, every line a comment or NAME{LABELS} VALUE,
+ * and the series say what the server's counters said then. */
+static void check_metrics(const struct fz_call *c, const struct fz_answer *a)
+{
+	const char *p = a->body, *end = a->body + a->body_len;
+	char series[256];
+
+	if (!a->body)
+		return;	/* HEAD */
+	FUZZ_CHECK(a->body_len && end[-1] == '\n', "/metrics does not end with a newline");
+	for (const char *eol; p < end; p = eol + 1) {
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (!strncmp(p, "# HELP ", 7) || !strncmp(p, "# TYPE ", 7))
+			continue;
+		FUZZ_CHECK(!strncmp(p, "sluice_", 7), "/metrics line '%.*s'", (int)(eol - p), p);
+		for (const char *q = p; q < eol; q++)
+			FUZZ_CHECK(*q >= ' ' && *q < 127, "/metrics: a control character");
+		FUZZ_CHECK(memchr(p, '{', (size_t)(eol - p)) && memmem(p, (size_t)(eol - p), "} ", 2),
+			   "/metrics line '%.*s'", (int)(eol - p), p);
+	}
+	for (int o = 0; o < OUT_MAX; o++) {
+		snprintf(series, sizeof(series),
+			 "sluice_check_answers_total{interface=\"fz0\",outcome=\"%s\"}",
+			 outcome_names[o]);
+		FUZZ_CHECK(page_value(a, series) == c->answers[o], "%s is %llu, the server's %llu",
+			   series, (unsigned long long)page_value(a, series),
+			   (unsigned long long)c->answers[o]);
+	}
+	for (unsigned int i = 0; i < FZ_NRULES; i++) {
+		snprintf(series, sizeof(series), "sluice_check_requests_total{interface=\"fz0\","
+			 "rule=\"%s\",verdict=\"pass\"}", fz_rules[i].name);
+		FUZZ_CHECK(page_value(a, series) == c->counts[i].pass, "%s", series);
+		snprintf(series, sizeof(series), "sluice_check_requests_total{interface=\"fz0\","
+			 "rule=\"%s\",verdict=\"limited\"}", fz_rules[i].name);
+		FUZZ_CHECK(page_value(a, series) == c->counts[i].limited, "%s", series);
+		snprintf(series, sizeof(series), "sluice_check_escalation_bans_total{interface="
+			 "\"fz0\",rule=\"%s\"}", fz_rules[i].name);
+		FUZZ_CHECK(page_value(a, series) == c->counts[i].bans, "%s", series);
+	}
+	FUZZ_CHECK(page_value(a, "sluice_check_escalation_ban_failures_total{interface=\"fz0\"}") ==
+		   c->ban_failures, "escalation_ban_failures_total");
+	FUZZ_CHECK(page_value(a, "sluice_check_tracked_sources{interface=\"fz0\"}") == c->used,
+		   "tracked_sources");
+	FUZZ_CHECK(page_value(a, "sluice_check_tracked_sources_capacity{interface=\"fz0\"}") ==
+		   FZ_SOURCES, "tracked_sources_capacity");
+}
+
+/* A judged /check's answer a, by the model. */
+static void check_judged(const struct fz_call *c, const struct fz_answer *a)
+{
+	char policy[FIELD_MAX], limit[FIELD_MAX], retry[FIELD_MAX], name[FIELD_MAX],
+		name2[FIELD_MAX];
+	const struct fz_rule *r = c->rule >= 0 ? &fz_rules[c->rule] : NULL;
+	int o = c->outcome, over = c->mode403 ? 403 : 429;
+	__u64 q = 0, w = 0, rem = 0, t = 0, ra = 0;
+	bool fields;
+	struct shadow *sh;
+	struct seen *sn;
+
+	answer_header(a, "RateLimit-Policy", policy);
+	answer_header(a, "RateLimit", limit);
+	answer_header(a, "Retry-After", retry);
+	fields = policy[0] || limit[0];
+	if (fields) {
+		FUZZ_CHECK(parse_field(policy, "q=", "w=", name, &q, &w),
+			   "RateLimit-Policy '%s'", policy);
+		FUZZ_CHECK(parse_field(limit, "r=", "t=", name2, &rem, &t), "RateLimit '%s'", limit);
+		FUZZ_CHECK(!strcmp(name, name2), "RateLimit-Policy of %s, RateLimit of %s", name,
+			   name2);
+	}
+	if (retry[0]) {
+		const char *p = retry;
+
+		FUZZ_CHECK(take_u64(&p, &ra) && !*p, "Retry-After '%s'", retry);
+		FUZZ_CHECK(ra >= 1, "Retry-After %llu", (unsigned long long)ra);
+	}
+	if (a->status == 429 || a->status == 403)
+		FUZZ_CHECK(retry[0], "a %d without Retry-After (%s)", a->status, outcome_names[o]);
+
+	if (o == OUT_REPEAT) {
+		FUZZ_CHECK(c->id[0], "a repeat without a usable X-Request-ID");
+		sn = seen_of(c->id, &c->src);
+		if (!strcmp(sn->id, c->id) && !memcmp(&sn->src, &c->src, sizeof(c->src)) &&
+		    c->t0 - sn->t1 < REPEAT_NS) {
+			FUZZ_CHECK(a->status == sn->status && !strcmp(policy, sn->policy) &&
+				   !strcmp(limit, sn->limit) && !strcmp(retry, sn->retry),
+				   "repeat of '%s': %d '%s' '%s' '%s', first %d '%s' '%s' '%s'",
+				   c->id, a->status, policy, limit, retry, sn->status, sn->policy,
+				   sn->limit, sn->retry);
+		}
+		return;
+	}
+	if (c->id[0]) {
+		sn = seen_of(c->id, &c->src);
+		snprintf(sn->id, sizeof(sn->id), "%s", c->id);
+		sn->src = c->src;
+		sn->t1 = c->t1;
+		sn->status = a->status;
+		snprintf(sn->policy, sizeof(sn->policy), "%s", policy);
+		snprintf(sn->limit, sizeof(sn->limit), "%s", limit);
+		snprintf(sn->retry, sizeof(sn->retry), "%s", retry);
+	}
+
+	switch (o) {
+	case OUT_UNLIMITED:
+		FUZZ_CHECK(!r, "unlimited, yet %s covers the client", r->name);
+		FUZZ_CHECK(a->status == 200 && !fields && !retry[0],
+			   "unlimited: %d '%s' '%s'", a->status, policy, retry);
+		return;
+	case OUT_BANNED:
+		FUZZ_CHECK(r && r->ban_ns, "banned, yet no --ban rule covers the client");
+		FUZZ_CHECK(a->status == over && !fields, "banned: %d '%s'", a->status, policy);
+		return;
+	case OUT_TABLE_FULL:
+		FUZZ_CHECK(r && a->status == over && !fields && ra == 1,
+			   "table full: %d '%s' '%s'", a->status, policy, retry);
+		return;
+	case OUT_OK:
+	case OUT_MONITORED:
+	case OUT_LIMITED:
+		break;
+	default:
+		FUZZ_CHECK(false, "a judged check counted as %s", outcome_names[o]);
+	}
+	FUZZ_CHECK(r, "%s, yet no rule covers the client", outcome_names[o]);
+	FUZZ_CHECK(fields, "%s by %s without the RateLimit fields", outcome_names[o], r->name);
+	FUZZ_CHECK(!strcmp(name, r->name), "judged by %s, want %s", name, r->name);
+	FUZZ_CHECK(!strcmp(policy, r->policy), "RateLimit-Policy '%s', want '%s'", policy,
+		   r->policy);
+	FUZZ_CHECK(rem <= q && t >= 1 && t <= w, "RateLimit '%s' under '%s'", limit, policy);
+	sh = shadow_of(c->rule, &c->src);
+	if (o == OUT_LIMITED) {
+		__u64 most = c->escalated ? (r->ban_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
+			     r->window ? (2 * r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
+					 (r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC;
+
+		FUZZ_CHECK(!r->monitor, "a --monitor rule limited");
+		FUZZ_CHECK(a->status == over, "limited: %d, want %d", a->status, over);
+		FUZZ_CHECK(c->escalated ? ra == most : ra <= most,
+			   "Retry-After %llu of %s (%s), want %s%llu", (unsigned long long)ra,
+			   r->name, c->escalated ? "escalated" : "limited",
+			   c->escalated ? "" : "at most ", (unsigned long long)most);
+		/* Never early: from the end of a 429's call plus its
+		 * Retry-After on, with nothing admitted meanwhile, the bucket
+		 * admits (its wait is not longer, and only an admission
+		 * lengthens it). */
+		FUZZ_CHECK(!sh->due_ns || c->t0 < sh->due_ns,
+			   "%s: a 429 %.3f s after an earlier 429's Retry-After ran out, nothing "
+			   "admitted since", r->name, (double)(c->t0 - sh->due_ns) / 1e9);
+		if (!c->escalated && (!sh->due_ns || c->t1 + ra * SLUICE_NS_PER_SEC < sh->due_ns))
+			sh->due_ns = c->t1 + ra * SLUICE_NS_PER_SEC;
+		return;
+	}
+	FUZZ_CHECK(a->status == 200 && !retry[0], "%s: %d, Retry-After '%s'", outcome_names[o],
+		   a->status, retry);
+	if (o == OUT_MONITORED) {
+		FUZZ_CHECK(r->monitor, "monitored by %s, not a --monitor rule", r->name);
+		return;
+	}
+	/* Admitted: within the bound since the bucket's first admission. */
+	if (!sh->admitted)
+		sh->first_ns = c->t0;
+	sh->admitted++;
+	sh->due_ns = 0;
+	{
+		__u64 el = c->t1 - sh->first_ns;
+		__u64 bound = r->window ? r->n * (el / r->per_ns + 2) : r->n + el / r->per_ns + 1;
+
+		FUZZ_CHECK(sh->admitted <= bound, "%s: %llu admitted in %.3f s, at most %llu",
+			   r->name, (unsigned long long)sh->admitted, (double)el / 1e9,
+			   (unsigned long long)bound);
+	}
+}
+
+/* The answers against the handler calls, in order. */
+static void check_exchange(const char *r, size_t len)
+{
+	static struct fz_answer ans[FZ_ANSWERS_MAX];
+	static const int closing[] = { 400, 413, 414, 431, 501, 505 };
+	unsigned int n = parse_answers(r, len, ans), ci = 0;
+	char tmp[FIELD_MAX];
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct fz_answer *a = &ans[i];
+		const struct fz_call *c;
+		bool known = false;
+
+		/* httpd.c's refusals before the handler, and libmicrohttpd's
+		 * interim 100 Continue: not a call's answer. */
+		if (a->status == 100)
+			continue;
+		if (a->status == 405 ||
+		    (a->status == 400 && has_body(a, "400 bad request: malformed method\n"))) {
+			if (a->status == 405)
+				FUZZ_CHECK(!strcmp(answer_header(a, "Allow", tmp), "GET, HEAD"),
+					   "a 405 with Allow '%s'", tmp);
+			continue;
+		}
+		if (ci == ncalls) {
+			/* libmicrohttpd's own answer to a malformed request, then it
+			 * closes. libmicrohttpd 0.9.75 sends the header block of some
+			 * of these twice (a missing Host of HTTP/1.1, for one), the
+			 * first without its body: not the check server's. */
+			if (i + 2 == n && !a->body && ans[i + 1].status == a->status &&
+			    a->head_end - a->head == ans[i + 1].head_end - ans[i + 1].head)
+				continue;
+			for (size_t k = 0; k < sizeof(closing) / sizeof(closing[0]); k++)
+				known |= a->status == closing[k];
+			FUZZ_CHECK(known && i + 1 == n, "answer %u (%d) after the %u requests the "
+				   "handler answered%s", i, a->status, ncalls,
+				   i + 1 == n ? "" : ", and not the last");
+			continue;
+		}
+		c = &calls[ci++];
+		switch (c->kind) {
+		case K_NOT_FOUND:
+			FUZZ_CHECK(a->status == 404, "a wrong path answered %d", a->status);
+			break;
+		case K_METRICS:
+			FUZZ_CHECK(a->status == 200, "/metrics answered %d", a->status);
+			check_metrics(c, a);
+			break;
+		case K_UNTRUSTED:
+			FUZZ_CHECK(a->status == 403 &&
+					   (!a->body || body_has(a, "not in the check server's --trust")),
+				   "an untrusted peer's check answered %d", a->status);
+			FUZZ_CHECK(!answer_header(a, "RateLimit", tmp)[0] &&
+					   !answer_header(a, "Retry-After", tmp)[0],
+				   "an untrusted peer's 403 with RateLimit or Retry-After");
+			break;
+		case K_BAD:
+			FUZZ_CHECK(a->status == 400, "a bad check answered %d", a->status);
+			FUZZ_CHECK(!answer_header(a, "RateLimit", tmp)[0] &&
+					   !answer_header(a, "Retry-After", tmp)[0],
+				   "a 400 with RateLimit or Retry-After");
+			break;
+		case K_JUDGED:
+			check_judged(c, a);
+			break;
+		}
+	}
+	FUZZ_CHECK(ci == ncalls, "%u requests answered by the handler, %u answers sent", ncalls,
+		   ci);
+}
+
+/* --- the untrusted peer's "nothing changed" --- */
+
+static void snapshot(void)
+{
+	memcpy(snap_e, fz->e, (size_t)fz->cap * sizeof(*fz->e));
+	memcpy(snap_rep, fz->repeats, REPEAT_SLOTS * sizeof(*fz->repeats));
+	memcpy(snap_answers, fz->answers, sizeof(snap_answers));
+	memcpy(snap_counts, fz->counts, sizeof(snap_counts));
+	snap_used = fz->used;
+	snap_ban_failures = fz->ban_failures;
+	snap_bans_word = __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE);
+}
+
+static void check_unchanged(void)
+{
+	FUZZ_CHECK(fz->used == snap_used, "an untrusted peer changed the table: %u -> %u entries",
+		   snap_used, fz->used);
+	FUZZ_CHECK(!memcmp(snap_e, fz->e, (size_t)fz->cap * sizeof(*fz->e)),
+		   "an untrusted peer changed the source table");
+	FUZZ_CHECK(!memcmp(snap_rep, fz->repeats, REPEAT_SLOTS * sizeof(*fz->repeats)),
+		   "an untrusted peer changed the repeats");
+	FUZZ_CHECK(!memcmp(snap_counts, fz->counts, sizeof(snap_counts)),
+		   "an untrusted peer changed the rule counters");
+	for (int o = 0; o < OUT_MAX; o++)
+		FUZZ_CHECK(o == OUT_UNTRUSTED || snap_answers[o] == fz->answers[o],
+			   "an untrusted peer moved answers{%s}", outcome_names[o]);
+	FUZZ_CHECK(snap_ban_failures == fz->ban_failures, "an untrusted peer failed a ban");
+	FUZZ_CHECK(snap_bans_word == __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE),
+		   "an untrusted peer wrote the ban table");
+}
+
+/* One input: the selector byte, then the stream. */
+static void run_one(const uint8_t *data, size_t size)
+{
+	const char *peer = fz_peers[size ? data[0] % 8 : 0].addr;
+	size_t len;
+
+	peer_trusted = fz_peers[size ? data[0] % 8 : 0].trusted;
+	if (size) {
+		data++;
+		size--;
+	}
+	if (!peer_trusted)
+		snapshot();
+	ncalls = 0;
+	len = exchange(data, size, peer);
+	if (getenv("SLUICE_FUZZ_SHOW"))	/* what the server answered, to see a failure */
+		dprintf(2, "fuzz_check: %u calls, answers:\n%s\n", ncalls, resp);
+	check_exchange(resp, len);
+	if (!peer_trusted)
+		check_unchanged();
+	/* The serve loop's sweep, about once a second. */
+	if (mono_now_ns() - last_sweep >= SWEEP_NS) {
+		last_sweep = mono_now_ns();
+		FUZZ_CHECK(ban_sweep(&fz->bans) >= 0, "ban_sweep failed");
+	}
+}
+
+/* --- the server --- */
+
+/* The ban table and config map of an attached interface, made here:
+ * bpf_map_create with bpf/sluice.bpf.c's layouts. */
+static void make_maps(struct sluice_maps *m)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, hash, .map_flags = BPF_F_NO_PREALLOC);
+	LIBBPF_OPTS(bpf_map_create_opts, arr, .map_flags = BPF_F_MMAPABLE);
+
+	memset(m, 0xff, sizeof(*m));	/* every fd -1 */
+	snprintf(m->iface, sizeof(m->iface), "fz0");
+	m->dir[0] = '\0';
+	m->ncpus = 1;
+	m->bans = bpf_map_create(BPF_MAP_TYPE_HASH, "fz_bans", sizeof(struct sluice_src_key),
+				 sizeof(struct sluice_ban), SLUICE_MAX_BANS, &hash);
+	m->config = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fz_config", sizeof(__u32),
+				   sizeof(struct sluice_config), 1, &arr);
+	if (m->bans < 0 || m->config < 0) {
+		dprintf(2, "fuzz_check: cannot create BPF maps (%s): run as root with BPF\n",
+			strerror(errno));
+		exit(1);
+	}
+}
+
+static void make_policy(struct check_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (unsigned int i = 0; i < FZ_NRULES; i++) {
+		const struct fz_rule *fr = &fz_rules[i];
+		char line[RULE_TEXT_MAX], why[256], *slash;
+		char net[64];
+		enum rule_verb verb;
+		struct fz_addr a;
+		struct rule r;
+
+		snprintf(line, sizeof(line), "%s", fr->line);
+		FUZZ_CHECK(rule_parse_line(line, &r, &verb, why, sizeof(why)) == 1 &&
+			   verb == RULE_SET && r.unit == SLUICE_UNIT_REQUESTS,
+			   "rule '%s': %s", fr->line, why);
+		r.index = i + 1;	/* as a commit numbers them */
+		policy_add(p, &r);
+		snprintf(net, sizeof(net), "%s", fr->name);
+		slash = strchr(net, '/');
+		*slash = '\0';
+		FUZZ_CHECK(model_addr(net, &a), "rule name %s", fr->name);
+		fz_nets[i].family = a.family;
+		memcpy(fz_nets[i].net, a.a, sizeof(fz_nets[i].net));
+		fz_nets[i].plen = (__u32)atoi(slash + 1) + (a.family == SLUICE_FAMILY_V4 ? 96 : 0);
+	}
+	FUZZ_CHECK(p->n == FZ_NRULES, "%u request rules of %zu", p->n, FZ_NRULES);
+}
+
+/* What the harness must see before it can fuzz anything: the server's
+ * own answers on each path. */
+static void self_test(void)
+{
+	static const struct {
+		const char *req, *want;
+	} cases[] = {
+		{ "0GET /check HTTP/1.1\r\nHost: x\r\nX-Real-IP: 198.18.9.9\r\n\r\n",
+		  "RateLimit-Policy: \"198.18.0.0/15\";q=5;w=1\r\n" },
+		{ "0GET /check HTTP/1.1\r\nHost: x\r\nX-Real-IP: 198.18.0.9\r\n\r\n",
+		  "RateLimit: \"198.18.0.0/24\";r=1;t=1\r\n" },
+		{ "1HEAD /check?status=403 HTTP/1.1\r\nHost: x\r\nX-Real-IP: 2001:2:0:1::7\r\n\r\n",
+		  "RateLimit-Policy: \"2001:2:0:1::/64\";q=2;w=4\r\n" },
+		{ "0GET /check HTTP/1.1\r\nHost: x\r\nX-Real-IP: 203.0.113.5\r\n\r\n",
+		  "200 ok: no request rule covers this client\n" },
+		{ "6GET /check HTTP/1.1\r\nHost: x\r\nX-Real-IP: 198.18.9.9\r\n\r\n",
+		  "HTTP/1.1 403 Forbidden" },
+		{ "0GET /check HTTP/1.1\r\nHost: x\r\n\r\n", "X-Real-IP must hold exactly one" },
+		{ "0GET /check?status=500 HTTP/1.1\r\nHost: x\r\nX-Real-IP: 198.18.9.9\r\n\r\n",
+		  "status= takes 403 or 429" },
+		{ "0GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404" },
+		{ "0POST /check HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 405" },
+		{ "0GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+		  "sluice_check_answers_total{interface=\"fz0\",outcome=\"untrusted\"} 1\n" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_one((const uint8_t *)cases[i].req, strlen(cases[i].req));
+		FUZZ_CHECK(strstr(resp, cases[i].want), "self-test: '%s' got '%.300s'",
+			   cases[i].req + 1, resp);
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	signal(SIGPIPE, SIG_IGN);
+	opts.bpffs = "/nonexistent/sluice-fuzz-check";	/* no pins are used */
+	resp = malloc(RESPONSE_MAX + 1);
+	fz = calloc(1, sizeof(*fz));
+	if (!resp || !fz)
+		abort();
+	fz->header = HEADER_DEFAULT;
+	if (parse_trust(TRUST_DEFAULT, fz))
+		abort();
+	make_maps(&fz->m);
+	fz->pol = malloc(sizeof(*fz->pol));
+	if (!fz->pol)
+		abort();
+	make_policy(fz->pol);
+	if (table_init(fz, FZ_SOURCES) || ban_writer_open(&fz->m, &fz->bans))
+		abort();
+	snap_e = malloc((size_t)FZ_SOURCES * sizeof(*snap_e));
+	snap_rep = malloc(REPEAT_SLOTS * sizeof(*snap_rep));
+	if (!snap_e || !snap_rep)
+		abort();
+	pthread_mutex_init(&fz->lock, NULL);
+	fz->http.name = "check-server";
+	fz->http.not_allowed = "405 method not allowed: checks and metrics are read with GET\n";
+	fz->http.handler = fz_on_request;
+	fz->http.gateway = gateway_peer;
+	fz->http.cls = fz;
+	if (httpd_init(&fz->http))
+		abort();
+	fz->http.log_requests = getenv("SLUICE_DEBUG") != NULL;
+	/* No listening socket, no thread pool: MHD_run() in this thread. */
+	fz_d = httpd_daemon(&fz->http, -1, 0);
+	if (!fz_d)
+		abort();
+	last_sweep = mono_now_ns();
+	self_test();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_capture cap;
+
+	capture_begin(&cap);
+	run_one(data, size);
+	capture_end(&cap);
+	FUZZ_CHECK(cap.out_len == 0 && (cap.err_len == 0 || fz->http.log_requests),
+		   "the check server printed '%s%s'", cap.out_buf, cap.err_buf);
+	capture_free(&cap);
+	return 0;
+}
