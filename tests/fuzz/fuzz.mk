@@ -28,7 +28,7 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/exporter.o,$(FUZZ_USER_OBJS))
 $(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS))
-$(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS)
+$(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
 
@@ -62,11 +62,11 @@ $(BUILD)/fuzz/planted/%.c: user/%.c
 	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to $<" >&2; rm -f $@; exit 1; }
 $(BUILD)/fuzz/planted/%.o: $(BUILD)/fuzz/planted/%.c $(HEADERS) $(SKELS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user -c $< -o $@
-$(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
+$(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/$*.o,$(FUZZ_USER_OBJS)) \
 		$(BUILD)/fuzz/planted/$*.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 # fuzz_check includes check.c: the planted copy is found first on the path.
-$(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h $(FUZZ_USER_OBJS) \
+$(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) \
 		$(BUILD)/fuzz/planted/check.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I $(BUILD)/fuzz/planted -I user $< \
 		$(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS)) -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -58,17 +58,13 @@
  * Retry-After ran out"); a copy serving untrusted peers fails the
  * self-test. SLUICE_FUZZ_SHOW=1 prints each input's answers. */
 #include "fuzz.h"
+#include "fuzz_http.h"
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <bpf/bpf.h>
 #include "rule.h"
 #include "check.c"
 
-#define RESPONSE_MAX		(256 * 1024)
-#define CLOSE_DEADLINE_NS	(2ULL * SLUICE_NS_PER_SEC)
 #define FZ_SOURCES		1024U	/* --max-sources: small, so the table fills */
 #define FZ_CALLS_MAX		512U	/* handler calls of one input (4 KB of requests) */
 #define FZ_ANSWERS_MAX		(FZ_CALLS_MAX + 16)
@@ -281,33 +277,8 @@ static struct seen *seen_of(const char *id, const struct fz_addr *a)
 
 /* --- watching the handler --- */
 
-struct hdr_count {
-	const char *name;
-	const char *value;
-	unsigned int n;
-};
-
-static enum MHD_Result hdr_visit(void *cls, enum MHD_ValueKind kind, const char *key,
-				 const char *value)
-{
-	struct hdr_count *h = cls;
-
-	(void)kind;
-	if (!strcasecmp(key, h->name)) {
-		h->n++;
-		h->value = value;
-	}
-	return MHD_YES;
-}
-
-/* The value of the request's only header name, or NULL. */
-static const char *only_header(struct MHD_Connection *conn, const char *name)
-{
-	struct hdr_count h = { .name = name };
-
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, hdr_visit, &h);
-	return h.n == 1 ? h.value : NULL;
-}
+/* A header's one value is read with the server's own one_header (a name
+ * missing or repeated is NULL); the model judges the value. */
 
 /* The server's handler, watched: what the request asks, by the model, and
  * what moved in the server while it answered. */
@@ -327,7 +298,7 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	c->outcome = -1;
 	if (!strcmp(url, "/check")) {
 		mode = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
-		addr = only_header(conn, HEADER_DEFAULT);
+		addr = one_header(conn, HEADER_DEFAULT);
 		c->mode403 = mode && !strcmp(mode, "403");
 		if (!peer_trusted)
 			c->kind = K_UNTRUSTED;
@@ -338,7 +309,7 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 			c->kind = K_JUDGED;
 		if (c->kind == K_JUDGED) {
 			c->rule = model_rule(&c->src);
-			id = only_header(conn, "X-Request-ID");
+			id = one_header(conn, "X-Request-ID");
 			if (id && *id && strlen(id) <= REQUEST_ID_MAX) {
 				snprintf(c->id, sizeof(c->id), "%s", id);
 				for (const char *p = id; *p; p++)
@@ -449,12 +420,7 @@ static size_t exchange(const uint8_t *data, size_t size, const char *peer)
 	struct sockaddr_storage ss = { 0 };
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-	__u64 deadline = mono_now_ns() + CLOSE_DEADLINE_NS;
-	size_t sent = 0, got = 0;
-	unsigned int idle = 0;
 	socklen_t sslen;
-	bool eof = false;
-	int sv[2];
 
 	if (strchr(peer, ':')) {
 		s6->sin6_family = AF_INET6;
@@ -469,44 +435,7 @@ static size_t exchange(const uint8_t *data, size_t size, const char *peer)
 			abort();
 		sslen = sizeof(*s4);
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		abort();
-	fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	FUZZ_CHECK(MHD_add_connection(fz_d, sv[0], (struct sockaddr *)&ss, sslen) == MHD_YES,
-		   "MHD_add_connection failed");
-	if (!size)
-		shutdown(sv[1], SHUT_WR);
-	while (!eof) {
-		ssize_t n;
-
-		if (sent < size) {
-			n = send(sv[1], data + sent, size - sent, MSG_NOSIGNAL);
-			if (n > 0)
-				sent += (size_t)n;
-			else if (n < 0 && errno != EAGAIN)
-				sent = size;	/* the server closed already */
-			if (sent == size)
-				shutdown(sv[1], SHUT_WR);
-		}
-		MHD_run(fz_d);
-		n = read(sv[1], resp + got, RESPONSE_MAX - got);
-		if (n > 0) {
-			idle = 0;
-			got += (size_t)n;
-			FUZZ_CHECK(got < RESPONSE_MAX, "more than %d bytes of answer", RESPONSE_MAX);
-		} else if (n == 0 || errno != EAGAIN) {
-			eof = true;	/* closed (ECONNRESET counts) */
-		} else {
-			FUZZ_CHECK(mono_now_ns() < deadline, "the connection is still open %llu s "
-				   "after the client shut its side", CLOSE_DEADLINE_NS / SLUICE_NS_PER_SEC);
-			if (++idle > 16)
-				poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
-		}
-	}
-	close(sv[1]);
-	MHD_run(fz_d);	/* the server's side is gone too */
-	resp[got] = '\0';
-	return got;
+	return fuzz_http_exchange(fz_d, (struct sockaddr *)&ss, sslen, data, size, resp);
 }
 
 /* The answers in r: each "HTTP/1.x NNN", header lines "Name: value", a
@@ -1043,7 +972,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	signal(SIGPIPE, SIG_IGN);
 	opts.bpffs = "/nonexistent/sluice-fuzz-check";	/* no pins are used */
-	resp = malloc(RESPONSE_MAX + 1);
+	resp = malloc(FUZZ_RESPONSE_MAX + 1);
 	fz = calloc(1, sizeof(*fz));
 	if (!resp || !fz)
 		abort();

@@ -8,70 +8,21 @@
  * nothing. No interface is attached (the pin root does not exist), so
  * /metrics is the scrape of zero interfaces. */
 #include "fuzz.h"
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
+#include "fuzz_http.h"
 #include "exporter.c"
 
-#define RESPONSE_MAX	(256 * 1024)
-#define CLOSE_DEADLINE_NS	(2ULL * SLUICE_NS_PER_SEC)
 
 static struct exporter fz_ex;
 static struct MHD_Daemon *fz_d;
 static char *resp;
 
-/* Sends data as one client, shuts the sending side, and reads everything
- * the server answers until it closes. The answer's length. */
+/* Sends data as one client from 127.0.0.1. The answer's length. */
 static size_t exchange(const uint8_t *data, size_t size)
 {
 	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(40000) };
-	__u64 deadline = mono_now_ns() + CLOSE_DEADLINE_NS;
-	size_t sent = 0, got = 0;
-	unsigned int idle = 0;
-	bool eof = false;
-	int sv[2];
 
 	peer.sin_addr.s_addr = htonl(0x7f000001);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		abort();
-	fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	FUZZ_CHECK(MHD_add_connection(fz_d, sv[0], (struct sockaddr *)&peer, sizeof(peer)) ==
-		   MHD_YES, "MHD_add_connection failed");
-	if (!size)
-		shutdown(sv[1], SHUT_WR);
-	while (!eof) {
-		ssize_t n;
-
-		if (sent < size) {
-			n = send(sv[1], data + sent, size - sent, MSG_NOSIGNAL);
-			if (n > 0)
-				sent += (size_t)n;
-			else if (n < 0 && errno != EAGAIN)
-				sent = size;	/* the server closed already */
-			if (sent == size)
-				shutdown(sv[1], SHUT_WR);
-		}
-		MHD_run(fz_d);
-		n = read(sv[1], resp + got, RESPONSE_MAX - got);
-		if (n > 0) {
-			idle = 0;
-			got += (size_t)n;
-			FUZZ_CHECK(got < RESPONSE_MAX, "more than %d bytes of answer", RESPONSE_MAX);
-		} else if (n == 0 || errno != EAGAIN) {
-			eof = true;	/* closed (ECONNRESET counts) */
-		} else {
-			FUZZ_CHECK(mono_now_ns() < deadline, "the connection is still open %llu s "
-				   "after the client shut its side", CLOSE_DEADLINE_NS / SLUICE_NS_PER_SEC);
-			/* libmicrohttpd may need a few rounds; then wait a little */
-			if (++idle > 16)
-				poll(&(struct pollfd){ .fd = sv[1], .events = POLLIN }, 1, 1);
-		}
-	}
-	close(sv[1]);
-	/* The server's side is gone too (its CLOSED notice ran). */
-	MHD_run(fz_d);
-	resp[got] = '\0';
-	return got;
+	return fuzz_http_exchange(fz_d, (struct sockaddr *)&peer, sizeof(peer), data, size, resp);
 }
 
 /* Each answer: "HTTP/1.x NNN" with a status the exporter (or
@@ -140,7 +91,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* No pins: a bpffs that does not exist (never the host's real one). */
 	opts.bpffs = "/nonexistent/sluice-fuzz-exporter";
-	resp = malloc(RESPONSE_MAX + 1);
+	resp = malloc(FUZZ_RESPONSE_MAX + 1);
 	fz_ex.http.name = "exporter";
 	fz_ex.http.not_allowed = EXPORTER_NOT_ALLOWED;
 	fz_ex.http.handler = on_request;
