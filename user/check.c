@@ -224,7 +224,7 @@ static void policy_add(struct check_policy *out, const struct rule *r)
 	struct check_rule *c;
 	unsigned int j;
 
-	if (r->unit != SLUICE_UNIT_REQUESTS || r->action != SLUICE_ACT_LIMIT ||
+	if (!rule_is_request(r) || r->action != SLUICE_ACT_LIMIT ||
 	    r->index >= SLUICE_MAX_POLICIES)
 		return;
 	c = &out->rules[r->index];

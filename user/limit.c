@@ -87,8 +87,8 @@ static int rule_cmp(const void *a, const void *b)
 		return c;
 	if (x->cidr.prefixlen != y->cidr.prefixlen)
 		return (int)x->cidr.prefixlen - (int)y->cidr.prefixlen;
-	if ((x->unit == SLUICE_UNIT_REQUESTS) != (y->unit == SLUICE_UNIT_REQUESTS))
-		return x->unit == SLUICE_UNIT_REQUESTS ? 1 : -1;	/* after packet rules */
+	if (rule_is_request(x) != rule_is_request(y))
+		return rule_is_request(x) ? 1 : -1;	/* after packet rules */
 	if (x->match.flags != y->match.flags)
 		return x->match.flags - y->match.flags;
 	if (x->match.proto != y->match.proto)
@@ -128,7 +128,7 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
 	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
 	json_bool(j, "monitor", r->monitor);
 	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
-	if (r->unit == SLUICE_UNIT_REQUESTS)
+	if (rule_is_request(r))
 		json_u64(j, "ban_after", r->ban_after);
 	json_str(j, "algo", algo_name(r->algo));
 	if (r->algo != SLUICE_ALGO_TOKEN_BUCKET)
@@ -188,7 +188,7 @@ static void list_one_text(const char *cidr, const struct rule *r,
 			duration_words(r->ban_ns, ban, sizeof(ban));
 			snprintf(more + n, sizeof(more) - n, "%sban %s", n ? " " : "", ban);
 			n = strlen(more);
-			if (r->unit == SLUICE_UNIT_REQUESTS)
+			if (rule_is_request(r))
 				snprintf(more + n, sizeof(more) - n, " after %u", r->ban_after);
 		}
 		if (r->monitor) {

@@ -551,7 +551,7 @@ static int parse_ban_after(const struct cli_args *a, struct rule *r, char *why, 
 	__u64 n = SLUICE_BAN_AFTER_DEFAULT;
 
 	if (a->val[O_BAN_AFTER]) {
-		if (r->unit != SLUICE_UNIT_REQUESTS) {
+		if (!rule_is_request(r)) {
 			snprintf(why, len, "--ban-after goes with --requests: a packet rule's --ban "
 				 "starts when it limits");
 			return -1;
@@ -566,7 +566,7 @@ static int parse_ban_after(const struct cli_args *a, struct rule *r, char *why, 
 			return -1;
 		}
 	}
-	if (r->unit == SLUICE_UNIT_REQUESTS && r->ban_ns)
+	if (rule_is_request(r) && r->ban_ns)
 		r->ban_after = (__u32)n;
 	return 0;
 }
@@ -792,7 +792,7 @@ void rule_label(const struct rule *r, bool is_default, char *buf, size_t len)
 		return;
 	}
 	format_cidr(&r->cidr, cidr, sizeof(cidr));
-	if (r->unit == SLUICE_UNIT_REQUESTS)
+	if (rule_is_request(r))
 		snprintf(match, sizeof(match), "--requests");
 	else
 		rule_match_words(&r->match, match, sizeof(match));
@@ -833,7 +833,7 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 		return;
 	}
 	rule_rate_words(r, rate, sizeof(rate));
-	if (r->unit == SLUICE_UNIT_REQUESTS)	/* the label names it already */
+	if (rule_is_request(r))	/* the label names it already */
 		format_cidr(&r->cidr, label, sizeof(label));
 	snprintf(buf, len, "limit %s%s %s %s", is_default ? "" : "set ",
 		 label, unit_option(r->unit), rate);
@@ -850,7 +850,7 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 	if (r->ban_ns) {
 		duration_words(r->ban_ns, ban, sizeof(ban));
 		put(buf, len, " --ban %s", ban);
-		if (r->unit == SLUICE_UNIT_REQUESTS)
+		if (rule_is_request(r))
 			put(buf, len, " --ban-after %u", r->ban_after);
 	}
 	if (r->monitor)

@@ -101,6 +101,12 @@ struct rule {
 	bool monitor;		/* --monitor */
 	__u32 index;		/* slot in the policy table, stable per identity */
 };
+/* A request rule (--requests): the check server answers for it; it is never
+ * put in the trie, so it judges no packet. */
+static inline bool rule_is_request(const struct rule *r)
+{
+	return r->unit == SLUICE_UNIT_REQUESTS;
+}
 struct policy {
 	struct rule def;	/* the default, index 0 */
 	struct rule rules[SLUICE_MAX_POLICIES - 1];

@@ -157,7 +157,7 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
  * neither are request rules. */
 bool rule_same_identity(const struct rule *a, const struct rule *b)
 {
-	return (a->unit == SLUICE_UNIT_REQUESTS) == (b->unit == SLUICE_UNIT_REQUESTS) &&
+	return rule_is_request(a) == rule_is_request(b) &&
 	       a->cidr.prefixlen == b->cidr.prefixlen &&
 	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
 	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
@@ -427,7 +427,7 @@ int policy_candidates(const struct policy *p, const struct cidr *at, struct slui
 	char buf[SLUICE_CIDR_STR_MAX];
 
 	for (i = 0; i < p->n; i++)
-		if (p->rules[i].unit != SLUICE_UNIT_REQUESTS && cidr_covers(&p->rules[i].cidr, at))
+		if (!rule_is_request(&p->rules[i]) && cidr_covers(&p->rules[i].cidr, at))
 			c[n++].r = &p->rules[i];
 	qsort(c, n, sizeof(c[0]), candidate_cmp);
 	memset(v, 0, sizeof(*v));
@@ -465,10 +465,10 @@ static int write_lpm_slot(const struct sluice_maps *m, const struct policy *next
 			.slot = slot,
 			.family = cidr_family(&r->cidr),
 		};
-		bool seen = r->unit == SLUICE_UNIT_REQUESTS;	/* never judges packets */
+		bool seen = rule_is_request(r);	/* never judges packets */
 
 		for (unsigned int j = 0; j < i && !seen; j++)
-			seen = next->rules[j].unit != SLUICE_UNIT_REQUESTS &&
+			seen = !rule_is_request(&next->rules[j]) &&
 			       next->rules[j].cidr.prefixlen == r->cidr.prefixlen &&
 			       !memcmp(&next->rules[j].cidr.addr, &r->cidr.addr,
 				       sizeof(r->cidr.addr));
@@ -492,7 +492,7 @@ static int check_candidates(const struct policy *next)
 	int err;
 
 	for (unsigned int i = 0; i < next->n; i++) {
-		if (next->rules[i].unit == SLUICE_UNIT_REQUESTS)
+		if (rule_is_request(&next->rules[i]))
 			continue;
 		err = policy_candidates(next, &next->rules[i].cidr, &v);
 		if (err)

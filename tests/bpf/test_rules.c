@@ -510,6 +510,23 @@ static void l4_unreadable_v6_payload(void)
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_DENIED));
 }
 
+/* The live policy's request rule of cidr ("198.18.0.0/16"): its table
+ * index, 0 if there is none. */
+static __u32 request_rule_index(const char *cidr)
+{
+	static struct policy pol;	/* large: not on the stack */
+	char buf[SLUICE_CIDR_STR_MAX];
+
+	if (policy_read(&fx.m, &pol))
+		return 0;
+	for (unsigned int i = 0; i < pol.n; i++) {
+		format_cidr(&pol.rules[i].cidr, buf, sizeof(buf));
+		if (rule_is_request(&pol.rules[i]) && !strcmp(buf, cidr))
+			return pol.rules[i].index;
+	}
+	return 0;
+}
+
 /* A request rule never judges packets: its CIDR's packets go to the rule
  * that covers them otherwise (here the packet rule of the same CIDR, then
  * the default), and the request rule's counters stay at zero. */
@@ -525,9 +542,16 @@ static void request_rules_skip_packets(void)
 	CHECK(send_n(&f, 50) == 50, "a request rule limited packets");
 	frame_udp_from(&f, "198.19.1.1");
 	CHECK(send_n(&f, 10) == 3, "the packet rule beside a request rule of the same CIDR");
-	CHECK(read_policy_counter(&fx.m, 1, &pc) == 0 && pc.pass_packets + pc.drop_packets == 0,
-	      "the first request rule counted %llu packets",
-	      (unsigned long long)(pc.pass_packets + pc.drop_packets));
+	for (int i = 0; i < 2; i++) {
+		const char *cidr = i ? "198.19.0.0/16" : "198.18.0.0/16";
+		__u32 idx = request_rule_index(cidr);
+
+		CHECK(idx, "no request rule of %s", cidr);
+		CHECK(read_policy_counter(&fx.m, idx, &pc) == 0 &&
+		      pc.pass_packets + pc.drop_packets == 0,
+		      "the request rule of %s counted %llu packets", cidr,
+		      (unsigned long long)(pc.pass_packets + pc.drop_packets));
+	}
 }
 
 /* Set or clear the ban table's live bit as ban_put and ban_sweep do. */
@@ -556,29 +580,11 @@ static void ban_table(void)
 	struct sluice_src_key k1, k2, k6;
 	struct ban_writer w;
 	struct frame f;
-	__u32 idx = 0;
+	__u32 idx;
 
 	CHECK(setup("allow 198.18.0.0/15;"
 		    "limit set 198.18.0.0/15 --requests 5 --ban 1m --ban-after 3") == 0, "setup");
-	for (unsigned int i = 1; i < SLUICE_MAX_POLICIES && !idx; i++) {
-		struct sluice_policy sp;
-
-		if (!policy_entry(&fx.m, SLUICE_GEN_SLOT(0), i, &sp) && sp.in_use &&
-		    sp.unit == SLUICE_UNIT_REQUESTS)
-			idx = i;
-	}
-	if (!idx) {	/* the active slot may be 1 */
-		struct sluice_config cfg;
-
-		live_config(&fx.m, &cfg);
-		for (unsigned int i = 1; i < SLUICE_MAX_POLICIES && !idx; i++) {
-			struct sluice_policy sp;
-
-			if (!policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), i, &sp) &&
-			    sp.in_use && sp.unit == SLUICE_UNIT_REQUESTS)
-				idx = i;
-		}
-	}
+	idx = request_rule_index("198.18.0.0/15");
 	CHECK(idx, "no request rule in the table");
 	CHECK(!parse_source("198.18.1.1", &k1) && !parse_source("198.18.1.2", &k2) &&
 	      !parse_source("2001:2::1", &k6), "keys");
