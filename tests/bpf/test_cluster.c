@@ -757,8 +757,30 @@ static void cluster_lease_race(void)
 	}
 }
 
-int main(void)
+/* With arguments, only the cases named (for a quick run by hand). */
+static int only_argc;
+static char **only_argv;
+
+static int selected(const char *name)
 {
+	if (only_argc < 2)
+		return 1;
+	for (int i = 1; i < only_argc; i++)
+		if (!strcmp(only_argv[i], name))
+			return 1;
+	return 0;
+}
+
+#define RUN_SELECTED(fn)                                                     \
+	do {                                                                 \
+		if (selected(#fn))                                           \
+			RUN(fn);                                             \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	only_argc = argc;
+	only_argv = argv;
 	if (geteuid() != 0) {
 		printf("needs root for BPF_PROG_TEST_RUN\n");
 		return 77;
@@ -767,12 +789,12 @@ int main(void)
 		printf("FAIL setup: mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
-	RUN(cluster_none_is_plain);
-	RUN(cluster_up_share_and_notices);
-	RUN(cluster_lease_spend);
-	RUN(cluster_keyed_leases);
-	RUN(cluster_fallback);
-	RUN(cluster_lease_race);
+	RUN_SELECTED(cluster_none_is_plain);
+	RUN_SELECTED(cluster_up_share_and_notices);
+	RUN_SELECTED(cluster_lease_spend);
+	RUN_SELECTED(cluster_keyed_leases);
+	RUN_SELECTED(cluster_fallback);
+	RUN_SELECTED(cluster_lease_race);
 	teardown();
 	rmdir(lock_dir);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
