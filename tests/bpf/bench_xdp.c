@@ -415,6 +415,118 @@ static void algo_scenarios(double base)
 	fixture_close(&fx);
 }
 
+/*
+ * --cluster rules (issue 13) against plain rules of the same numbers, the
+ * agent up with N = 1 (share: rate / 8, burst / 8, leased): a limited
+ * source with no lease (its bucket looks a lease up, and every 64th drop
+ * pushes a notice into a queue no agent pops here: full after the first
+ * round, as when the agent is slow), one whose live lease is spent (credit
+ * 0), a pass spent from a lease (credit no run spends), and a pass within
+ * the share; against the plain rule's drop or within-limit pass.
+ * Interleaved rounds as for the algorithms; each difference is the median
+ * of the rounds' differences. Then the verifier's cost of the program.
+ */
+#define CLUSTER_CASES	6
+#define CLUSTER_ROUNDS	11
+static void cluster_scenarios(double base)
+{
+	static const struct {
+		const char *name, *src;
+		int ref;	/* the plain case it is measured against, -1 none */
+	} cases[CLUSTER_CASES] = {
+		{ "plain rule, limited (drop)", "198.18.30.1", -1 },
+		{ "--cluster, limited, no lease (drop)", "198.18.31.1", 0 },
+		{ "--cluster, limited, lease spent (drop)", "198.18.35.1", 0 },
+		{ "plain rule, within limit (pass)", "198.18.32.1", -1 },
+		{ "--cluster, within the share (pass)", "198.18.33.1", 3 },
+		{ "--cluster, past the share, from a lease (pass)", "198.18.34.1", 3 },
+	};
+	double v[CLUSTER_CASES][CLUSTER_ROUNDS], d[CLUSTER_ROUNDS], ns, diff;
+	struct sluice_cluster_state st = { .mode = SLUICE_CLUSTER_UP, .peers = 1, .sync_ms = 100 };
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info), idx;
+	struct frame f[CLUSTER_CASES];
+	struct lease_writer *lw = NULL;
+	struct sluice_grant g[2] = {};
+	struct sluice_bucket b;
+	struct fixture fx;
+
+	st.pid = (__u32)getpid();
+	st.heartbeat_ns = st.started_ns = mono_now_ns();
+	/* the commit reads the agent's state: written first, the policy's
+	 * --cluster rules take the connected share */
+	if (fixture_open(&fx, 0) || cluster_state_write(&fx.m, &st) ||
+	    apply_policy(&fx, false, "limit set 198.18.30.0/24 --rate 1 --burst 1;"
+				"limit set 198.18.31.0/24 --rate 1 --burst 1 --cluster;"
+				"limit set 198.18.35.0/24 --rate 1 --burst 1 --cluster;"
+				"limit set 198.18.32.0/24 --rate 1000000 --burst 1000000000;"
+				"limit set 198.18.33.0/24 --rate 1000000 --burst 1000000000 "
+				"--cluster;"
+				"limit set 198.18.34.0/24 --rate 1 --burst 1 --cluster") ||
+	    lease_writer_open(&fx.m, &lw)) {
+		fprintf(stderr, "bench: cannot set up the cluster rules\n");
+		fixture_close(&fx);
+		return;
+	}
+	/* the lease rows' leases, on the sources' home keys, for an hour */
+	for (int i = 0; i < 2; i++) {
+		const char *src = i ? cases[2].src : cases[5].src;
+		char cidr[32];
+		struct policy *p = malloc(sizeof(*p));
+		struct cidr c;
+		struct rule *r;
+
+		snprintf(cidr, sizeof(cidr), "%.*s0/24", (int)(strrchr(src, '.') - src + 1), src);
+		idx = SLUICE_MAX_POLICIES;
+		if (p && !parse_cidr(cidr, &c, NULL, 0) && !policy_read(&fx.m, p) &&
+		    (r = policy_find(p, &c)))
+			idx = r->index;
+		free(p);
+		parse_source(src, &g[i].key);
+		g[i].policy = idx;
+		g[i].credit = i ? 0 : 1ULL << 40;
+		g[i].expires_ns = mono_now_ns() + 3600 * SLUICE_NS_PER_SEC;
+	}
+	if (lease_grant(lw, g, 2)) {
+		fprintf(stderr, "bench: cannot write the leases\n");
+		goto out;
+	}
+	printf("\n--cluster rules vs plain rules of the same numbers, agent up, N=1 (medians of "
+	       "%d interleaved rounds of 1M):\n", CLUSTER_ROUNDS);
+	for (int c = 0; c < CLUSTER_CASES; c++) {
+		frame_udp_from(&f[c], cases[c].src);
+		run_frame(&fx, &f[c], 2, NULL);	/* take the bucket, spend burst 1 */
+	}
+	for (int r = 0; r < CLUSTER_ROUNDS; r++)
+		for (int c = 0; c < CLUSTER_CASES; c++)
+			v[c][r] = one_run_ns(fx.prog_fd, &f[c]);
+	for (int c = 0; c < CLUSTER_CASES; c++) {
+		int ref = cases[c].ref;
+
+		memcpy(d, v[c], sizeof(d));	/* median() sorts: keep v in round order */
+		ns = median(d, CLUSTER_ROUNDS);
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare", cases[c].name, ns, ns / base,
+		       ns - base);
+		if (ref >= 0) {
+			for (int r = 0; r < CLUSTER_ROUNDS; r++)
+				d[r] = v[c][r] - v[ref][r];
+			diff = median(d, CLUSTER_ROUNDS);
+			printf(", %+.1f cluster rule vs plain", diff);
+		}
+		/* the regime held: the share's rows passed, the others as named */
+		if (!bucket_of(&fx, cases[c].src, &b))
+			printf(", %.0f%% passed", 100.0 * (double)b.passed /
+						   (double)(b.passed + b.dropped));
+		printf("\n");
+	}
+	if (!bpf_obj_get_info_by_fd(fx.prog_fd, &info, &info_len))
+		printf("the XDP program: %u instructions, %u processed by the verifier\n",
+		       info.xlated_prog_len / 8, info.verified_insns);
+out:
+	lease_writer_close(lw);
+	fixture_close(&fx);
+}
+
 /* The floor of issue 10, the minimal bucket, for sluice's plain limited
  * rows (one known source, drop), each measured again beside it. */
 static void plain_min_rows(struct fixture *fx, double base)
@@ -477,7 +589,8 @@ out:
 	ban_writer_close(&w);
 }
 
-/* usage: bench_xdp [algos]   (algos: only the algorithms, next to bare) */
+/* usage: bench_xdp [algos|cluster]   (only the algorithms, or only the
+ * --cluster rows, next to bare) */
 int main(int argc, char **argv)
 {
 	/* Plain CIDR rules: the figures to compare with earlier versions. */
@@ -528,6 +641,10 @@ int main(int argc, char **argv)
 		algo_scenarios(base);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "cluster")) {
+		cluster_scenarios(base);
+		return 0;
+	}
 	run_cases(&fx, plain, sizeof(plain) / sizeof(plain[0]), base, 0);
 	plain_min_rows(&fx, base);
 
@@ -548,6 +665,7 @@ int main(int argc, char **argv)
 	fixture_close(&fx2);
 	fixture_close(&fx);
 	algo_scenarios(base);
+	cluster_scenarios(base);
 	table_scenarios(base);
 	close(bare);
 
