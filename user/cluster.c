@@ -61,6 +61,9 @@ static int parse_url(const char *s, struct redis_url *u)
 	if (strncmp(s, "redis://", 8) != 0)
 		return usage_err("bad Redis URL '%s': %s", s, form);
 	h = s + 8;
+	if (strchr(h, '@'))
+		return usage_err("bad Redis URL '%s': the agent has no AUTH (user or password): %s",
+				 s, form);
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (!end)
@@ -80,13 +83,13 @@ static int parse_url(const char *s, struct redis_url *u)
 			      (h[i] >= '0' && h[i] <= '9') || h[i] == '.' || h[i] == '-'))
 				return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
 						 u->host, form);
-		if (!n || h[0] == '-' || h[0] == '.')
+		if (!n)
 			return usage_err("bad Redis URL '%s': no host: %s", s, form);
+		if (h[0] == '-' || h[0] == '.')
+			return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
+					 u->host, form);
 		p = h + n;
 	}
-	if (*p == '@')
-		return usage_err("bad Redis URL '%s': the agent has no AUTH (user or password): %s",
-				 s, form);
 	if (*p == ':' && !parse_u64(p + 1, 1, 65535, &port))
 		return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s, form);
 	if (*p && *p != ':')
@@ -147,13 +150,41 @@ static int redis_fail(struct redis *r, const char *what)
 {
 	const char *e = r->c && r->c->err ? r->c->errstr : "failed";
 
-	if (r->c && r->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-		e = "no answer in time";
+	/* A socket timeout (SO_RCVTIMEO) is EAGAIN's text. */
+	if (r->c && r->c->err == REDIS_ERR_IO && !strcmp(e, strerror(EAGAIN)))
+		snprintf(r->why, sizeof(r->why), "%s: no answer within %llu ms", what,
+			 (unsigned long long)(r->timeout_ns / 1000000));
+	else
+		snprintf(r->why, sizeof(r->why), "%s: %s", what, e);
 	if (r->c && r->c->err == REDIS_ERR_PROTOCOL)
 		r->not_redis = true;
-	snprintf(r->why, sizeof(r->why), "%s: %s", what, e);
 	redis_close(r);
 	return -1;
+}
+
+/* What a reply was, for a message: its text, or its kind. */
+static void reply_text(const redisReply *rep, char *buf, size_t len)
+{
+	switch (rep->type) {
+	case REDIS_REPLY_ERROR:
+		snprintf(buf, len, "-%.100s", rep->str);
+		break;
+	case REDIS_REPLY_STATUS:
+		snprintf(buf, len, "+%.100s", rep->str);
+		break;
+	case REDIS_REPLY_STRING:
+		snprintf(buf, len, "the string '%.100s'", rep->str);
+		break;
+	case REDIS_REPLY_INTEGER:
+		snprintf(buf, len, "the integer %lld", rep->integer);
+		break;
+	case REDIS_REPLY_ARRAY:
+		snprintf(buf, len, "an array of %zu", rep->elements);
+		break;
+	default:
+		snprintf(buf, len, "nil");
+		break;
+	}
 }
 
 /* The next reply, waiting until deadline (CLOCK_MONOTONIC) at most: 0, or
@@ -203,13 +234,14 @@ static int redis_call(struct redis *r, __u64 deadline, int argc, const char **ar
 static int load_script(struct redis *r, __u64 deadline, const char *src, char *sha, size_t len)
 {
 	const char *argv[] = { "SCRIPT", "LOAD", src };
+	char what[128];
 	redisReply *rep;
 
 	if (redis_call(r, deadline, 3, argv, &rep))
 		return -1;
 	if (rep->type != REDIS_REPLY_STRING || rep->len >= len) {
-		snprintf(r->why, sizeof(r->why), "SCRIPT LOAD answered %s",
-			 rep->type == REDIS_REPLY_ERROR ? rep->str : "no script hash");
+		reply_text(rep, what, sizeof(what));
+		snprintf(r->why, sizeof(r->why), "SCRIPT LOAD answered %s", what);
 		r->not_redis = true;
 		freeReplyObject(rep);
 		redis_close(r);
@@ -235,6 +267,7 @@ static int redis_connect(struct redis *r)
 {
 	const char *ping[] = { "PING" };
 	__u64 deadline = mono_now_ns() + r->timeout_ns;
+	char what[128];
 	redisReply *rep;
 
 	redis_close(r);
@@ -249,10 +282,8 @@ static int redis_connect(struct redis *r)
 	if (redis_call(r, deadline, 1, ping, &rep))
 		return -1;
 	if (rep->type != REDIS_REPLY_STATUS || strcmp(rep->str, "PONG") != 0) {
-		snprintf(r->why, sizeof(r->why), "PING answered %s%.100s",
-			 rep->type == REDIS_REPLY_ERROR ? "" : "not PONG: ",
-			 rep->type == REDIS_REPLY_ERROR || rep->type == REDIS_REPLY_STATUS ||
-			 rep->type == REDIS_REPLY_STRING ? rep->str : "");
+		reply_text(rep, what, sizeof(what));
+		snprintf(r->why, sizeof(r->why), "PING answered %s, not +PONG", what);
 		r->not_redis = true;
 		freeReplyObject(rep);
 		redis_close(r);
@@ -526,6 +557,7 @@ static bool is_noscript(const redisReply *rep)
 static int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers)
 {
 	struct redis *r = &ag->r;
+	char what[128];
 	redisReply *rep;
 	int ret = 0;
 
@@ -548,8 +580,8 @@ static int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *np
 	freeReplyObject(rep);
 	return ret;
 bad:
-	snprintf(r->why, sizeof(r->why), "%s answered %.100s", e ? "the grant" : "the heartbeat",
-		 rep->type == REDIS_REPLY_ERROR ? rep->str : "something else");
+	reply_text(rep, what, sizeof(what));
+	snprintf(r->why, sizeof(r->why), "%s answered %s", e ? "the grant" : "the heartbeat", what);
 	freeReplyObject(rep);
 	redis_close(r);
 	return -1;
@@ -641,6 +673,18 @@ static __u64 realtime_us(void)
 	return (__u64)ts.tv_sec * 1000000 + (__u64)ts.tv_nsec / 1000;
 }
 
+/* A reply that is not what cmd answers: -1, the connection closed. */
+static int racy_bad(struct agent *ag, const char *cmd, redisReply *rep)
+{
+	char what[128];
+
+	reply_text(rep, what, sizeof(what));
+	snprintf(ag->r.why, sizeof(ag->r.why), "%s answered %s", cmd, what);
+	freeReplyObject(rep);
+	redis_close(&ag->r);
+	return -1;
+}
+
 static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
 	struct hot_set *hs = &ag->hot;
@@ -674,13 +718,8 @@ static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 			continue;
 		if (redis_reply(&ag->r, deadline, &rep))
 			return -1;
-		if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_NIL) {
-			snprintf(ag->r.why, sizeof(ag->r.why), "GET answered %.100s",
-				 rep->type == REDIS_REPLY_ERROR ? rep->str : "something else");
-			freeReplyObject(rep);
-			redis_close(&ag->r);
-			return -1;
-		}
+		if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_NIL)
+			return racy_bad(ag, "GET", rep);
 		tat = rep->type == REDIS_REPLY_STRING ? strtod(rep->str, NULL) : 0;
 		freeReplyObject(rep);
 		if (tat < now)
@@ -705,15 +744,9 @@ static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 			continue;
 		if (redis_reply(&ag->r, deadline, &rep))
 			return -1;
-		ret = rep->type == REDIS_REPLY_STATUS ? 0 : -1;
-		if (ret) {
-			snprintf(ag->r.why, sizeof(ag->r.why), "SET answered %.100s",
-				 rep->type == REDIS_REPLY_ERROR ? rep->str : "something else");
-			redis_close(&ag->r);
-		}
+		if (rep->type != REDIS_REPLY_STATUS)
+			return racy_bad(ag, "SET", rep);
 		freeReplyObject(rep);
-		if (ret)
-			return -1;
 	}
 	return 0;
 }
@@ -1145,8 +1178,6 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop, &saved);
-	err_msg("cluster: %s: node %s joining %s, sync every %llu ms", iface, ag->st.node,
-		url.text, (unsigned long long)sync_ms);
 	err = agent_loop(ag, &stop);
 	sigprocmask(SIG_SETMASK, &saved, NULL);
 out:
