@@ -260,19 +260,20 @@ static int load_scripts(struct redis *r, __u64 deadline)
 	return 0;
 }
 
-/* Connects within the timeout, checks that it is Redis (PING answers
- * +PONG) and loads the scripts: 0, or -1 with why (and not_redis when
+/* Connects, checks that it is Redis (PING answers +PONG) and loads the
+ * scripts, all by deadline: 0, or -1 with why (and not_redis when
  * something answered, but not as Redis). */
-static int redis_connect(struct redis *r)
+static int redis_connect(struct redis *r, __u64 deadline)
 {
 	const char *ping[] = { "PING" };
-	__u64 deadline = mono_now_ns() + r->timeout_ns;
+	__u64 now = mono_now_ns();
 	char what[128];
 	redisReply *rep;
 
 	redis_close(r);
 	r->not_redis = false;
-	r->c = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(r->timeout_ns));
+	r->c = redisConnectWithTimeout(r->url.host, r->url.port,
+				       tv_of(deadline > now ? deadline - now : 0));
 	if (!r->c) {
 		snprintf(r->why, sizeof(r->why), "out of memory");
 		return -1;
@@ -821,11 +822,12 @@ static int write_grants(struct agent *ag)
 	return 0;
 }
 
-/* One sync, steps 1 to 4 of the design. 0; -1 when Redis failed (why in
- * ag->r.why); or an exit code when the kernel side failed (printed). */
-static int sync_once(struct agent *ag, __u32 *npeers)
+/* One sync, steps 1 to 4 of the design, its Redis part done by deadline.
+ * 0; -1 when Redis failed (why in ag->r.why); or an exit code when the
+ * kernel side failed (printed). */
+static int sync_once(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
-	__u64 now = mono_now_ns(), deadline = now + ag->r.timeout_ns;
+	__u64 now = mono_now_ns();
 	int err;
 
 	take_notices(ag);
@@ -951,20 +953,22 @@ static int after_sync(struct agent *ag, int ret, __u32 npeers, bool first)
 	return state_commit(ag);
 }
 
-/* One attempt at the tick: connect when not connected, then sync. */
+/* One attempt at the tick: connect when not connected, then sync; Redis
+ * gets S/2 for both together. */
 static int attempt(struct agent *ag, bool first)
 {
+	__u64 deadline = mono_now_ns() + ag->r.timeout_ns;
 	__u32 npeers = 0;
 	int ret = 0;
 
-	if (!ag->r.c && redis_connect(&ag->r)) {
+	if (!ag->r.c && redis_connect(&ag->r, deadline)) {
 		if (first && ag->r.not_redis)
 			return runtime_err("%s is not a Redis server the agent can use: %s",
 					   ag->st.url, ag->r.why);
 		ret = -1;
 	}
 	if (!ret)
-		ret = sync_once(ag, &npeers);
+		ret = sync_once(ag, deadline, &npeers);
 	return after_sync(ag, ret, npeers, first);
 }
 
