@@ -76,6 +76,9 @@ static int parse_url(const char *s, struct redis_url *u)
 		p = end + 1;
 		v6 = true;
 	} else {
+		if (strchr(strchr(h, ':') ? strchr(h, ':') + 1 : "", ':'))
+			return usage_err("bad Redis URL '%s': an IPv6 address goes in brackets: "
+					 "redis://[2001:db8::1]:6379", s);
 		n = strcspn(h, ":/?#@[]");
 		memcpy(u->host, h, n);
 		for (size_t i = 0; i < n; i++)
@@ -90,9 +93,18 @@ static int parse_url(const char *s, struct redis_url *u)
 					 u->host, form);
 		p = h + n;
 	}
-	if (*p == ':' && !parse_u64(p + 1, 1, 65535, &port))
-		return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s, form);
-	if (*p && *p != ':')
+	if (*p == ':') {
+		char digits[8] = "";
+
+		n = strspn(p + 1, "0123456789");
+		if (n < sizeof(digits))
+			memcpy(digits, p + 1, n);
+		if (!parse_u64(digits, 1, 65535, &port) || (p[1 + n] && !strchr("/?#", p[1 + n])))
+			return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s,
+					 form);
+		p += 1 + n;
+	}
+	if (*p)
 		return usage_err("bad Redis URL '%s': nothing may follow HOST:PORT (no path, "
 				 "database or options): %s", s, form);
 	u->port = (int)port;
