@@ -424,7 +424,7 @@ static const struct rule *cluster_rule(const struct agent *ag, __u32 idx)
 	return r;
 }
 
-/* Fills e's rule-derived fields from r: false when the key would not fit. */
+/* Fills e's rule-derived fields from r: its Redis key and its GCRA terms. */
 static void hot_bind(const struct agent *ag, struct hot *e, const struct rule *r)
 {
 	char label[RULE_TEXT_MAX], src[SLUICE_CIDR_STR_MAX];
@@ -1167,6 +1167,7 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 		err = runtime_err("out of memory");
 		goto out;
 	}
+	ag->pol_gen = ~0ULL;	/* none read yet */
 	err = policy_refresh(ag);
 	if (!err)
 		err = lease_writer_open(&ag->m, &ag->lw);
