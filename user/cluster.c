@@ -818,12 +818,25 @@ static int write_grants(struct agent *ag)
 		return err;
 	for (unsigned int i = 0; i < hs->n; i++) {
 		struct hot *e = &hs->e[i];
-		__u64 old = ag->grants[i].credit < e->credit ? ag->grants[i].credit : e->credit;
+		__u64 old = ag->grants[i].credit;
+		bool failed = old == SLUICE_GRANT_FAILED;
 
+		if (failed) {
+			/* No room in the leases map: this bucket gets no lease (its
+			 * grant is lost), and had none. */
+			old = 0;
+			if (!hs->full_said)
+				err_msg("warning: cluster: %s: the leases map is full (%u): some hot "
+					"buckets get no lease this sync", ag->m.iface,
+					SLUICE_MAX_LEASES);
+			hs->full_said = true;
+		}
+		if (old > e->credit)
+			old = e->credit;
 		if (e->release)
 			continue;
 		e->lease_done += e->credit - old;
-		e->credit = e->grant;
+		e->credit = failed ? 0 : e->grant;
 		leases += e->credit > 0;
 		if (kept != i)
 			hs->e[kept] = *e;
