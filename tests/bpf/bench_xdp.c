@@ -422,25 +422,36 @@ static void algo_scenarios(double base)
  * pushes a notice into a queue no agent pops here: full after the first
  * round, as when the agent is slow), one whose live lease is spent (credit
  * 0), a pass spent from a lease (credit no run spends), and a pass within
- * the share; against the plain rule's drop or within-limit pass.
- * Interleaved rounds as for the algorithms; each difference is the median
- * of the rounds' differences. Then the verifier's cost of the program.
+ * the share; against the plain rule's drop or within-limit pass. And what
+ * a leased rule in the policy costs a plain rule's drop: the same policy
+ * on a second program with no agent (no rule leased). Interleaved rounds
+ * as for the algorithms; each difference is the median of the rounds'
+ * differences. Then the verifier's cost of the program.
  */
-#define CLUSTER_CASES	6
+#define CLUSTER_CASES	7
 #define CLUSTER_ROUNDS	11
 static void cluster_scenarios(double base)
 {
 	static const struct {
 		const char *name, *src;
 		int ref;	/* the plain case it is measured against, -1 none */
+		int no_agent;	/* on the program whose policy has no leased rule */
 	} cases[CLUSTER_CASES] = {
-		{ "plain rule, limited (drop)", "198.18.30.1", -1 },
-		{ "--cluster, limited, no lease (drop)", "198.18.31.1", 0 },
-		{ "--cluster, limited, lease spent (drop)", "198.18.35.1", 0 },
-		{ "plain rule, within limit (pass)", "198.18.32.1", -1 },
-		{ "--cluster, within the share (pass)", "198.18.33.1", 3 },
-		{ "--cluster, past the share, from a lease (pass)", "198.18.34.1", 3 },
+		{ "plain rule, limited (drop)", "198.18.30.1", -1, 0 },
+		{ "--cluster, limited, no lease (drop)", "198.18.31.1", 0, 0 },
+		{ "--cluster, limited, lease spent (drop)", "198.18.35.1", 0, 0 },
+		{ "plain rule, within limit (pass)", "198.18.32.1", -1, 0 },
+		{ "--cluster, within the share (pass)", "198.18.33.1", 3, 0 },
+		{ "--cluster, past the share, from a lease (pass)", "198.18.34.1", 3, 0 },
+		{ "  the plain drop, no rule leased (no agent)", "198.18.30.1", 0, 1 },
 	};
+	static const char rules[] = "limit set 198.18.30.0/24 --rate 1 --burst 1;"
+				    "limit set 198.18.31.0/24 --rate 1 --burst 1 --cluster;"
+				    "limit set 198.18.35.0/24 --rate 1 --burst 1 --cluster;"
+				    "limit set 198.18.32.0/24 --rate 1000000 --burst 1000000000;"
+				    "limit set 198.18.33.0/24 --rate 1000000 --burst 1000000000 "
+				    "--cluster;"
+				    "limit set 198.18.34.0/24 --rate 1 --burst 1 --cluster";
 	double v[CLUSTER_CASES][CLUSTER_ROUNDS], d[CLUSTER_ROUNDS], ns, diff;
 	struct sluice_cluster_state st = { .mode = SLUICE_CLUSTER_UP, .peers = 1, .sync_ms = 100 };
 	struct bpf_prog_info info = {};
@@ -449,24 +460,23 @@ static void cluster_scenarios(double base)
 	struct lease_writer *lw = NULL;
 	struct sluice_grant g[2] = {};
 	struct sluice_bucket b;
-	struct fixture fx;
+	struct fixture fx, fx0;
+	int fd;
 
 	st.pid = (__u32)getpid();
 	st.heartbeat_ns = st.started_ns = mono_now_ns();
 	/* the commit reads the agent's state: written first, the policy's
 	 * --cluster rules take the connected share */
 	if (fixture_open(&fx, 0) || cluster_state_write(&fx.m, &st) ||
-	    apply_policy(&fx, false, "limit set 198.18.30.0/24 --rate 1 --burst 1;"
-				"limit set 198.18.31.0/24 --rate 1 --burst 1 --cluster;"
-				"limit set 198.18.35.0/24 --rate 1 --burst 1 --cluster;"
-				"limit set 198.18.32.0/24 --rate 1000000 --burst 1000000000;"
-				"limit set 198.18.33.0/24 --rate 1000000 --burst 1000000000 "
-				"--cluster;"
-				"limit set 198.18.34.0/24 --rate 1 --burst 1 --cluster") ||
-	    lease_writer_open(&fx.m, &lw)) {
+	    apply_policy(&fx, false, rules) || lease_writer_open(&fx.m, &lw)) {
 		fprintf(stderr, "bench: cannot set up the cluster rules\n");
 		fixture_close(&fx);
 		return;
+	}
+	if (fixture_open(&fx0, 0) || apply_policy(&fx0, false, rules)) {
+		fprintf(stderr, "bench: cannot set up the cluster rules without an agent\n");
+		fixture_close(&fx0);
+		goto out_fx;
 	}
 	/* the lease rows' leases, on the sources' home keys, for an hour */
 	for (int i = 0; i < 2; i++) {
@@ -495,11 +505,14 @@ static void cluster_scenarios(double base)
 	       "%d interleaved rounds of 1M):\n", CLUSTER_ROUNDS);
 	for (int c = 0; c < CLUSTER_CASES; c++) {
 		frame_udp_from(&f[c], cases[c].src);
-		run_frame(&fx, &f[c], 2, NULL);	/* take the bucket, spend burst 1 */
+		/* take the bucket, spend burst 1 */
+		run_frame(cases[c].no_agent ? &fx0 : &fx, &f[c], 2, NULL);
 	}
 	for (int r = 0; r < CLUSTER_ROUNDS; r++)
-		for (int c = 0; c < CLUSTER_CASES; c++)
-			v[c][r] = one_run_ns(fx.prog_fd, &f[c]);
+		for (int c = 0; c < CLUSTER_CASES; c++) {
+			fd = cases[c].no_agent ? fx0.prog_fd : fx.prog_fd;
+			v[c][r] = one_run_ns(fd, &f[c]);
+		}
 	for (int c = 0; c < CLUSTER_CASES; c++) {
 		int ref = cases[c].ref;
 
@@ -511,10 +524,13 @@ static void cluster_scenarios(double base)
 			for (int r = 0; r < CLUSTER_ROUNDS; r++)
 				d[r] = v[c][r] - v[ref][r];
 			diff = median(d, CLUSTER_ROUNDS);
-			printf(", %+.1f cluster rule vs plain", diff);
+			if (cases[c].no_agent)
+				printf(", %+.1f for the plain drop with a leased rule", -diff);
+			else
+				printf(", %+.1f cluster rule vs plain", diff);
 		}
 		/* the regime held: the share's rows passed, the others as named */
-		if (!bucket_of(&fx, cases[c].src, &b))
+		if (!bucket_of(cases[c].no_agent ? &fx0 : &fx, cases[c].src, &b))
 			printf(", %.0f%% passed", 100.0 * (double)b.passed /
 						   (double)(b.passed + b.dropped));
 		printf("\n");
@@ -523,6 +539,8 @@ static void cluster_scenarios(double base)
 		printf("the XDP program: %u instructions, %u processed by the verifier\n",
 		       info.xlated_prog_len / 8, info.verified_insns);
 out:
+	fixture_close(&fx0);
+out_fx:
 	lease_writer_close(lw);
 	fixture_close(&fx);
 }
