@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # PH_*, RATE_*, OUT, ERR: for the scripts that source this
 # Helpers for the cluster tests (issue 13): a Redis namespace and H "hosts",
 # each a namespace with sluice attached natively on the veth facing its own
 # client namespace, joined to Redis by a second veth on a bridge inside the
@@ -360,7 +361,7 @@ rule_passed() { # N
 PH_T=0 PH_ADMITTED=0 PH_SENT=0
 PH_OPS=() PH_PASSED=()
 run_phase() { # NAME SRC PPS SECS HOSTS...
-	local name=$1 src=$2 pps=$3 secs=$4 n a t0 t1 out q passed dropped sent
+	local name=$1 src=$2 pps=$3 secs=$4 n a p0 p1 out q passed dropped sent
 	shift 4
 	local hosts=("$@")
 	local -A rp0 ops0
@@ -375,17 +376,17 @@ run_phase() { # NAME SRC PPS SECS HOSTS...
 	done
 	# The agents' Redis commands from (about) the floods' start to their end.
 	sleep 1
-	t0=$(now)
+	p0=$(now)
 	for n in "${hosts[@]}"; do
 		ops0[$n]=0
 		[[ ${CLUSTER_PLAIN:-0} == 1 ]] || ops0[$n]=$(cstatus "$n" .redis_ops)
 	done
 	flood_wait
-	t1=$(now)
+	p1=$(now)
 	for n in "${hosts[@]}"; do
 		PH_OPS[n]=0
 		[[ ${CLUSTER_PLAIN:-0} == 1 ]] ||
-			PH_OPS[n]=$(calc "($(cstatus "$n" .redis_ops) - ${ops0[$n]}) / ($t1 - $t0)" %.1f)
+			PH_OPS[n]=$(calc "($(cstatus "$n" .redis_ops) - ${ops0[$n]}) / ($p1 - $p0)" %.1f)
 	done
 	sleep 0.2 # the last frames leave the veths' rings
 	PH_T=0 PH_ADMITTED=0 PH_SENT=0
@@ -410,4 +411,66 @@ run_phase() { # NAME SRC PPS SECS HOSTS...
 		PH_SENT=$((PH_SENT + sent))
 	done
 	ok "$name: sluice's per-source and per-rule counts equal nftables' on hosts ${hosts[*]}"
+}
+
+# Stops every flood started (SIGTERM: sluice-flood stops and prints its line).
+flood_stop() {
+	local pid
+	for pid in "${FLOOD_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	flood_wait
+}
+
+# Counter NAME on each of HOSTS over SECS seconds: sets RATE_OF[N] (packets/s
+# admitted by host N, from two reads of its counter, each timed) and
+# RATE_SUM (their sum).
+RATE_OF=() RATE_SUM=0
+window_rates() { # NAME SECS HOSTS...
+	local name=$1 secs=$2 n c1 w1
+	shift 2
+	local -A wc0 wt0
+	for n in "$@"; do
+		wt0[$n]=$(now)
+		wc0[$n]=$(nft_count "$n" "$name")
+	done
+	sleep "$secs"
+	RATE_SUM=0
+	for n in "$@"; do
+		w1=$(now)
+		c1=$(nft_count "$n" "$name")
+		RATE_OF[n]=$(calc "($c1 - ${wc0[$n]}) / ($w1 - ${wt0[$n]})" %.1f)
+		RATE_SUM=$(calc "$RATE_SUM + ${RATE_OF[n]}" %.1f)
+	done
+}
+
+# Every host's status and exporter agree that the cluster is (or is not) up.
+exporter_up() { # N: sluice_cluster_up of host N's exporter
+	local m
+	m=$(scrape_at "$1") || fail "scrape of host $1's exporter"
+	metric "$m" "sluice_cluster_up{interface=\"${IF_R[$1]}\"}"
+}
+
+# Runs CMD (or `hs N ARGS...`) under `timeout 5` and checks its exit status RC; a failure must say
+# so in exactly one line on stderr and print nothing on stdout. Sets OUT, ERR.
+OUT='' ERR=''
+expect_exit() { # RC WHAT CMD...
+	local want=$1 what=$2 rc=0 lines n
+	shift 2
+	if [[ $1 == hs ]]; then # hs is a function: timeout(1) needs a program
+		n=$2
+		shift 2
+		set -- nsenter --net="/run/netns/${NS_H[n]}" "$SLUICE" -i "${IF_R[n]}" "$@"
+	fi
+	timeout 5 "$@" >"$NETNS_TMP/out" 2>"$NETNS_TMP/err" </dev/null || rc=$?
+	OUT=$(cat "$NETNS_TMP/out")
+	ERR=$(cat "$NETNS_TMP/err")
+	((rc != 124)) || fail "$what: still running after 5 s (a hang)"
+	((rc == want)) || fail "$what: exit $rc, want $want (stderr: $ERR)"
+	if ((want != 0)); then
+		lines=$(wc -l <"$NETNS_TMP/err")
+		[[ $lines == 1 && -z $OUT ]] ||
+			fail "$what: want one line on stderr and nothing on stdout, got stdout '$OUT', stderr '$ERR'"
+	fi
+	ok "$what: exit $rc${ERR:+: $ERR}"
 }
