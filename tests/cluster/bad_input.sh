@@ -66,9 +66,10 @@ done
 assert_eq "$(state)" "$before" "cluster status -j and limit list -j after the rejected commands"
 
 # A server that answers, but not as Redis: an HTTP-ish line, and +OK to PING.
-if command -v python3 >/dev/null; then
+PY=$(command -v /usr/bin/python3 python3 | head -n 1) || true
+if [[ -n $PY ]]; then
 	for reply in 'HTTP/1.0 400 Bad Request\r\n\r\n' '+OK\r\n' '$-5\r\n'; do
-		ip netns exec "$NS_REDIS" python3 -c '
+		ip netns exec "$NS_REDIS" "$PY" -c '
 import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], 6390)); s.listen(4); s.settimeout(8)
