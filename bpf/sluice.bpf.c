@@ -83,6 +83,30 @@ struct {
 	__type(value, struct sluice_ban);
 } bans SEC(".maps");
 
+/* Cluster-wide limits (sluice.h): leases the agent writes (through
+ * bpf/cluster.bpf.c) and leased rules spend, notices of the buckets that
+ * want one, and the agent's state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_MAX_LEASES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sluice_src_key);
+	__type(value, struct sluice_lease);
+} leases SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, SLUICE_CLUSTER_HOT_MAX);
+	__type(value, struct sluice_hot);
+} cluster_hot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_cluster_state);
+} cluster_state SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_EV_MAX);
@@ -342,6 +366,22 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	return 0;
 }
 
+/* Keep the first len bits of a (the 128-bit form); zero the rest. */
+static __always_inline void mask_addr(__u8 *a, __u32 len)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		if (len >= (__u32)(i + 1) * 8)
+			continue;
+		if (len <= (__u32)i * 8)
+			a[i] = 0;
+		else
+			a[i] &= (__u8)(0xff << (8 - (len - i * 8)));
+	}
+}
+
 /* One admission in progress: what judge_step needs between attempts. */
 struct judge {
 	struct sluice_config *cfg;
@@ -351,6 +391,55 @@ struct judge {
 	__u32 idx;		/* the deciding policy */
 	__u32 reason;
 };
+
+/*
+ * A packet its rule idx rejected as rate limited (p's bucket, whose
+ * dropped count is dropped): when the rule is leased (--cluster, agent
+ * up), admitted on the bucket's lease while one is live for this rule and
+ * has credit left (taken by CAS, boundedly: each lost CAS is another CPU's
+ * admission). A bucket with no live lease tells the agent at every
+ * SLUICE_CLUSTER_NOTICE_EVERY-th drop, its first included; a full queue
+ * only delays the notice to the next one. Global, so the verifier walks it
+ * once; returns the packet's reason.
+ */
+__noinline int lease_take(struct sluice_config *cfg, const struct pkt *p, __u32 idx,
+		       __u32 dropped)
+{
+	struct sluice_hot hot = { .policy = idx };
+	struct sluice_policy *pol;
+	struct sluice_lease *l;
+	__u64 credit, now;
+	__u32 key;
+	int i;
+
+	if (!cfg || !p || idx >= SLUICE_MAX_POLICIES)
+		return SLUICE_R_RATE_LIMITED;
+	key = SLUICE_GEN_SLOT(READ_ONCE(cfg->gen_slot)) * SLUICE_MAX_POLICIES + idx;
+	pol = bpf_map_lookup_elem(&policy_table, &key);
+	if (!pol || !(READ_ONCE(pol->flags) & SLUICE_POLICY_LEASED))
+		return SLUICE_R_RATE_LIMITED;
+	hot.key = p->src;
+	if (p->kidx != SLUICE_KEY_HOME) {
+		hot.key.key_len = READ_ONCE(pol->key_len);
+		hot.key.policy = (__u16)idx;
+		mask_addr(hot.key.a, hot.key.key_len);
+	}
+	now = bpf_ktime_get_ns();
+	l = bpf_map_lookup_elem(&leases, &hot.key);
+	if (l && READ_ONCE(l->policy) == idx && now < READ_ONCE(l->expires_ns)) {
+		for (i = 0; i < SLUICE_LEASE_TRIES; i++) {
+			credit = READ_ONCE(l->credit);
+			if (!credit)
+				break;	/* spent: the agent knows the bucket */
+			if (SLUICE_CAS(&l->credit, credit, credit - 1) == credit)
+				return SLUICE_R_WITHIN_LIMIT;
+		}
+		return SLUICE_R_RATE_LIMITED;
+	}
+	if (dropped % SLUICE_CLUSTER_NOTICE_EVERY == 0)
+		bpf_map_push_elem(&cluster_hot, &hot, 0);
+	return SLUICE_R_RATE_LIMITED;
+}
 
 /* A packet the bucket's rule rejects: banned while the bucket's state says
  * so (algo.h); else rate limited, which starts a ban when the rule has one.
@@ -468,22 +557,6 @@ static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct slui
 out:
 	*idx = j.idx;
 	return j.reason == JUDGE_REROUTE ? SLUICE_R_NO_BUCKET : j.reason;
-}
-
-/* Keep the first len bits of a (the 128-bit form); zero the rest. */
-static __always_inline void mask_addr(__u8 *a, __u32 len)
-{
-	int i;
-
-#pragma unroll
-	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
-		if (len >= (__u32)(i + 1) * 8)
-			continue;
-		if (len <= (__u32)i * 8)
-			a[i] = 0;
-		else
-			a[i] &= (__u8)(0xff << (8 - (len - i * 8)));
-	}
 }
 
 /* One more packet on a bucket's passed or dropped, which saturate. */
@@ -698,6 +771,8 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 judge:
 	reason = judge_bucket(cfg, b, &p, &idx);
+	if (reason == SLUICE_R_RATE_LIMITED)
+		reason = lease_take(cfg, &p, idx, READ_ONCE(b->dropped));
 	count_source(sluice_reason_is_drop(reason) ? &b->dropped : &b->passed);
 
 counted:

@@ -22,6 +22,17 @@ static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 }
 
 /* One live edit: limit set/default/del, allow, deny. */
+/* A --cluster rule with no agent to share it: say what this host does. */
+static void cluster_warn(const struct sluice_maps *m)
+{
+	struct sluice_cluster_state st;
+
+	if (cluster_state_read(m, &st) || cluster_agent_alive(&st, mono_now_ns()))
+		return;
+	fprintf(stderr, "sluice: no cluster agent runs on %s: this host applies the limit / %u "
+		"by itself until 'sluice cluster join'\n", m->iface, st.peers ? st.peers : 1);
+}
+
 int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	char why[WHY_LEN], label[128], words[RULE_TEXT_MAX];
@@ -58,6 +69,8 @@ int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 			return usage_err("%s", why);
 		}
 	}
+	if (r.cluster && c->id != RULE_DEL)
+		cluster_warn(&m);
 	err = policy_end(&m, p, true);
 	if (err || opts.json)
 		return err;
@@ -127,6 +140,7 @@ void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
 	}
 	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
 	json_bool(j, "monitor", r->monitor);
+	json_bool(j, "cluster", r->cluster);
 	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
 	if (rule_is_request(r))
 		json_u64(j, "ban_after", r->ban_after);
@@ -195,6 +209,11 @@ static void list_one_text(const char *cidr, const struct rule *r,
 			size_t n = strlen(more);
 
 			snprintf(more + n, sizeof(more) - n, "%smonitor", n ? " " : "");
+		}
+		if (r->cluster) {
+			size_t n = strlen(more);
+
+			snprintf(more + n, sizeof(more) - n, "%scluster", n ? " " : "");
 		}
 	}
 	printf("%-31s %-22s %-6s %14s %10s %14llu %14llu  %s\n", cidr, *match ? match : "-",

@@ -47,8 +47,9 @@ const struct cli_opt rule_opts[] = {
 		     "how the limit decides (default token-bucket)", ON_LIMIT, NULL),
 	[O_WINDOW] = CLI_OPT("window", 0, "DURATION",
 		       "a window algorithm's window (default: the rate's unit)", ON_LIMIT, NULL),
-	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL, "share the limit across hosts", ON_LIMIT,
-			"cluster-wide limits come with 'sluice cluster join'"),
+	[O_CLUSTER] = CLI_OPT("cluster", 0, NULL,
+			"one limit across every host of 'sluice cluster join' (token bucket, --rate)",
+			ON_LIMIT, NULL),
 	/* limit del's: the CIDR's request rule (cli.c picks the entry the
 	 * command takes when two share a name) */
 	[O_REQUESTS_RULE] = CLI_OPT("requests", 0, NULL, "the request rule of CIDR (--requests)",
@@ -571,6 +572,27 @@ static int parse_ban_after(const struct cli_args *a, struct rule *r, char *why, 
 	return 0;
 }
 
+/* --cluster: a packet token bucket whose Redis-side bucket keeps a TAT in
+ * microseconds (as a double), without a ban (a ban is one host's). */
+static int check_cluster(const struct rule *r, char *why, size_t len)
+{
+	const char *no = rule_is_request(r) ? "--requests (the check server is one host's)" :
+			 r->unit == SLUICE_UNIT_BYTES ? "--bytes (leases count packets)" :
+			 r->algo != SLUICE_ALGO_TOKEN_BUCKET ? "--algo windows (the Redis side is a token bucket)" :
+			 r->ban_ns ? "--ban (a ban is one host's)" : NULL;
+
+	if (no) {
+		snprintf(why, len, "--cluster does not go with %s", no);
+		return -1;
+	}
+	if (r->rate > SLUICE_CLUSTER_RATE_MAX * r->period) {
+		snprintf(why, len, "--cluster takes at most %llu per second: Redis keeps its "
+			 "buckets in microseconds", SLUICE_CLUSTER_RATE_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 /* --rate/--bytes/--requests, --burst, --per, --ban, --ban-after, --monitor,
  * --algo, --window. */
 static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default,
@@ -608,7 +630,10 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 	if (parse_ban_after(a, r, why, len))
 		return -1;
 	r->monitor = a->val[O_MONITOR] != NULL;
-	return parse_algo(a, r, why, len);
+	if (parse_algo(a, r, why, len))
+		return -1;
+	r->cluster = a->val[O_CLUSTER] != NULL;
+	return r->cluster ? check_cluster(r, why, len) : 0;
 }
 
 int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rule *r,
@@ -855,4 +880,6 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 	}
 	if (r->monitor)
 		put(buf, len, " --monitor");
+	if (r->cluster)
+		put(buf, len, " --cluster");
 }

@@ -99,6 +99,7 @@ struct rule {
 	__u64 ban_ns;		/* --ban, 0 for none */
 	__u32 ban_after;	/* --requests: --ban-after, 0 without --ban */
 	bool monitor;		/* --monitor */
+	bool cluster;		/* --cluster: the limit holds across the cluster */
 	__u32 index;		/* slot in the policy table, stable per identity */
 };
 /* A request rule (--requests): the check server answers for it; it is never
@@ -152,7 +153,10 @@ int pins_set_access(const char *dir, gid_t gid);
 	X(policy_counters)						\
 	X(meta)								\
 	X(events)							\
-	X(bans)
+	X(bans)								\
+	X(leases)							\
+	X(cluster_hot)							\
+	X(cluster_state)
 #define SLUICE_MAP_FD_FIELD(name) int name;
 struct sluice_maps {
 	char iface[IF_NAMESIZE];
@@ -173,6 +177,27 @@ int maps_open_ro(const char *iface, struct sluice_maps *m);
 /* maps_open_ro that prints nothing and returns -1 on failure. */
 int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
+
+/* --- cluster-wide limits (store.c, lease.c; the agent is cluster.c) --- */
+int cluster_state_read(const struct sluice_maps *m, struct sluice_cluster_state *s);
+int cluster_state_write(const struct sluice_maps *m, const struct sluice_cluster_state *s);
+/* Writes s (its mode and peers decide the shares) and commits the stored
+ * policy again under the pin-dir lock, so every --cluster rule takes its
+ * new share. */
+int cluster_recommit(struct sluice_maps *m, const struct sluice_cluster_state *s);
+/* Whether an agent runs: mode up or fallback, its pid alive, its last loop
+ * within 3 s and three sync intervals. */
+bool cluster_agent_alive(const struct sluice_cluster_state *s, __u64 now_ns);
+struct lease_writer;
+/* Loads bpf/cluster.bpf.c's lease writer on m's leases map. */
+int lease_writer_open(const struct sluice_maps *m, struct lease_writer **out);
+/* Writes n leases (any n, in batches): each g[i].credit replaces its
+ * lease's credit (expires_ns 0 releases it) and comes back as the credit
+ * it had left, SLUICE_GRANT_FAILED when the map had no room. 0 or -errno. */
+int lease_grant(struct lease_writer *w, struct sluice_grant *g, unsigned int n);
+void lease_writer_close(struct lease_writer *w);
+/* The next hot notice: 0, or -ENOENT when there is none. */
+int hot_pop(const struct sluice_maps *m, struct sluice_hot *h);
 int maps_lock(struct sluice_maps *m);
 /* Test-only: SLUICE_TEST_FAULT=map_update:N makes the Nth write to a map of
  * this command (map_update, map_delete, map_mmap below) fail with ENOMEM,

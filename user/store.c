@@ -8,6 +8,7 @@
  * match, stays in the policy.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -53,6 +54,7 @@ static void rule_from_table(struct rule *r, const struct sluice_policy *sp, __u3
 	}
 	r->ban_after = sp->ban_after;
 	r->monitor = sp->flags & SLUICE_POLICY_MONITOR;
+	r->cluster = sp->flags & SLUICE_POLICY_CLUSTER;
 	r->index = idx;
 }
 
@@ -269,8 +271,71 @@ static bool coarse_clock_fits(const struct sluice_limit *l)
 	       l->interval >= gcra_now(tick);
 }
 
+/* This host's share of its --cluster rules (sluice.h): the limit divided
+ * by div, their rejected packets spending leases when leased. */
+struct cluster_share {
+	__u64 div;
+	bool leased;
+};
+
+bool cluster_agent_alive(const struct sluice_cluster_state *s, __u64 now_ns)
+{
+	__u64 stale = 3 * SLUICE_NS_PER_SEC + 3ULL * s->sync_ms * 1000000ULL;
+
+	if (s->mode != SLUICE_CLUSTER_UP && s->mode != SLUICE_CLUSTER_FALLBACK)
+		return false;
+	if (!s->pid || (kill((pid_t)s->pid, 0) && errno != EPERM))
+		return false;
+	return now_ns < s->heartbeat_ns + stale;
+}
+
+int cluster_state_read(const struct sluice_maps *m, struct sluice_cluster_state *s)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->cluster_state, &zero, s))
+		return runtime_err("cannot read the cluster state: %s", strerror(errno));
+	return 0;
+}
+
+int cluster_state_write(const struct sluice_maps *m, const struct sluice_cluster_state *s)
+{
+	__u32 zero = 0;
+
+	if (map_update(m->cluster_state, &zero, s, BPF_ANY))
+		return runtime_err("cannot write the cluster state: %s", strerror(errno));
+	return 0;
+}
+
+/* Connected (agent alive, Redis up): rate / (N * DIV) and leases; an agent
+ * in fallback, none, or a dead one: rate / N (N = 1 before any agent). */
+static int cluster_share_of(const struct sluice_maps *m, struct cluster_share *cs)
+{
+	struct sluice_cluster_state st;
+	__u64 n;
+
+	if (cluster_state_read(m, &st))
+		return EXIT_RUNTIME;
+	n = st.peers ? st.peers : 1;
+	cs->leased = st.mode == SLUICE_CLUSTER_UP && cluster_agent_alive(&st, mono_now_ns());
+	cs->div = cs->leased ? n * SLUICE_CLUSTER_LOCAL_DIV : n;
+	return 0;
+}
+
+/* A --cluster rule's limit as this host's share: the interval times div,
+ * the burst divided by it (at least 1). */
+static void cluster_limit(const struct rule *r, const struct cluster_share *cs,
+			  struct sluice_limit *l)
+{
+	__u64 burst = r->burst / cs->div;
+
+	l->interval = gcra_cost(l->interval, cs->div);
+	l->tolerance = gcra_cost(l->interval, burst ? burst : 1);
+}
+
 static void policy_to_table(const struct rule *r, bool is_default,
-			    const struct sluice_policy *live, __u64 gen, struct sluice_policy *sp)
+			    const struct sluice_policy *live, __u64 gen,
+			    const struct cluster_share *cs, struct sluice_policy *sp)
 {
 	struct sluice_limit l;
 
@@ -291,6 +356,8 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->rate = r->rate;
 		sp->burst = r->burst;
 		rule_limit(r, &l);
+		if (r->cluster)
+			cluster_limit(r, cs, &l);
 		sp->algo = l.algo;
 		sp->interval = l.interval;
 		sp->tolerance = l.tolerance;
@@ -299,6 +366,9 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->ban_windows = l.ban_windows;
 		sp->ban_after = r->ban_after;
 		sp->flags = r->monitor ? SLUICE_POLICY_MONITOR : 0;
+		if (r->cluster)
+			sp->flags |= SLUICE_POLICY_CLUSTER |
+				     (cs->leased ? SLUICE_POLICY_LEASED : 0);
 		if (coarse_clock_fits(&l))
 			sp->flags |= SLUICE_POLICY_COARSE_CLOCK;
 		sp->per = (__u8)r->per;
@@ -528,6 +598,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		       struct sluice_policy *table, struct sluice_policy *live)
 {
 	bool fresh[SLUICE_MAX_POLICIES];
+	struct cluster_share cs;
 	struct sluice_config cfg;
 	struct policy *cur;
 	__u64 gen;
@@ -557,12 +628,14 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	 * bucket a fresh budget). */
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
 		table[idx].since = gen;
-	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen,
+	if (cluster_share_of(m, &cs))
+		return EXIT_RUNTIME;
+	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, &cs,
 			&table[SLUICE_POLICY_DEFAULT]);
 	for (unsigned int i = 0; i < next->n; i++) {
 		__u32 idx = next->rules[i].index;
 
-		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen,
+		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen, &cs,
 				&table[idx]);
 	}
 
@@ -671,4 +744,28 @@ int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __
 	*period = bg->period;
 	*burst = bg->burst;
 	return 0;
+}
+
+int cluster_recommit(struct sluice_maps *m, const struct sluice_cluster_state *s)
+{
+	struct policy *p;
+	bool locked = m->lock >= 0;
+	int err;
+
+	p = malloc(sizeof(*p));
+	if (!p)
+		return runtime_err("out of memory");
+	err = locked ? 0 : maps_lock(m);
+	if (!err)
+		err = cluster_state_write(m, s);
+	if (!err)
+		err = policy_read(m, p);
+	if (!err)
+		err = policy_commit(m, p);
+	if (!locked && m->lock >= 0) {
+		close(m->lock);	/* and with it the lock */
+		m->lock = -1;
+	}
+	free(p);
+	return err;
 }

@@ -217,6 +217,13 @@ struct sluice_lpm_val {
  * clock), one more per tick the timer runs late. A ban keeps the precise clock: its
  * slack (gcra.h) is below a tick. */
 #define SLUICE_POLICY_COARSE_CLOCK	0x2
+/* --cluster: the rule's limit holds across every host that joined one
+ * Redis (`sluice cluster join`); interval and tolerance are this host's
+ * share of it, set by the commit from struct sluice_cluster_state. */
+#define SLUICE_POLICY_CLUSTER		0x4
+/* Set with SLUICE_POLICY_CLUSTER while the agent is up: a packet the share
+ * rejects may spend its bucket's lease (struct sluice_lease). */
+#define SLUICE_POLICY_LEASED		0x8
 
 /* One policy: what to do with a source and, for limit, its algorithm's
  * parameters (struct sluice_limit, algo.h). The datapath reads the first
@@ -326,6 +333,98 @@ struct sluice_bucket {
 #define SLUICE_BOUND(gen, idx)		(((__u64)(gen) << SLUICE_BOUND_GEN_SHIFT) | (idx))
 #define SLUICE_BOUND_GEN(w)		((w) >> SLUICE_BOUND_GEN_SHIFT)
 #define SLUICE_BOUND_IDX(w)		((__u32)((w) & SLUICE_BOUND_IDX_MASK))
+
+/*
+ * Cluster-wide limits. Connected, each host's share of a --cluster rule is
+ * rate / (N * SLUICE_CLUSTER_LOCAL_DIV) with burst max(1, burst / (N * DIV)),
+ * N the hosts seen; what a source needs beyond it the agent leases from a
+ * Redis-side bucket each sync interval. In fallback (Redis unreachable) or
+ * without an agent the share is rate / N, burst max(1, burst / N).
+ */
+#define SLUICE_CLUSTER_LOCAL_DIV	8U
+/* A bucket the share rejects and no lease serves tells the agent at its
+ * 1st, 65th, ... drop (cluster_hot), so quiet and spoofed sources, never
+ * rejected by the share, never reach the agent or Redis. */
+#define SLUICE_CLUSTER_NOTICE_EVERY	64U
+/* Syncs a leasing bucket may go without a drop or a spent lease before
+ * the agent stops leasing for it. */
+#define SLUICE_CLUSTER_IDLE_SYNCS	10U
+#define SLUICE_MAX_LEASES		65536U
+/* Attempts at taking one unit of a lease by CAS. */
+#define SLUICE_LEASE_TRIES		8
+#define SLUICE_CLUSTER_HOT_MAX		4096U
+#define SLUICE_CLUSTER_GRANT_BATCH	64U
+#define SLUICE_CLUSTER_PEERS_MAX	64U
+#define SLUICE_CLUSTER_NAME_MAX		64U
+#define SLUICE_CLUSTER_URL_MAX		128U
+#define SLUICE_CLUSTER_SYNC_MS_DEFAULT	100U
+#define SLUICE_CLUSTER_SYNC_MS_MIN	10U
+#define SLUICE_CLUSTER_SYNC_MS_MAX	10000U
+/* Per second: Redis keeps a TAT in microseconds as a double. */
+#define SLUICE_CLUSTER_RATE_MAX		1000000ULL
+
+/* What a bucket may admit beyond its share: units granted by the agent,
+ * spent by CAS; void after expires_ns. Keyed by the bucket's key. */
+struct sluice_lease {
+	__u64 credit;		/* units left */
+	__u64 expires_ns;	/* CLOCK_MONOTONIC */
+	__u32 policy;		/* the rule's index: a lease serves it only */
+	__u32 pad;
+};
+
+/* A hot notice: a bucket of a leased rule rejected by its share. */
+struct sluice_hot {
+	struct sluice_src_key key;	/* the bucket's */
+	__u32 policy;
+};
+
+/* One lease write of the agent (bpf/cluster.bpf.c's sluice_grant). */
+struct sluice_grant {
+	struct sluice_src_key key;
+	__u32 policy;
+	__u64 credit;		/* in: the new credit (0 with expires_ns 0: release
+				 * the lease); out: the credit it had left */
+	__u64 expires_ns;
+};
+/* A grant's credit on return when no lease could be added (map full). */
+#define SLUICE_GRANT_FAILED		(~0ULL)
+struct sluice_grant_batch {
+	__u32 n;
+	__u32 pad;
+	struct sluice_grant g[SLUICE_CLUSTER_GRANT_BATCH];
+};
+
+enum sluice_cluster_mode {
+	SLUICE_CLUSTER_NONE = 0,	/* no agent has run on this interface */
+	SLUICE_CLUSTER_UP = 1,		/* agent up, Redis answering */
+	SLUICE_CLUSTER_FALLBACK = 2,	/* agent up, Redis not answering */
+	SLUICE_CLUSTER_STOPPED = 3,	/* the agent exited */
+};
+
+/* The agent's state, written by it alone; the commit reads mode and peers
+ * for the shares, status and the exporter the rest. */
+struct sluice_cluster_state {
+	__u32 mode;		/* enum sluice_cluster_mode */
+	__u32 peers;		/* N the shares use, >= 1 */
+	__u32 pid;		/* the agent's */
+	__u32 sync_ms;
+	__u64 started_ns;	/* CLOCK_MONOTONIC: agent start */
+	__u64 heartbeat_ns;	/* CLOCK_MONOTONIC: the agent's last loop */
+	__u64 last_sync_ns;	/* CLOCK_MONOTONIC: last successful sync, 0 none */
+	__u64 syncs;		/* successful */
+	__u64 sync_failures;
+	__u64 grants;		/* lease grants written */
+	__u64 granted;		/* units granted */
+	__u64 redis_ops;	/* commands sent */
+	__u64 fallbacks;	/* times it entered fallback */
+	__u64 fallback_ns;	/* time in fallback, finished periods */
+	__u64 fallback_since_ns;/* CLOCK_MONOTONIC, 0 when not in fallback */
+	__u32 leases;		/* buckets holding a lease now */
+	__u32 npeers;		/* names in peer[] */
+	char node[SLUICE_CLUSTER_NAME_MAX];
+	char url[SLUICE_CLUSTER_URL_MAX];
+	char peer[SLUICE_CLUSTER_PEERS_MAX][SLUICE_CLUSTER_NAME_MAX];
+};
 
 /* Per-CPU counters, indexed by enum sluice_reason. */
 struct sluice_counter {
