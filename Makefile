@@ -12,7 +12,8 @@ BPF_CFLAGS	:= -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 CFLAGS		?= -O2 -g
 CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) \
 		   -DSLUICE_VERSION='"$(VERSION)"'
-LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) -lelf -lz -lpthread
+LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) \
+		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) -lelf -lz -lpthread
 
 USER_SRCS	:= $(wildcard user/*.c)
 USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))

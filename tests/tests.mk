@@ -153,3 +153,16 @@ $(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/check.o,$(USER_OBJS
 		$(BUILD)/tests/check_racy.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice_check_racy
+
+# The sluice binary whose cluster agent grants with the seed's GET-then-SET
+# read-modify-write instead of the Lua script, its syncs aligned across
+# hosts (SLUICE_CLUSTER_RACY): tests/cluster/race.sh shows that this build
+# over-admits one source flooding several hosts where the real one does not.
+RACY_CLUSTER_OBJS	:= $(patsubst user/%.c,$(BUILD)/racy-cluster/%.o,$(USER_SRCS))
+$(RACY_CLUSTER_OBJS): $(BUILD)/racy-cluster/%.o: user/%.c $(HEADERS) $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DSLUICE_CLUSTER_RACY -c $< -o $@
+$(BUILD)/tests/sluice-racy-cluster: $(RACY_CLUSTER_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/sluice-racy-cluster

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "sluice.h"
 #include "cli.h"
+#include "cluster.h"
 #include "rule.h"
 #include "simulate.h"
 
@@ -46,8 +47,8 @@ static const struct cli_cmd help_cmd = {
 
 static const struct cli_cmd *const top_cmds[] = {
 	&attach_cmd, &detach_cmd, &status_cmd, &limit_obj, &rule_cmd_allow, &rule_cmd_deny,
-	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &check_cmd, &simulate_cmd,
-	&version_cmd,
+	&policy_obj, &ban_obj, &stats_cmd, &top_cmd, &query_cmd, &exporter_cmd, &check_cmd,
+	&cluster_obj, &simulate_cmd, &version_cmd,
 	&help_cmd, NULL,
 };
 
