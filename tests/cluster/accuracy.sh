@@ -77,11 +77,9 @@ for h in "${HS[@]}"; do
 		wait_cluster up "$h" 10 "${hosts[@]}"
 		ok "H=$h: ${hosts[*]} up with $h peers"
 	fi
-	PH_PASSED=()
 	# Sources 198.18.R.1 and .2: each phase its own bucket, in Redis and on the hosts.
 	run_phase "even$h" "198.18.$round.1" "$PPS" "$SECS" "${hosts[@]}"
 	check even "$h"
-	PH_PASSED=()
 	run_phase "one$h" "198.18.$round.2" "$PPS" "$SECS" 1
 	check "one-host" "$h"
 	if [[ ${CLUSTER_PLAIN:-0} != 1 ]]; then
