@@ -109,7 +109,7 @@ for url in redis://198.19.0.200:6379 "redis://$REDIS_ADDR:6391"; do
 	CL_PIDS+=("$pid")
 	t0=$(now)
 	end=$(calc "$t0 + 3")
-	while [[ $(cstatus 1 .mode) != fallback ]]; do
+	while [[ $(cfield 1 mode) != fallback ]]; do
 		kill -0 "$pid" 2>/dev/null || fail "join $url exited: $(cat "$log")"
 		awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
 			fail "join $url: not in fallback after 3 s: $(hs 1 -j cluster status)"

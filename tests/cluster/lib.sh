@@ -223,6 +223,22 @@ cstatus() { # N FILTER
 	jq -r "$2" <<<"$out" || fail "cluster status on host $1: bad filter '$2' for $out"
 }
 
+# One scalar of `cluster status -j` without jq (whose start-up costs tens of
+# ms on a busy machine): for the polling loops, which time transitions.
+cfield() { # N KEY...: their values, space-separated
+	local out re k v vals=() n=$1
+	shift
+	out=$(hs "$n" -j cluster status) || fail "cluster status on host $n failed"
+	for k in "$@"; do
+		re="\"$k\":(\"[^\"]*\"|[^,}]*)"
+		[[ $out =~ $re ]] || fail "cluster status on host $n: no '$k' in $out"
+		v=${BASH_REMATCH[1]}
+		v=${v#\"}
+		vals+=("${v%\"}")
+	done
+	echo "${vals[*]}"
+}
+
 # Waits up to SECS until every host (default all) has mode MODE and, unless
 # PEERS is -, that many peers.
 wait_cluster() { # MODE PEERS SECS [HOSTS...]
@@ -234,7 +250,7 @@ wait_cluster() { # MODE PEERS SECS [HOSTS...]
 	while :; do
 		local all=1
 		for n in "${hosts[@]}"; do
-			got=$(cstatus "$n" '"\(.mode) \(.peers)"')
+			got=$(cfield "$n" mode peers)
 			if [[ ${got% *} != "$mode" || ($peers != - && ${got#* } != "$peers") ]]; then
 				all=0
 				break
@@ -476,4 +492,13 @@ expect_exit() { # RC WHAT CMD...
 			fail "$what: want one line on stderr and nothing on stdout, got stdout '$OUT', stderr '$ERR'"
 	fi
 	ok "$what: exit $rc${ERR:+: $ERR}"
+}
+
+# Every agent's stderr (one line per transition): for the record.
+agent_logs() {
+	local n
+	for ((n = 1; n <= H; n++)); do
+		[[ -s ${AGENT_LOG[n]:-} ]] && sed "s/^/agent h$n: /" "${AGENT_LOG[n]}"
+	done
+	return 0
 }
