@@ -70,7 +70,9 @@ echo "RESULT host_kill rates: host 1 (agent killed) ${RATE_OF[1]}/s (local share
 assert_near "$others" "$RATE" 10 "hosts 2-4: admitted/s together vs R"
 assert_le "${RATE_OF[1]}" "$(calc "$local_share * 1.1 + 2")" "host 1 after its leases expired: admitted/s vs R/(N x D)"
 for n in 2 3 4; do
-	assert_eq "$(cstatus "$n" .sync_failures)" 0 "host $n: failed syncs"
+	# one may fail on a busy machine (no answer within S/2); a lasting
+	# trouble would fail them all
+	assert_le "$(cstatus "$n" .sync_failures)" 1 "host $n: failed syncs"
 done
 
 agent_start 1

@@ -502,3 +502,18 @@ agent_logs() {
 	done
 	return 0
 }
+
+# When host N entered fallback, in ms after the moment T (seconds, now()'s
+# clock): `in_fallback_since_ms` counts back from the moment the status
+# command read its clock, somewhere between our reads before and after it.
+# Prints "MID LO HI" (ms); MID errs by at most (HI - LO)/2.
+fallback_after() { # N T
+	local a b since
+	a=$(now)
+	since=$(cfield "$1" in_fallback_since_ms)
+	b=$(now)
+	[[ $since =~ ^[0-9]+$ ]] || fail "host $1: in_fallback_since_ms is '$since' in fallback"
+	awk -v a="$a" -v b="$b" -v s="$since" -v t="$2" 'BEGIN {
+		lo = (a - s / 1000 - t) * 1000; hi = (b - s / 1000 - t) * 1000
+		printf "%.0f %.0f %.0f\n", (lo + hi) / 2, lo, hi }'
+}

@@ -36,8 +36,7 @@ sleep 2
 window_rates flood 2 "${hosts[@]}"
 echo "RESULT partition connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
 assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
-f2=$(cstatus 2 .sync_failures)
-f3=$(cstatus 3 .sync_failures)
+declare -A fails0=([2]=$(cstatus 2 .sync_failures) [3]=$(cstatus 3 .sync_failures))
 
 t_cut=$(now)
 ip netns exec "${NS_H[1]}" nft -f - <<EOF || fail "cannot add the partition on host 1"
@@ -54,13 +53,10 @@ while [[ $(cfield 1 mode) != fallback ]]; do
 		fail "host 1 not in fallback 3 s after the partition: $(hs 1 -j cluster status)"
 	sleep 0.01
 done
-st=$(hs 1 -j cluster status)
-t1=$(now)
-# entered in_fallback_since_ms before some moment of [t0, t1]: at most t1 - that
-lat=$(calc "($t1 - $(jq -er .in_fallback_since_ms <<<"$st") / 1000 - $t_cut) * 1000" %.0f)
-echo "RESULT partition: host 1 in fallback ${lat} ms after its traffic to Redis was dropped"
+read -r lat lo hi <<<"$(fallback_after 1 "$t_cut")"
+echo "RESULT partition: host 1 in fallback ${lat} ms after its traffic to Redis was dropped (between $lo and $hi)"
 assert_le "$lat" $((SYNC_MS + SYNC_MS / 2 + SLACK_MS)) "host 1: fallback within S + S/2 (+${SLACK_MS} ms slack)"
-assert_eq "$(jq -r .peers <<<"$st")" "$NH" "host 1 in fallback: N (peers last seen)"
+assert_eq "$(cfield 1 peers)" "$NH" "host 1 in fallback: N (peers last seen)"
 
 # The others: up, and down to 2 peers after host 1's heartbeat ages out.
 wait_cluster up $((NH - 1)) $(((TTL_MS + 3 * SYNC_MS) / 100 + 20)) 2 3
@@ -73,8 +69,11 @@ assert_near "$(calc "${RATE_OF[2]} + ${RATE_OF[3]}")" "$RATE" 10 "hosts 2 and 3:
 for n in 2 3; do
 	assert_eq "$(cstatus "$n" .mode)" up "host $n during the partition"
 done
-assert_eq "$(cstatus 2 .sync_failures)/$(cstatus 3 .sync_failures)" "$f2/$f3" \
-	"hosts 2 and 3: no failed sync during the partition"
+# A lone failed sync can happen on a busy machine (no answer within S/2);
+# a partition that reached them would fail every sync (~30 here).
+for n in 2 3; do
+	assert_le $(($(cstatus "$n" .sync_failures) - fails0[$n])) 1 "host $n: failed syncs during the partition"
+done
 dropped=$(ip netns exec "${NS_H[1]}" nft -j list chain inet sluice_cl_part out |
 	jq -r '[.nftables[] | select(.rule) | .rule.expr[] | select(.counter) | .counter.packets] | add')
 assert_ge "$dropped" 1 "packets to Redis dropped on host 1"

@@ -59,14 +59,10 @@ t_all=$(now)
 limit_ms=$((SYNC_MS + SYNC_MS / 2 + SLACK_MS))
 worst=0
 for n in "${hosts[@]}"; do
-	st=$(hs "$n" -j cluster status)
-	t1=$(now)
-	since=$(jq -er .in_fallback_since_ms <<<"$st") || fail "host $n: no in_fallback_since_ms in $st"
-	assert_eq "$(jq -r .agent_alive <<<"$st")" true "host $n: agent alive in fallback"
-	# entered `since` ms before some moment of [t0, t1]: at most t1 - since
-	lat=$(calc "($t1 - $since / 1000 - $t_kill) * 1000" %.0f)
-	echo "RESULT redis_stop host $n: fallback ${lat} ms after the kill (peers $(jq -r .peers <<<"$st"))"
+	read -r lat lo hi <<<"$(fallback_after "$n" "$t_kill")"
+	echo "RESULT redis_stop host $n: fallback ${lat} ms after the kill (between $lo and $hi)"
 	assert_le "$lat" "$limit_ms" "host $n: fallback within S + S/2 (+${SLACK_MS} ms slack) of the kill"
+	assert_eq "$(cfield "$n" agent_alive peers)" "true $NH" "host $n in fallback: agent alive, N"
 	((lat > worst)) && worst=$lat
 	assert_eq "$(exporter_up "$n")" 0 "host $n: sluice_cluster_up in fallback"
 done
