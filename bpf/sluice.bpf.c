@@ -771,7 +771,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 judge:
 	reason = judge_bucket(cfg, b, &p, &idx);
-	if (reason == SLUICE_R_RATE_LIMITED)
+	if (reason == SLUICE_R_RATE_LIMITED && READ_ONCE(cfg->leasing))
 		reason = lease_take(cfg, &p, idx, READ_ONCE(b->dropped));
 	count_source(sluice_reason_is_drop(reason) ? &b->dropped : &b->passed);
 

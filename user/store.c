@@ -397,7 +397,11 @@ static int write_config(const struct sluice_maps *m, const struct sluice_config 
 	for (int i = 0; i < (int)SLUICE_POLICY_SLOTS; i++)
 		__atomic_store_n(&live->active_since_ns[i], cfg->active_since_ns[i],
 				 __ATOMIC_RELEASE);
+	if (cfg->leasing)	/* before the flip that makes a leased rule live */
+		__atomic_store_n(&live->leasing, cfg->leasing, __ATOMIC_RELEASE);
 	__atomic_store_n(&live->gen_slot, cfg->gen_slot, __ATOMIC_RELEASE);
+	if (!cfg->leasing)	/* after the flip that retired the last one */
+		__atomic_store_n(&live->leasing, cfg->leasing, __ATOMIC_RELEASE);
 	munmap(live, len);
 	return 0;
 }
@@ -600,6 +604,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	bool fresh[SLUICE_MAX_POLICIES];
 	struct cluster_share cs;
 	struct sluice_config cfg;
+	__u64 leasing;
 	struct policy *cur;
 	__u64 gen;
 	__u8 slot;
@@ -639,9 +644,15 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 				&table[idx]);
 	}
 
+	leasing = 0;
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
+		if (table[idx].in_use && (table[idx].flags & SLUICE_POLICY_LEASED))
+			leasing = 1;
+
 	/* Readers of the inactive slot (buckets carrying tokens over from the
 	 * previous generation) see this bit and know it is being rewritten. */
 	cfg.gen_slot |= SLUICE_GEN_WRITING;
+	cfg.leasing |= leasing;
 	if (write_config(m, &cfg))
 		return runtime_err("cannot mark the policy as being written: %s", strerror(errno));
 	if (write_slot(m, slot, table))
@@ -670,6 +681,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	 * no bucket trusts the half-written slot; the next commit clears it. */
 	cfg.active_since_ns[slot] = mono_now_ns();
 	cfg.gen_slot = SLUICE_GEN_MAKE(gen, slot);
+	cfg.leasing = leasing;
 	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
 	return 0;

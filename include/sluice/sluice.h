@@ -295,6 +295,11 @@ struct sluice_config {
 	 * from the value it read before finding the table empty, which fails
 	 * if any entry was added meanwhile (see user/ban.c). */
 	__u64 bans;
+	/* Nonzero while a policy may be leased (SLUICE_POLICY_LEASED): only
+	 * then does a rate-limited packet look for a lease. A commit sets it
+	 * before its flip when the new policy has a leased rule, and clears
+	 * it after the flip when it has none. */
+	__u64 leasing;
 };
 #define SLUICE_BANS_LIVE		1ULL
 #define SLUICE_BANS_WRITE		2ULL
