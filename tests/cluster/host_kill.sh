@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# cluster/host_kill: four hosts flood one source under a --cluster rule;
+# host 1's agent is killed (SIGKILL: no goodbye, its cluster state still
+# says up). The other three see 3 peers once its heartbeat ages out (TTL
+# max(500, 5S) ms; measured), stay up, and together keep admitting the
+# cluster rate R (+-10 % over 3 s). Host 1's status says its agent is not
+# alive; its leases expire (2S): it admits no more than its local share
+# R/(N x D). A new agent may join in its place and all four are up again.
+set -euo pipefail
+# shellcheck source=tests/cluster/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+RATE=1000
+BURST=500
+SYNC_MS=100
+PPS=5000
+NH=4
+DIV=8
+SRC=198.18.0.1
+TTL_MS=500
+
+cluster_init ck "$NH"
+cluster_setup
+redis_start
+set_rule "$RATE" "$BURST"
+hosts=(1 2 3 4)
+for n in "${hosts[@]}"; do
+	agent_start "$n"
+done
+wait_cluster up "$NH" 10
+
+nft_count_add flood "$SRC"
+for n in "${hosts[@]}"; do
+	flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * 20)) --pps "$PPS" --seconds 20
+done
+sleep 2
+window_rates flood 2 "${hosts[@]}"
+echo "RESULT host_kill connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
+assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
+
+t_kill=$(now)
+agent_kill 1
+# Its process is gone: status says the agent is not alive (the pid check).
+while [[ $(cfield 1 agent_alive) != false ]]; do
+	awk -v a="$(now)" -v b="$(calc "$t_kill + 7")" 'BEGIN { exit !(a > b) }' &&
+		fail "host 1: agent_alive still true 7 s after its agent was killed: $(hs 1 -j cluster status)"
+	sleep 0.05
+done
+echo "RESULT host_kill: host 1's status says agent_alive false $(calc "($(now) - $t_kill) * 1000" %.0f) ms after the kill"
+# The peers' count: host 2 polled alone (one status read per ~50 ms), then all three.
+end=$(calc "$t_kill + 5")
+while [[ $(cfield 2 peers) != $((NH - 1)) ]]; do
+	awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
+		fail "host 2 still sees $(cstatus 2 .peers) peers 5 s after host 1's agent was killed"
+	sleep 0.02
+done
+lat=$(calc "($(now) - $t_kill) * 1000" %.0f)
+wait_cluster up $((NH - 1)) 2 2 3 4
+echo "RESULT host_kill: host 2 sees $((NH - 1)) peers ${lat} ms after host 1's agent was killed"
+# The last heartbeat ages out after TTL; the next sync of host 2 sees it.
+assert_le "$lat" $((TTL_MS + 2 * SYNC_MS + 300)) "peer count drop within TTL + 2S (+300 ms for the polling)"
+for n in 2 3 4; do
+	assert_eq "$(cstatus "$n" '.peer_names | sort | join(",")')" h2,h3,h4 "host $n: peer names"
+done
+
+window_rates flood 3 "${hosts[@]}"
+others=$(calc "${RATE_OF[2]} + ${RATE_OF[3]} + ${RATE_OF[4]}" %.1f)
+local_share=$(calc "$RATE / ($NH * $DIV)" %.2f)
+echo "RESULT host_kill rates: host 1 (agent killed) ${RATE_OF[1]}/s (local share $local_share/s), hosts 2-4 $others/s"
+assert_near "$others" "$RATE" 10 "hosts 2-4: admitted/s together vs R"
+assert_le "${RATE_OF[1]}" "$(calc "$local_share * 1.1 + 2")" "host 1 after its leases expired: admitted/s vs R/(N x D)"
+for n in 2 3 4; do
+	# one may fail on a busy machine (no answer within S/2); a lasting
+	# trouble would fail them all
+	assert_le "$(cstatus "$n" .sync_failures)" 1 "host $n: failed syncs"
+done
+
+agent_start 1
+wait_cluster up "$NH" 5
+ok "a new agent on host 1 joins: all four up with $NH peers"
+flood_stop
+agent_logs
