@@ -408,7 +408,7 @@ __noinline int lease_take(struct sluice_config *cfg, const struct pkt *p, __u32 
 	struct sluice_hot hot = { .policy = idx };
 	struct sluice_policy *pol;
 	struct sluice_lease *l;
-	__u64 credit, now;
+	__u64 credit;
 	__u32 key;
 	int i;
 
@@ -424,19 +424,29 @@ __noinline int lease_take(struct sluice_config *cfg, const struct pkt *p, __u32 
 		hot.key.policy = (__u16)idx;
 		mask_addr(hot.key.a, hot.key.key_len);
 	}
-	now = bpf_ktime_get_ns();
 	l = bpf_map_lookup_elem(&leases, &hot.key);
-	if (l && READ_ONCE(l->policy) == idx && now < READ_ONCE(l->expires_ns)) {
-		for (i = 0; i < SLUICE_LEASE_TRIES; i++) {
-			credit = READ_ONCE(l->credit);
-			if (!credit)
-				break;	/* spent: the agent knows the bucket */
-			if (SLUICE_CAS(&l->credit, credit, credit - 1) == credit)
-				return SLUICE_R_WITHIN_LIMIT;
+	if (l && READ_ONCE(l->policy) == idx) {
+		/* Spent: the agent knows the bucket (a starting agent clears
+		 * the leases it did not write). */
+		if (!READ_ONCE(l->credit))
+			return SLUICE_R_RATE_LIMITED;
+		/* The coarse clock, read only for credit: it lags by up to a
+		 * tick, so a lease lives at most one tick past its expiry. */
+		if (bpf_ktime_get_coarse_ns() < READ_ONCE(l->expires_ns)) {
+			for (i = 0; i < SLUICE_LEASE_TRIES; i++) {
+				credit = READ_ONCE(l->credit);
+				if (!credit)
+					break;
+				if (SLUICE_CAS(&l->credit, credit, credit - 1) == credit)
+					return SLUICE_R_WITHIN_LIMIT;
+			}
+			return SLUICE_R_RATE_LIMITED;
 		}
-		return SLUICE_R_RATE_LIMITED;
 	}
-	if (dropped % SLUICE_CLUSTER_NOTICE_EVERY == 0)
+	/* A bucket whose drop count saturated tells at random, as often. */
+	if (dropped % SLUICE_CLUSTER_NOTICE_EVERY == 0 ||
+	    (dropped >= SLUICE_SRC_COUNT_MAX &&
+	     bpf_get_prandom_u32() % SLUICE_CLUSTER_NOTICE_EVERY == 0))
 		bpf_map_push_elem(&cluster_hot, &hot, 0);
 	return SLUICE_R_RATE_LIMITED;
 }

@@ -1184,6 +1184,10 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	err = policy_refresh(ag);
 	if (!err)
 		err = lease_writer_open(&ag->m, &ag->lw);
+	/* Leases a killed agent left: their buckets are in no hot set, and a
+	 * spent one would keep its bucket from telling this agent. */
+	if (!err)
+		err = leases_clear(&ag->m);
 	if (err)
 		goto out;
 

@@ -74,3 +74,16 @@ int hot_pop(const struct sluice_maps *m, struct sluice_hot *h)
 {
 	return bpf_map_lookup_and_delete_elem(m->cluster_hot, NULL, h) ? -errno : 0;
 }
+
+int leases_clear(const struct sluice_maps *m)
+{
+	struct sluice_src_key key;
+
+	/* No agent runs, so nothing else writes the map: delete one at a
+	 * time from the first key until none is left. */
+	while (!bpf_map_get_next_key(m->leases, NULL, &key))
+		if (bpf_map_delete_elem(m->leases, &key) && errno != ENOENT)
+			return runtime_err("cannot clear the leases of %s: %s", m->iface,
+					   strerror(errno));
+	return 0;
+}

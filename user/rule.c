@@ -579,7 +579,8 @@ static int check_cluster(const struct rule *r, char *why, size_t len)
 	const char *no = rule_is_request(r) ? "--requests (the check server is one host's)" :
 			 r->unit == SLUICE_UNIT_BYTES ? "--bytes (leases count packets)" :
 			 r->algo != SLUICE_ALGO_TOKEN_BUCKET ? "--algo windows (the Redis side is a token bucket)" :
-			 r->ban_ns ? "--ban (a ban is one host's)" : NULL;
+			 r->ban_ns ? "--ban (a ban is one host's)" :
+			 r->monitor ? "--monitor (a monitored rule spends no lease)" : NULL;
 
 	if (no) {
 		snprintf(why, len, "--cluster does not go with %s", no);

@@ -196,6 +196,8 @@ int lease_writer_open(const struct sluice_maps *m, struct lease_writer **out);
  * it had left, SLUICE_GRANT_FAILED when the map had no room. 0 or -errno. */
 int lease_grant(struct lease_writer *w, struct sluice_grant *g, unsigned int n);
 void lease_writer_close(struct lease_writer *w);
+/* Deletes every lease (an agent starting: none is its own). */
+int leases_clear(const struct sluice_maps *m);
 /* The next hot notice: 0, or -ENOENT when there is none. */
 int hot_pop(const struct sluice_maps *m, struct sluice_hot *h);
 int maps_lock(struct sluice_maps *m);
