@@ -12,15 +12,7 @@
 #define READ_ONCE(x)		(*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
 
-/* The same definition as bpf/sluice.bpf.c's; the agent points it at the
- * pinned map before loading. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_LEASES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct sluice_src_key);
-	__type(value, struct sluice_lease);
-} leases SEC(".maps");
+#include "leases_map.h"
 
 /* The batch, written by the agent through the skeleton's mapping of .bss;
  * each entry's credit is replaced with the credit its lease had left. */

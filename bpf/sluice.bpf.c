@@ -86,13 +86,7 @@ struct {
 /* Cluster-wide limits (sluice.h): leases the agent writes (through
  * bpf/cluster.bpf.c) and leased rules spend, notices of the buckets that
  * want one, and the agent's state. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_LEASES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct sluice_src_key);
-	__type(value, struct sluice_lease);
-} leases SEC(".maps");
+#include "leases_map.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);

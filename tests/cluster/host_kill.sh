@@ -19,24 +19,7 @@ DIV=8
 SRC=198.18.0.1
 TTL_MS=500
 
-cluster_init ck "$NH"
-cluster_setup
-redis_start
-set_rule "$RATE" "$BURST"
-hosts=(1 2 3 4)
-for n in "${hosts[@]}"; do
-	agent_start "$n"
-done
-wait_cluster up "$NH" 10
-
-nft_count_add flood "$SRC"
-for n in "${hosts[@]}"; do
-	flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * 20)) --pps "$PPS" --seconds 20
-done
-sleep 2
-window_rates flood 2 "${hosts[@]}"
-echo "RESULT host_kill connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
-assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
+cluster_up_flooding ck "$NH" host_kill
 
 t_kill=$(now)
 agent_kill 1

@@ -517,3 +517,29 @@ fallback_after() { # N T
 		lo = (a - s / 1000 - t) * 1000; hi = (b - s / 1000 - t) * 1000
 		printf "%.0f %.0f %.0f\n", (lo + hi) / 2, lo, hi }'
 }
+
+# The start of the fault tests: H hosts with Redis and the rule RATE/BURST,
+# every agent up (hosts=(1..H)), then SRC flooding every host at PPS for
+# 20 s and the cluster admitting RATE (+-10 % over 2 s); WHAT names the
+# RESULT line. Needs RATE BURST SYNC_MS PPS SRC.
+cluster_up_flooding() { # TAG H WHAT
+	local n
+	cluster_init "$1" "$2"
+	cluster_setup
+	redis_start
+	set_rule "$RATE" "$BURST"
+	hosts=()
+	for ((n = 1; n <= $2; n++)); do
+		hosts+=("$n")
+		agent_start "$n"
+	done
+	wait_cluster up "$2" 10
+	nft_count_add flood "$SRC"
+	for n in "${hosts[@]}"; do
+		flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * 20)) --pps "$PPS" --seconds 20
+	done
+	sleep 2
+	window_rates flood 2 "${hosts[@]}"
+	echo "RESULT $3 connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
+	assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
+}

@@ -18,24 +18,7 @@ SRC=198.18.0.1
 SLACK_MS=50	# as in cluster/redis_stop
 TTL_MS=500	# the heartbeat's: max(500, 5 x S)
 
-cluster_init cp "$NH"
-cluster_setup
-redis_start
-set_rule "$RATE" "$BURST"
-hosts=(1 2 3)
-for n in "${hosts[@]}"; do
-	agent_start "$n"
-done
-wait_cluster up "$NH" 10
-
-nft_count_add flood "$SRC"
-for n in "${hosts[@]}"; do
-	flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * 20)) --pps "$PPS" --seconds 20
-done
-sleep 2
-window_rates flood 2 "${hosts[@]}"
-echo "RESULT partition connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
-assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
+cluster_up_flooding cp "$NH" partition
 declare -A fails0=([2]=$(cstatus 2 .sync_failures) [3]=$(cstatus 3 .sync_failures))
 
 t_cut=$(now)

@@ -21,28 +21,13 @@ SRC=198.18.0.1
 # reads are late by a few ms; 50 ms is half a sync interval.
 SLACK_MS=50
 
-cluster_init cs "$NH"
-cluster_setup
-redis_start
-set_rule "$RATE" "$BURST"
-hosts=(1 2 3 4)
+cluster_up_flooding cs "$NH" redis_stop
 for n in "${hosts[@]}"; do
-	agent_start "$n"
 	exporter_at "$n"
 done
-wait_cluster up "$NH" 10
 for n in "${hosts[@]}"; do
 	assert_eq "$(exporter_up "$n")" 1 "host $n: sluice_cluster_up before the kill"
 done
-
-nft_count_add flood "$SRC"
-for n in "${hosts[@]}"; do
-	flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * 20)) --pps "$PPS" --seconds 20
-done
-sleep 2
-window_rates flood 2 "${hosts[@]}"
-echo "connected: cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
-assert_near "$RATE_SUM" "$RATE" 10 "connected: the cluster's admitted rate"
 
 t_kill=$(now)
 redis_kill
