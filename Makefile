@@ -70,10 +70,14 @@ install: all
 	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
 	install -D -m 0644 doc/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
 
+# the static checks, a file set per CPU
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+
 check:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr -I include user/ tests/unit/
-	clang-tidy --quiet user/*.c -- -std=gnu11 -I include -isystem $(BUILD)
+		-j $(NPROC) --inline-suppr -I include user/ tests/unit/
+	printf '%s\n' user/*.c | xargs -P $(NPROC) -n 4 sh -c \
+		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD)' clang-tidy
 
 clean:
 	rm -rf $(BUILD)

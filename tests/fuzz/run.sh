@@ -3,8 +3,9 @@
 # first every regression input of tests/fuzz/regress/TARGET/ once, then each
 # target for SECONDS from the seed corpus tests/fuzz/corpus/TARGET/. Fails on
 # any crash, leak, sanitizer report or broken property; prints the executions
-# of each target. CI runs it as fuzz/parsers (20 s a target); `make fuzz`
-# runs it through tools/fuzz.sh, as long as one likes.
+# of each target. The targets run side by side, one a CPU. CI runs it as
+# fuzz/parsers (20 s a target); `make fuzz` runs it through tools/fuzz.sh,
+# as long as one likes.
 #
 # usage: tests/fuzz/run.sh [--seconds S] [--corpus DIR] [TARGET...]
 #   --seconds S   fuzz each target S seconds (default 20; 0: regressions only)
@@ -12,6 +13,7 @@
 #                 temporary directory, removed at exit)
 #   TARGET        rule, policy, parse, exporter, trace, check (default: all)
 #
+# FUZZ_JOBS sets how many targets fuzz at once (default: one a CPU).
 # FUZZ_BIN_DIR picks other builds of the targets (default build/fuzz). To
 # show it fails when it should, run the targets built with a planted
 # off-by-one, or check's Retry-After rounded down (tests/fuzz/fuzz.mk):
@@ -83,11 +85,13 @@ export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:allocat
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 FUZZ_FLAGS=(-max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 
-failed=()
-total_execs=0
-for t in "${targets[@]}"; do
-	bin=$bin_dir/fuzz_$t
-	log=$work/$t.log
+# One target: its regression inputs, then SECONDS of fuzzing. Prints its
+# report; writes its execution count to $work/T.execs and, when it fails,
+# what failed to $work/T.failed.
+fuzz_one() { # TARGET
+	local t=$1 bin=$bin_dir/fuzz_$1 log=$work/$1.log start rc took execs rate entries a
+	local -a regress
+	echo 0 >"$work/$t.execs"
 
 	# Regression inputs: each must run clean.
 	mapfile -t regress < <(find "tests/fuzz/regress/$t" -type f 2>/dev/null | sort)
@@ -95,16 +99,20 @@ for t in "${targets[@]}"; do
 		if ! "$bin" "${FUZZ_FLAGS[@]}" "${regress[@]}" >"$log" 2>&1; then
 			echo "fuzz $t: a regression input fails:"
 			grep -E "Running:|property failed|ERROR|SUMMARY|runtime error" "$log" | head -n 20
-			failed+=("$t (regression)")
-			continue
+			echo "$t (regression)" >"$work/$t.failed"
+			return
 		fi
 	fi
-	((seconds)) || {
+	if ((seconds == 0)); then
 		echo "fuzz $t: ${#regress[@]} regression inputs clean"
-		continue
-	}
+		return
+	fi
 
-	mkdir -p "$corpus_root/$t" "$crash_root/$t" || die "cannot make $corpus_root/$t"
+	mkdir -p "$corpus_root/$t" "$crash_root/$t" || {
+		echo "fuzz $t: cannot make $corpus_root/$t"
+		echo "$t (setup)" >"$work/$t.failed"
+		return
+	}
 	start=$SECONDS
 	"$bin" "${FUZZ_FLAGS[@]}" -max_total_time="$seconds" \
 		-artifact_prefix="$crash_root/$t/" \
@@ -113,7 +121,7 @@ for t in "${targets[@]}"; do
 	took=$((SECONDS - start))
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	execs=${execs:-0}
-	total_execs=$((total_execs + execs))
+	echo "$execs" >"$work/$t.execs"
 	rate=$((execs / (took ? took : 1)))
 	entries=$(find "$corpus_root/$t" -type f | wc -l)
 	if ((rc != 0)) || grep -qE "^(==[0-9]+==ERROR|SUMMARY: )|runtime error:" "$log"; then
@@ -125,10 +133,34 @@ for t in "${targets[@]}"; do
 			[[ -n $keep ]] && echo "  kept as $a: minimise it with '$bin -minimize_crash=1" \
 				"-runs=100000 $a' and add it to tests/fuzz/regress/$t/"
 		done
-		failed+=("$t")
-		continue
+		echo "$t" >"$work/$t.failed"
+		return
 	fi
 	echo "fuzz $t: $execs executions in $took s ($rate/s), ${#regress[@]} regression inputs, corpus $entries entries, no crash"
+}
+
+# The targets run side by side, one a CPU (FUZZ_JOBS overrides); each gets
+# its full SECONDS, the reports come out in order.
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ $jobs_max =~ ^[1-9][0-9]*$ ]] || die "FUZZ_JOBS must be a positive whole number, got '$jobs_max'"
+for t in "${targets[@]}"; do
+	while (($(jobs -rp | wc -l) >= jobs_max)); do
+		wait -n
+	done
+	fuzz_one "$t" >"$work/$t.report" 2>&1 &
+done
+wait
+
+failed=()
+total_execs=0
+for t in "${targets[@]}"; do
+	cat "$work/$t.report"
+	total_execs=$((total_execs + $(cat "$work/$t.execs" 2>/dev/null || echo 0)))
+	if [[ -e $work/$t.failed ]]; then
+		failed+=("$(cat "$work/$t.failed")")
+	elif [[ ! -e $work/$t.execs ]]; then
+		failed+=("$t (no report)")
+	fi
 done
 
 if ((seconds)); then
