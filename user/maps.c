@@ -412,8 +412,8 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 	return 0;
 }
 
-/* The kernel's element count when it keeps one (Linux 6.6+), else a walk
- * of the table; both exact, see sources.c. */
+/* A walk of a small table, the kernel's element count of a big one when it
+ * keeps one (Linux 6.6+), else a walk; all exact, see sources.c. */
 long count_sources(const struct sluice_maps *m)
 {
 	return sources_count(m->src_buckets);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Tracked-source counts from the kernel's per-map element counter, read
- * through a BPF iterator, with a batched walk of the table as the fallback. */
+ * through a BPF iterator, with a batched walk of the table for small tables
+ * and as the fallback. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -115,12 +116,33 @@ long sources_walk(int map_fd)
 	return walk_buckets(map_fd, NULL, NULL);
 }
 
+/* A walk stops here; the iterator counts a bigger table. */
+#define SOURCES_WALK_MAX	16384
+
+static int walk_until_max(const struct sluice_src_key *k, const struct sluice_bucket *b, void *ctx)
+{
+	long *seen = ctx;
+
+	(void)k;
+	(void)b;
+	return ++*seen > SOURCES_WALK_MAX;
+}
+
+/* A one-shot count: loading the iterator costs ~60 ms (libbpf parses the
+ * kernel's BTF for it), a walk ~1 ms a few thousand sources; so a short
+ * walk first, and the iterator only for a table bigger than that. */
 long sources_count(int map_fd)
 {
-	struct src_counter *c = src_counter_open();
-	__u32 id = map_id(map_fd);
-	long n = -ENOENT;
+	struct src_counter *c;
+	long seen = 0, n;
+	__u32 id;
 
+	n = walk_buckets(map_fd, walk_until_max, &seen);
+	if (n >= 0 && n <= SOURCES_WALK_MAX && seen <= SOURCES_WALK_MAX)
+		return n;
+	c = src_counter_open();
+	id = map_id(map_fd);
+	n = -ENOENT;
 	if (c && id)
 		n = src_counter_get(c, id);
 	src_counter_close(c);

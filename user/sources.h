@@ -21,7 +21,8 @@ long src_counter_get(const struct src_counter *c, __u32 map_id);
 /* Every key of the table, in batches: exact on any kernel, but its cost
  * grows with the table. */
 long sources_walk(int map_fd);
-/* One table's count, the cheap way when possible; used by count_sources(). */
+/* One table's count, the cheap way: a walk while the table is small (up to
+ * 16384 sources), else the iterator; used by count_sources(). */
 long sources_count(int map_fd);
 
 #endif /* SLUICE_SOURCES_H */
