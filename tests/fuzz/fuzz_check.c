@@ -582,11 +582,12 @@ static __u64 page_value(const struct fz_answer *a, const char *series)
  * and the series say what the server's counters said then. */
 static void check_metrics(const struct fz_call *c, const struct fz_answer *a)
 {
-	const char *p = a->body, *end = a->body + a->body_len;
+	const char *p = a->body, *end;
 	char series[256];
 
 	if (!a->body)
-		return;	/* HEAD */
+		return;	/* HEAD (and no NULL + 0, which UBSan rightly reports) */
+	end = a->body + a->body_len;
 	FUZZ_CHECK(a->body_len && end[-1] == '\n', "/metrics does not end with a newline");
 	for (const char *eol; p < end; p = eol + 1) {
 		eol = memchr(p, '\n', (size_t)(end - p));
