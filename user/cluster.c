@@ -1247,7 +1247,7 @@ static __u64 ago_ms(__u64 then, __u64 now)
 }
 
 static void status_json(const char *iface, const struct sluice_cluster_state *s, bool alive,
-			__u64 now)
+			bool leased, __u64 now)
 {
 	bool none = s->mode == SLUICE_CLUSTER_NONE;
 	struct json j;
@@ -1267,6 +1267,7 @@ static void status_json(const char *iface, const struct sluice_cluster_state *s,
 		json_u64(&j, "sync_ms", s->sync_ms);
 	}
 	json_u64(&j, "peers", s->peers ? s->peers : 1);
+	json_bool(&j, "leased_shares", leased);
 	json_arr_open(&j, "peer_names");
 	for (__u32 i = 0; i < s->npeers && i < SLUICE_CLUSTER_PEERS_MAX; i++)
 		json_str(&j, NULL, s->peer[i]);
@@ -1293,7 +1294,7 @@ static void status_json(const char *iface, const struct sluice_cluster_state *s,
 }
 
 static void status_text(const char *iface, const struct sluice_cluster_state *s, bool alive,
-			__u64 now)
+			bool leased, __u64 now)
 {
 	__u32 n = s->peers ? s->peers : 1;
 
@@ -1307,9 +1308,13 @@ static void status_text(const char *iface, const struct sluice_cluster_state *s,
 		printf(alive ? " (agent pid %u)" : " (agent pid %u NOT RUNNING: its state is stale)",
 		       s->pid);
 	printf(", node %s, %s, sync every %u ms\n", s->node, s->url, s->sync_ms);
-	if (s->mode == SLUICE_CLUSTER_UP && alive)
+	if (leased && alive)
 		printf("  shares: --cluster rules apply limit / %u here and lease more from Redis\n",
 		       n * SLUICE_CLUSTER_LOCAL_DIV);
+	else if (leased)
+		printf("  shares: STILL limit / %u here, as the agent left them, with no leases: "
+		       "'sluice cluster leave' puts them to limit / %u (or start an agent)\n",
+		       n * SLUICE_CLUSTER_LOCAL_DIV, n);
 	else
 		printf("  shares: --cluster rules apply limit / %u here by themselves\n", n);
 	if (s->mode == SLUICE_CLUSTER_FALLBACK && s->fallback_since_ns)
@@ -1334,6 +1339,7 @@ static void status_text(const char *iface, const struct sluice_cluster_state *s,
 static int status_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	struct sluice_cluster_state s;
+	struct sluice_config cfg;
 	struct sluice_maps m;
 	char iface[IF_NAMESIZE];
 	__u64 now;
@@ -1348,18 +1354,80 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
 	if (err)
 		return err;
 	if (cluster_state_read(&m, &s)) {
-		err = runtime_err("cannot read the cluster state of %s: %s", iface, strerror(errno));
 		maps_close(&m);
-		return err;
+		return EXIT_RUNTIME;
 	}
+	/* What the datapath applies: the last commit's, whoever made it. */
+	live_config(&m, &cfg);
 	maps_close(&m);
 	now = mono_now_ns();
 	alive = cluster_agent_alive(&s, now);
 	if (opts.json)
-		status_json(iface, &s, alive, now);
+		status_json(iface, &s, alive, cfg.leasing != 0, now);
 	else
-		status_text(iface, &s, alive, now);
+		status_text(iface, &s, alive, cfg.leasing != 0, now);
 	return 0;
+}
+
+/* --- leave --- */
+
+/*
+ * What an agent does when it stops, for one that could not: killed
+ * (SIGKILL, OOM), crashed, or hung past its heartbeat. Its last commit
+ * left the shares at limit / 8N with leases that expire, so the host
+ * would admit an eighth of its part until the next commit: this one puts
+ * them to limit / N, clears the leases and marks the host stopped. The
+ * node leaves the peer list when its heartbeat's TTL runs out.
+ */
+static int leave_run(const struct cli_cmd *c, struct cli_args *a)
+{
+	struct sluice_cluster_state s;
+	struct sluice_maps m;
+	char iface[IF_NAMESIZE];
+	__u32 n;
+	int err;
+
+	(void)c;
+	(void)a;
+	if (opts.json)
+		return usage_err("cluster leave has no JSON output: drop -j (see 'cluster status -j')");
+	err = pick_iface(iface, sizeof(iface));
+	if (!err)
+		err = maps_open(iface, &m);
+	if (err)
+		return err;
+	err = maps_lock(&m);
+	if (!err && cluster_state_read(&m, &s))
+		err = EXIT_RUNTIME;
+	if (err)
+		goto out;
+	n = s.peers ? s.peers : 1;
+	if (cluster_agent_alive(&s, mono_now_ns())) {
+		err = runtime_err("the cluster agent of %s runs (pid %u): stop it (SIGTERM) and it "
+				  "leaves by itself", iface, s.pid);
+		goto out;
+	}
+	if (s.mode != SLUICE_CLUSTER_UP && s.mode != SLUICE_CLUSTER_FALLBACK) {
+		printf("%s: not in a cluster (%s): nothing to do\n", iface,
+		       s.mode == SLUICE_CLUSTER_NONE ? "no agent has run" : "its agent left");
+		goto out;
+	}
+	err = leases_clear(&m);
+	if (err)
+		goto out;
+	/* The fallback period ended when the agent stopped beating. */
+	if (s.fallback_since_ns && s.heartbeat_ns > s.fallback_since_ns)
+		s.fallback_ns += s.heartbeat_ns - s.fallback_since_ns;
+	s.fallback_since_ns = 0;
+	s.leases = 0;
+	s.mode = SLUICE_CLUSTER_STOPPED;
+	err = cluster_recommit(&m, &s);
+	if (!err)
+		printf("%s: left the cluster for its agent (pid %u, not running): --cluster rules "
+		       "apply limit / %u by themselves\n", iface, s.pid, n);
+out:
+	maps_close(&m);
+	return err;
 }
 
 static const struct cli_cmd join_cmd = {
@@ -1375,7 +1443,15 @@ static const struct cli_cmd cluster_status_cmd = {
 	.help = "The cluster agent's state: up or in fallback, the peers seen, the last sync,\n"
 		"the leases held, the grants and the time spent in fallback.",
 };
-static const struct cli_cmd *const cluster_cmds[] = { &join_cmd, &cluster_status_cmd, NULL };
+static const struct cli_cmd leave_cmd = {
+	.name = "leave", .path = "cluster leave", .run = leave_run,
+	.help = "Takes the interface out of the cluster for an agent that stopped without\n"
+		"leaving (killed, crashed): its --cluster rules go from limit / 8N to limit / N\n"
+		"and its leases are cleared, as the agent does on SIGTERM. Refused while the\n"
+		"agent runs; nothing to do when it left. For ExecStopPost= (contrib/systemd).",
+};
+static const struct cli_cmd *const cluster_cmds[] = { &join_cmd, &cluster_status_cmd, &leave_cmd,
+						       NULL };
 
 const struct cli_cmd cluster_obj = {
 	.name = "cluster", .path = "cluster", .sub = cluster_cmds,

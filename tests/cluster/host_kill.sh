@@ -4,8 +4,11 @@
 # says up). The other three see 3 peers once its heartbeat ages out (TTL
 # max(500, 5S) ms; measured), stay up, and together keep admitting the
 # cluster rate R (+-10 % over 3 s). Host 1's status says its agent is not
-# alive; its leases expire (2S): it admits no more than its local share
-# R/(N x D). A new agent may join in its place and all four are up again.
+# alive and that its shares are still R/(N x D); its leases expire (2S): it
+# admits no more than that share. `cluster leave` (what a unit's
+# ExecStopPost runs) puts host 1 to R/N, stopped; a second leave has
+# nothing to do, and host 2's, whose agent runs, is refused. A new agent
+# may join in its place and all four are up again.
 set -euo pipefail
 # shellcheck source=tests/cluster/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -57,6 +60,25 @@ for n in 2 3 4; do
 	# trouble would fail them all
 	assert_le "$(cstatus "$n" .sync_failures)" 1 "host $n: failed syncs"
 done
+
+# Its shares stay limit / 8N until a commit: status says so, with the way
+# out; `cluster leave` is that commit (limit / N, the leases cleared).
+text=$(hs 1 cluster status) || fail "host 1: cluster status failed"
+grep -q "NOT RUNNING" <<<"$text" || fail "host 1: status does not say the agent is not running: $text"
+grep -q "STILL limit / $((NH * DIV)) .*cluster leave" <<<"$text" ||
+	fail "host 1: status does not say its shares are still limit / $((NH * DIV)): $text"
+assert_eq "$(cstatus 1 .leased_shares)" true "host 1: leased_shares before leave"
+text=$(hs 1 cluster leave) || fail "host 1: cluster leave failed: $text"
+echo "host 1: $text"
+assert_eq "$(cfield 1 mode leased_shares leases)" "stopped false 0" "host 1 after leave: mode, leased_shares, leases"
+text=$(hs 1 cluster leave) || fail "host 1: a second cluster leave failed: $text"
+grep -q "nothing to do" <<<"$text" || fail "host 1: a second leave: $text"
+expect_exit 1 "leave while host 2's agent runs" hs 2 cluster leave
+sleep 1 # the new share's burst, spent
+window_rates flood 3 1
+fallback_share=$(calc "$RATE / $NH" %.1f)
+echo "RESULT host_kill rates: host 1 after cluster leave ${RATE_OF[1]}/s (limit / N = $fallback_share/s)"
+assert_near "${RATE_OF[1]}" "$fallback_share" 10 "host 1 after leave: admitted/s vs R/N"
 
 agent_start 1
 wait_cluster up "$NH" 5
