@@ -879,6 +879,32 @@ static int state_commit(struct agent *ag)
 	return cluster_recommit(&ag->m, &ag->st);
 }
 
+/* The bounds hold while S <= B/R (README): with a longer sync, Redis's
+ * bucket fills up between two grants and the cluster admits less than the
+ * rate. Said on stderr for each such rule, at each policy read. */
+static void warn_short_bursts(const struct agent *ag)
+{
+	char label[RULE_TEXT_MAX];
+	const struct rule *r;
+	double per_s, need;
+
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
+		r = cluster_rule(ag, idx);
+		if (!r)
+			continue;
+		per_s = (double)r->rate / (r->period ? r->period : 1);
+		need = per_s * (double)ag->sync_ns / SLUICE_NS_PER_SEC;
+		if ((double)r->burst >= need)
+			continue;
+		policy_rule_label(ag->pol, r, label, sizeof(label));
+		err_msg("cluster: %s: rule %s: its burst %llu is under rate x sync (%.0f): Redis's "
+			"bucket fills between syncs and the cluster admits less than the rate; "
+			"give --burst %llu or more, or --sync %.0f or less", ag->m.iface, label,
+			(unsigned long long)r->burst, need, ceil_pos(need),
+			(double)r->burst / per_s * 1000);
+	}
+}
+
 /* Whether the policy changed since it was read; reads it anew if so, and
  * binds the hot set to it. 0, or the exit code. */
 static int policy_refresh(struct agent *ag)
@@ -896,6 +922,7 @@ static int policy_refresh(struct agent *ag)
 	if (err)
 		return err;
 	ag->pol_gen = gen;
+	warn_short_bursts(ag);
 	for (unsigned int i = 0; i < ag->hot.n; i++) {
 		r = cluster_rule(ag, ag->hot.e[i].policy);
 		if (r)
@@ -1181,6 +1208,7 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 		goto out;
 	}
 	ag->pol_gen = ~0ULL;	/* none read yet */
+	ag->sync_ns = sync_ms * 1000000ULL;
 	err = policy_refresh(ag);
 	if (!err)
 		err = lease_writer_open(&ag->m, &ag->lw);
@@ -1191,7 +1219,6 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	if (err)
 		goto out;
 
-	ag->sync_ns = sync_ms * 1000000ULL;
 	ag->ttl_ms = 5 * sync_ms > NODE_TTL_MIN_MS ? 5 * sync_ms : NODE_TTL_MIN_MS;
 	snprintf(ag->ttl_arg, sizeof(ag->ttl_arg), "%llu", (unsigned long long)ag->ttl_ms);
 	ag->r.url = url;

@@ -10,6 +10,8 @@
 # - Redis unreachable at join (no such host; nothing listening): the agent
 #   says so in one line, status is fallback with the agent alive, and it
 #   stops on SIGTERM (exit 0, status stopped);
+# - a sync longer than a --cluster rule's burst / rate: the agent warns,
+#   naming the rule, and runs on (one at burst / rate does not);
 # - a second agent on the same interface: one line, exit 1, the first up;
 # - the interface detached under a running agent: the agent exits 1.
 set -euo pipefail
@@ -101,21 +103,36 @@ fi
 
 # Unreachable at join: no host at that address (connect times out), and
 # nothing listening (refused). A visible fallback, never a hang.
-for url in redis://198.19.0.200:6379 "redis://$REDIS_ADDR:6391"; do
-	log=$NETNS_TMP/unreach.log
-	nsenter --net="/run/netns/${NS_H[1]}" "$SLUICE" -i "${IF_R[1]}" cluster join "$url" \
-		--node h1 --sync "$SYNC_MS" >"$log" 2>&1 &
+# An agent on host 1 in the background (pid), its output in LOG; then
+# up to 3 s for its status to say fallback, the agent still running.
+join_to_fallback() { # URL SYNC_MS LOG
+	local end t0
+	nsenter --net="/run/netns/${NS_H[1]}" "$SLUICE" -i "${IF_R[1]}" cluster join "$1" \
+		--node h1 --sync "$2" >"$3" 2>&1 &
 	pid=$!
 	CL_PIDS+=("$pid")
 	t0=$(now)
 	end=$(calc "$t0 + 3")
 	while [[ $(cfield 1 mode) != fallback ]]; do
-		kill -0 "$pid" 2>/dev/null || fail "join $url exited: $(cat "$log")"
+		kill -0 "$pid" 2>/dev/null || fail "join $1 --sync $2 exited: $(cat "$3")"
 		awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
-			fail "join $url: not in fallback after 3 s: $(hs 1 -j cluster status)"
+			fail "join $1 --sync $2: not in fallback after 3 s: $(hs 1 -j cluster status)"
 		sleep 0.02
 	done
-	ok "join $url: status fallback after $(calc "($(now) - $t0) * 1000" %.0f) ms"
+	ok "join $1 --sync $2: status fallback after $(calc "($(now) - $t0) * 1000" %.0f) ms"
+}
+# SIGTERM to that agent: it exits 0 within 3 s.
+stop_agent() { # WHAT
+	local rc=0
+	kill -TERM "$pid"
+	timeout 3 tail --pid="$pid" -f /dev/null || fail "$1: still running 3 s after SIGTERM"
+	wait "$pid" || rc=$?
+	unset 'CL_PIDS[-1]'
+	assert_eq "$rc" 0 "$1: exit status on SIGTERM"
+}
+for url in redis://198.19.0.200:6379 "redis://$REDIS_ADDR:6391"; do
+	log=$NETNS_TMP/unreach.log
+	join_to_fallback "$url" "$SYNC_MS" "$log"
 	assert_eq "$(cstatus 1 .agent_alive)" true "join $url: agent alive in fallback"
 	assert_eq "$(cstatus 1 .redis)" "$url" "join $url: status names the URL"
 	grep -q "cannot reach $url" "$log" || fail "join $url: no 'cannot reach $url' line: $(cat "$log")"
@@ -124,14 +141,21 @@ for url in redis://198.19.0.200:6379 "redis://$REDIS_ADDR:6391"; do
 	sleep 0.5 # a few retries: still alive, still fallback, no second line per retry
 	assert_eq "$(grep -c "cannot reach" "$log")" 1 "join $url: lines saying so after 5 retries"
 	hs 1 -j status >/dev/null || fail "sluice status while the agent retries"
-	kill -TERM "$pid"
-	rc=0
-	timeout 3 tail --pid="$pid" -f /dev/null || fail "join $url: still running 3 s after SIGTERM"
-	wait "$pid" || rc=$?
-	unset 'CL_PIDS[-1]'
-	assert_eq "$rc" 0 "join $url: exit status on SIGTERM"
+	stop_agent "join $url"
 	assert_eq "$(cstatus 1 .mode)" stopped "join $url: mode after SIGTERM"
 done
+
+# A sync longer than burst / rate (200 ms > 100 / 1000 s; the agents above
+# ran at exactly 100 ms and said nothing): the agent says so, naming the
+# rule and what would do, and still runs.
+log=$NETNS_TMP/short.log
+join_to_fallback "redis://$REDIS_ADDR:6391" 200 "$log"
+grep -q "rule $RULE_CIDR.*burst $BURST is under rate x sync (200).*--burst 200 or more, or --sync 100 or less" "$log" ||
+	fail "join --sync 200: no warning about the rule's burst: $(cat "$log")"
+ok "join --sync 200: $(grep "burst $BURST" "$log")"
+stop_agent "join --sync 200"
+! grep -q "under rate x sync" "$NETNS_TMP/unreach.log" ||
+	fail "an agent at --sync 100 warned: $(cat "$NETNS_TMP/unreach.log")"
 
 # A real agent, then a second one on the same interface.
 agent_start 1
