@@ -114,8 +114,8 @@ snap_one() { # TITLE FILTER ARGS...
 	fi
 }
 
-# The looks run side by side (each status and stats loads BTF for its
-# source count, ~80 ms), each into its own part; the parts in order.
+# The looks run side by side (each is a process or two, ~25 ms to start),
+# each into its own part; the parts in order.
 snapshot() { # FILE
 	local parts=$CLI_TMP/snap n=0 i
 	rm -rf "$parts"
