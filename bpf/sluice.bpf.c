@@ -251,6 +251,57 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
 }
 
+/*
+ * The history of policy idx in the slot that gen_slot names (struct
+ * sluice_policy): when its limit last changed (*at, CLOCK_MONOTONIC ns:
+ * the moment generation `since` became active) and the first generation
+ * its previous limit judged (*prev_since). Checked as read_policy does;
+ * returns 0 on a consistent copy.
+ */
+static __always_inline int read_change(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				       __u32 idx, __u64 *at, __u64 *prev_since)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	*at = READ_ONCE(p->since) == SLUICE_GEN(gen_slot) ? READ_ONCE(cfg->active_since_ns[slot & 1])
+							  : READ_ONCE(p->since_ns);
+	*prev_since = READ_ONCE(p->prev_since);
+	barrier();
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/* The limit policy idx had before its last change, into v's limit and
+ * action; checked as read_policy does. */
+static __always_inline int read_prev(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				     __u32 idx, struct verdict *v)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	v->lim.interval = READ_ONCE(p->prev_interval);
+	v->lim.tolerance = READ_ONCE(p->prev_tolerance);
+	v->lim.ban = READ_ONCE(p->prev_ban);
+	v->lim.ban_windows = READ_ONCE(p->prev_ban_windows);
+	v->lim.algo = READ_ONCE(p->prev_algo);
+	v->lim.bits = READ_ONCE(p->prev_bits);
+	v->action = READ_ONCE(p->prev_action);
+	barrier();
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
 /* The clock policy v is judged by (SLUICE_POLICY_COARSE_CLOCK). */
 static __always_inline __u64 policy_clock(const struct verdict *v)
 {
@@ -299,7 +350,11 @@ static long convert_step(__u64 i, struct convert *cv)
  * the home bucket is marked so and the packet is rerouted. When the rule's
  * limit changed, the winner marks the word pending, converts TAT with CAS
  * (the source keeps its tokens, clamped to the new burst) and then publishes
- * the new word; packets that see the pending bit wait for it. A packet that
+ * the new word; packets that see the pending bit wait for it. The state is
+ * converted as of the moment the rule's limit last changed, from the limit
+ * before: commits that changed other rules meanwhile do not matter. A
+ * bucket idle across two or more changes of its rule, whose old limit is
+ * gone, starts spent at the last one (limit_rebind). A packet that
  * read the old word re-checks it after reading TAT, and every conversion
  * changes TAT, so no packet is judged by one policy against the other's
  * TAT. Only packets that passed that re-check before the pending bit was
@@ -314,9 +369,9 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN(bound);
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
 	struct convert cv = { .b = b };
+	__u64 word, changed, prev_since, t;
 	__u32 lead;
 	int direct;
-	__u64 word;
 
 	if (!cfg || !b || !p)
 		return -1;
@@ -339,22 +394,39 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 		__sync_val_compare_and_swap(&b->bound, bound, word);
 		return 0;
 	}
-	/* The previous generation's policy is still in the inactive slot;
-	 * and a policy unchanged since the bucket's generation is the one it
-	 * was judged by. */
-	cv.old_known = old_gen + 1 == gen &&
-		       !read_policy(cfg, gen_slot, !slot, old_idx, &cv.ov, 1);
-	if (!cv.old_known && !read_policy(cfg, gen_slot, slot, old_idx, &cv.ov, 0))
-		cv.old_known = cv.ov.since <= old_gen;
+	if (read_change(cfg, gen_slot, slot, idx, &changed, &prev_since))
+		return -1;
+	if (idx == old_idx) {
+		/* Its rule changed since the bucket's generation: the limit
+		 * before that change judged it, if it is the one before. */
+		cv.old_known = prev_since <= old_gen &&
+			       !read_prev(cfg, gen_slot, slot, idx, &cv.ov);
+	} else {
+		/* Another rule: the previous generation's policy is still in
+		 * the inactive slot; and a policy unchanged since the bucket's
+		 * generation is the one it was judged by. Either judged it
+		 * until this generation. */
+		cv.old_known = old_gen + 1 == gen &&
+			       !read_policy(cfg, gen_slot, !slot, old_idx, &cv.ov, 1);
+		if (!cv.old_known && !read_policy(cfg, gen_slot, slot, old_idx, &cv.ov, 0)) {
+			cv.old_known = cv.ov.since <= old_gen;
+			/* not known: the later of both rules' last changes */
+			if (!read_change(cfg, gen_slot, slot, old_idx, &t, &prev_since) &&
+			    t > changed)
+				changed = t;
+		}
+		if (cv.old_known)
+			changed = READ_ONCE(cfg->active_since_ns[slot & 1]);
+	}
 
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */
-	/* As of the moment the new policy took effect (written before the
-	 * flip, stable while the slot is active), not of this packet; on the
-	 * new policy's clock, so its first readings are not behind `at`. */
+	/* As of that moment (written before its flip, stable while the slot
+	 * is active), not of this packet; on the new policy's clock, so its
+	 * first readings are not behind `at`. */
 	cv.at = policy_clock(&cv.nv);
-	if (cv.old_known && cv.at > READ_ONCE(cfg->active_since_ns[slot & 1]))
-		cv.at = READ_ONCE(cfg->active_since_ns[slot & 1]);
+	if (cv.at > changed)
+		cv.at = changed;
 	bpf_loop(SLUICE_CONVERT_TRIES, convert_step, &cv, 0);
 	WRITE_ONCE(b->bound, word);
 	return 0;
@@ -604,19 +676,49 @@ static __always_inline int new_source_admitted(struct sluice_config *cfg)
 	return 0;
 }
 
+/*
+ * A per-source keyed bucket of rule idx for a source whose home bucket
+ * home last judged it by the same rule (an L4 rule now covers the source,
+ * so its packets need keyed buckets): it starts as the home bucket's state
+ * and generation, so its first packet re-binds it by the usual rules and
+ * the source keeps what it had spent. Left as it is when home says
+ * otherwise or changes under the read.
+ */
+static __always_inline void carry_home(const struct sluice_bucket *home, __u32 idx,
+				       struct sluice_bucket *fresh)
+{
+	__u64 bound = READ_ONCE(home->bound), tat;
+
+	tat = READ_ONCE(home->tat);
+	barrier();
+	if (!(bound & SLUICE_BOUND_DIRECT) || (bound & SLUICE_BOUND_PENDING) ||
+	    SLUICE_BOUND_IDX(bound) != idx || READ_ONCE(home->bound) != bound)
+		return;
+	fresh->tat = tat;
+	fresh->bound = bound & ~SLUICE_BOUND_DIRECT;
+}
+
 /* The bucket at key, taken with a full burst bound to (gen, idx) if there
  * is none and the new-source budget allows; NULL otherwise, with *reason
- * saying why. missing: the caller just looked key up and found nothing. */
+ * saying why. missing: the caller just looked key up and found nothing.
+ * home: the source's home bucket when it has one (and key is keyed): the
+ * source is known, so the budget does not apply, and a per-source key of
+ * the rule home was judged by starts from home's state (carry_home). */
 static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *cfg,
 							 const struct sluice_src_key *key,
-							 __u64 bound, int missing, __u32 *reason)
+							 __u64 bound, int missing,
+							 const struct sluice_bucket *home,
+							 __u32 *reason)
 {
 	struct sluice_bucket *b, fresh = { .bound = bound };
 
 	b = missing ? NULL : bpf_map_lookup_elem(&src_buckets, key);
 	if (b)
 		return b;
-	if (!new_source_admitted(cfg)) {
+	if (home) {
+		if (key->key_len >= SLUICE_KEY_LEN_SOURCE)
+			carry_home(home, SLUICE_BOUND_IDX(bound), &fresh);
+	} else if (!new_source_admitted(cfg)) {
 		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
 		return NULL;
 	}
@@ -757,14 +859,15 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (served_at_home(direct, &v)) {
 		/* A stale home bucket is rebound by judge_step. */
 		b = home ? home : take_bucket(cfg, &p.src, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx) |
-							       SLUICE_BOUND_DIRECT, 1, &reason);
+							       SLUICE_BOUND_DIRECT, 1, NULL, &reason);
 	} else {
 		key = p.src;
 		key.key_len = v.key_len;
 		key.policy = (__u16)idx;
 		mask_addr(key.a, v.key_len);
 		p.kidx = idx;
-		b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx), 0, &reason);
+		b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), idx), 0, home,
+				&reason);
 	}
 	if (!b) {
 		/* Over the new-source budget, or no entry to be had: fail

@@ -247,11 +247,18 @@ struct src_view {
 	__u64 tat;
 };
 
+/* When the limit of active-slot entry sp last changed (CLOCK_MONOTONIC ns). */
+static __u64 entry_changed(const struct sluice_config *cfg, const struct sluice_policy *sp)
+{
+	return sp->since == SLUICE_GEN(cfg->gen_slot) ?
+	       cfg->active_since_ns[SLUICE_GEN_SLOT(cfg->gen_slot)] : sp->since_ns;
+}
+
 static void view_source(const struct sluice_maps *m, const struct rule *rule,
 			const struct sluice_config *cfg, const struct sluice_bucket *b, __u64 now,
 			struct src_view *v)
 {
-	__u64 gen_slot = cfg->gen_slot, gen = SLUICE_GEN(gen_slot), old_gen, at = now;
+	__u64 gen_slot = cfg->gen_slot, gen = SLUICE_GEN(gen_slot), old_gen, at = now, changed;
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), old_idx;
 	struct sluice_limit nl, ol = { 0 };
 	struct sluice_policy nv, ov;
@@ -270,13 +277,33 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 		return;
 	if ((v->rule->index == old_idx && nv.since <= old_gen) || nv.action != SLUICE_ACT_LIMIT)
 		return;
-	old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
-	if (!old_known && !policy_entry(m, slot, old_idx, &ov))
-		old_known = ov.since <= old_gen;
-	if (old_known && cfg->active_since_ns[slot] < at)
-		at = cfg->active_since_ns[slot];
-	if (old_known)
-		limit_of(&ov, &ol);
+	/* As the datapath's rebind: as of the rule's last change, from the
+	 * limit before it; on a move to another rule, from the old rule's
+	 * entry in the previous generation or unchanged since. */
+	changed = entry_changed(cfg, &nv);
+	if (v->rule->index == old_idx) {
+		old_known = nv.prev_since <= old_gen;
+		ov.action = nv.prev_action;
+		ol.interval = nv.prev_interval;
+		ol.tolerance = nv.prev_tolerance;
+		ol.ban = nv.prev_ban;
+		ol.ban_windows = nv.prev_ban_windows;
+		ol.algo = nv.prev_algo;
+		ol.bits = nv.prev_bits;
+	} else {
+		old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
+		if (!old_known && !policy_entry(m, slot, old_idx, &ov)) {
+			old_known = ov.since <= old_gen;
+			if (entry_changed(cfg, &ov) > changed)
+				changed = entry_changed(cfg, &ov);
+		}
+		if (old_known) {
+			changed = cfg->active_since_ns[slot];
+			limit_of(&ov, &ol);
+		}
+	}
+	if (changed < at)
+		at = changed;
 	limit_of(&nv, &nl);
 	v->tat = limit_rebind(b->tat, at, old_known, old_known ? ov.action : 0, &ol, nv.action,
 			      &nl);

@@ -237,9 +237,8 @@ static __u8 rule_key_len(const struct rule *r, bool is_default)
 	}
 }
 
-/* The table entry of rule r in generation gen. `live` is the entry at the
- * same index in the active slot: when it says the same, the entry keeps its
- * `since`, so buckets bound to it keep their TAT as it is. */
+/* The limit of rule r as the policy table holds it (this host's share of
+ * a --cluster rule aside). */
 void rule_limit(const struct rule *r, struct sluice_limit *l)
 {
 	__u32 period = r->period ? r->period : SLUICE_PERIOD_SEC;
@@ -333,8 +332,26 @@ static void cluster_limit(const struct rule *r, const struct cluster_share *cs,
 	l->tolerance = gcra_cost(l->interval, burst ? burst : 1);
 }
 
+/* Whether two entries limit alike: a bucket's state means the same under
+ * both (a change of --ban is a change: it must end or start bans). */
+static bool same_limit(const struct sluice_policy *a, const struct sluice_policy *b)
+{
+	return a->action == b->action && a->unit == b->unit && a->algo == b->algo &&
+	       a->bits == b->bits && a->ban_windows == b->ban_windows && a->ban == b->ban &&
+	       a->interval == b->interval && a->tolerance == b->tolerance;
+}
+
+/*
+ * The table entry of rule r in generation gen. `live` is the entry at the
+ * same index in the active slot (generation gen - 1, active since
+ * live_ns), NULL when the index held another rule or none. When it limits
+ * alike, the entry keeps its `since` and history, so buckets bound to it
+ * keep their TAT as it is; when not, the live limit becomes the previous
+ * one, so a bucket judged by it and idle across this change and any number
+ * of edits to other rules still carries its tokens over exactly.
+ */
 static void policy_to_table(const struct rule *r, bool is_default,
-			    const struct sluice_policy *live, __u64 gen,
+			    const struct sluice_policy *live, __u64 gen, __u64 live_ns,
 			    const struct cluster_share *cs, struct sluice_policy *sp)
 {
 	struct sluice_limit l;
@@ -376,11 +393,30 @@ static void policy_to_table(const struct rule *r, bool is_default,
 		sp->key_len = rule_key_len(r, is_default);
 	}
 	sp->since = gen;
-	if (live && live->in_use && live->action == sp->action && live->unit == sp->unit &&
-	    live->algo == sp->algo && live->bits == sp->bits &&
-	    live->ban_windows == sp->ban_windows &&
-	    live->interval == sp->interval && live->tolerance == sp->tolerance)
+	sp->prev_since = gen;	/* no previous limit */
+	if (!live || !live->in_use)
+		return;
+	if (same_limit(live, sp)) {
 		sp->since = live->since;
+		sp->since_ns = live->since + 1 == gen ? live_ns : live->since_ns;
+		sp->prev_since = live->prev_since;
+		sp->prev_action = live->prev_action;
+		sp->prev_algo = live->prev_algo;
+		sp->prev_bits = live->prev_bits;
+		sp->prev_ban_windows = live->prev_ban_windows;
+		sp->prev_interval = live->prev_interval;
+		sp->prev_tolerance = live->prev_tolerance;
+		sp->prev_ban = live->prev_ban;
+		return;
+	}
+	sp->prev_since = live->since;
+	sp->prev_action = (__u8)live->action;
+	sp->prev_algo = live->algo;
+	sp->prev_bits = live->bits;
+	sp->prev_ban_windows = live->ban_windows;
+	sp->prev_interval = live->interval;
+	sp->prev_tolerance = live->tolerance;
+	sp->prev_ban = live->ban;
 }
 
 /* Store the config through a shared mapping of the map, so that each word
@@ -604,7 +640,7 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	bool fresh[SLUICE_MAX_POLICIES];
 	struct cluster_share cs;
 	struct sluice_config cfg;
-	__u64 leasing;
+	__u64 leasing, live_ns;
 	struct policy *cur;
 	__u64 gen;
 	__u8 slot;
@@ -631,17 +667,20 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	 * since" the generation of a bucket bound to the rule it once held
 	 * (which the datapath would otherwise read as an allow, and hand the
 	 * bucket a fresh budget). */
-	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
+	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++) {
 		table[idx].since = gen;
+		table[idx].prev_since = gen;
+	}
 	if (cluster_share_of(m, &cs))
 		return EXIT_RUNTIME;
-	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, &cs,
+	live_ns = cfg.active_since_ns[SLUICE_GEN_SLOT(cfg.gen_slot)];
+	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, live_ns, &cs,
 			&table[SLUICE_POLICY_DEFAULT]);
 	for (unsigned int i = 0; i < next->n; i++) {
 		__u32 idx = next->rules[i].index;
 
-		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen, &cs,
-				&table[idx]);
+		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen,
+				live_ns, &cs, &table[idx]);
 	}
 
 	leasing = 0;

@@ -226,8 +226,10 @@ struct sluice_lpm_val {
 #define SLUICE_POLICY_LEASED		0x8
 
 /* One policy: what to do with a source and, for limit, its algorithm's
- * parameters (struct sluice_limit, algo.h). The datapath reads the first
- * 56 bytes only; the rest is the rule as written, for the CLI. */
+ * parameters (struct sluice_limit, algo.h). A packet reads the first 56
+ * bytes only; a bucket re-bound to a new generation also reads the next
+ * 48 (when the limit last changed, and the one before); the rest is the
+ * rule as written, for the CLI. */
 struct sluice_policy {
 	__u64 interval;		/* token bucket: emission interval T, GCRA units
 				 * (gcra.h), per packet or, for SLUICE_UNIT_BYTES,
@@ -251,6 +253,22 @@ struct sluice_policy {
 	__u8 bits;		/* sliding-window: bits of each count */
 	__u8 per;		/* enum sluice_per, as written */
 	__u16 period;		/* SLUICE_PERIOD_*: what rate is per */
+	/* The limit's history at this index, for re-binding a bucket whose
+	 * generation is older than `since`: when `since` became active, and
+	 * the limit in force before it, which judged the generations
+	 * prev_since .. since - 1 (none when prev_since >= since). */
+	__u64 since_ns;		/* CLOCK_MONOTONIC ns generation `since` became
+				 * active; 0 while `since` is the generation this
+				 * slot holds (then the slot's active_since_ns) */
+	__u64 prev_since;
+	__u64 prev_interval;
+	__u64 prev_tolerance;
+	__u64 prev_ban;
+	__u32 prev_ban_windows;
+	__u8 prev_action;	/* enum sluice_action */
+	__u8 prev_algo;
+	__u8 prev_bits;
+	__u8 prev_pad;
 	/* the rule as written */
 	__u64 rate;		/* units per period */
 	__u64 burst;		/* units */
@@ -261,6 +279,11 @@ struct sluice_policy {
 	__u8 pad[2];
 	struct sluice_match match;	/* the rule's match (policy unused) */
 };
+/* The datapath's two read regions (above), kept where they are. */
+_Static_assert(__builtin_offsetof(struct sluice_policy, since_ns) == 56,
+	       "a packet reads the first 56 bytes of a policy");
+_Static_assert(__builtin_offsetof(struct sluice_policy, rate) == 104,
+	       "a re-bind reads the 48 after them");
 
 /* Single entry of the config map, changed in single 8-byte stores:
  * generation in the high bits, bit 1 set while a commit writes the inactive

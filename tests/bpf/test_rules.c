@@ -269,6 +269,85 @@ static void ban_then_admit(void)
 	CHECK(send_n(&f, 2) == 2, "another source");
 }
 
+/* A change of --ban alone (removed, or a new length) is a change of the
+ * rule's limit: the bucket is converted like any other, which ends the ban
+ * (its tokens, none, carry over and refill at the rate). */
+static void ban_change_ends_ban(void)
+{
+	static const char *const edits[] = {
+		"limit set 198.18.0.73/32 --rate 100 --burst 2",
+		"limit set 198.18.0.73/32 --rate 100 --burst 2 --ban 30m",
+	};
+	struct frame f;
+
+	for (unsigned int i = 0; i < 2; i++) {
+		CHECK(setup("limit set 198.18.0.73/32 --rate 100 --burst 2 --ban 1h") == 0, "setup");
+		frame_udp_from(&f, "198.18.0.73");
+		CHECK(send_n(&f, 3) == 2, "burst, then limited (and banned for 1 h)");
+		sleep_ms(50);
+		CHECK(send_n(&f, 1) == 0, "banned, though 100/s refilled the burst");
+		CHECK(fixture_policy(&fx, edits[i]) == 0, "%s", edits[i]);
+		/* empty at the change, then 100/s: the burst of 2 in 50 ms */
+		sleep_ms(50);
+		CHECK(send_n(&f, 2) == 2, "after '%s': still banned", edits[i]);
+		CHECK(send_n(&f, 1) == 0, "after '%s': more than the burst", edits[i]);
+	}
+}
+
+/* An edit of another rule does not touch a source's bucket. The source
+ * spends 1 of its 5, is idle 1.5 s (full again at 10/s), its rule is
+ * raised to 20/s burst 10 (it keeps its 5: min(5, 10)), then an unrelated
+ * allow is committed: the source still has its 5, and `sluice query`
+ * agrees. */
+static void unrelated_edit_keeps_tokens(void)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct timespec t0, t1;
+	struct frame f;
+	__u64 passed, most;
+
+	CHECK(setup("limit set 198.18.0.68/32 --rate 10 --burst 5") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.68");
+	CHECK(send_n(&f, 1) == 1, "one packet");
+	sleep_ms(1500);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(fixture_policy(&fx, "limit set 198.18.0.68/32 --rate 20 --burst 10") == 0, "raise");
+	CHECK(fixture_policy(&fx, "limit set 198.18.0.68/32 --rate 20 --burst 10;"
+			     "allow 198.19.5.0/24") == 0, "an unrelated allow");
+	counters_now(&fx, before);
+	passed = send_n(&f, 5);
+	counters_now(&fx, after);
+	CHECK(passed == 5, "%llu of 5 passed after the unrelated allow (rate limited %llu)",
+	      (unsigned long long)passed,
+	      (unsigned long long)reason_delta(before, after, SLUICE_R_RATE_LIMITED));
+	/* and no more than the 5 and what 20/s refilled since the raise */
+	passed = send_n(&f, 20);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	most = (__u64)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000) /
+	       50 + 2;
+	CHECK(passed <= most, "%llu more passed, want at most %llu (20/s since the raise)",
+	      (unsigned long long)passed, (unsigned long long)most);
+}
+
+/* Idle across two changes of its own rule, a source's old limit can no
+ * longer be read: it starts the new limit spent at the last change of its
+ * rule and refills at the new rate since, whatever other rules do after. */
+static void idle_across_changes_refills_since_the_last(void)
+{
+	struct frame f;
+
+	CHECK(setup("limit set 198.18.0.69/32 --rate 1/h --burst 5") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.69");
+	CHECK(send_n(&f, 6) == 5, "the burst of 5");
+	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 2/h --burst 5") == 0, "1st");
+	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 20 --burst 5") == 0, "2nd");
+	sleep_ms(300);	/* 6 at 20/s: the burst of 5 */
+	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 20 --burst 5;"
+			     "allow 198.19.5.0/24") == 0, "an unrelated allow");
+	CHECK(send_n(&f, 5) == 5, "refilled at 20/s since the last change of its rule");
+	CHECK(send_n(&f, 1) == 0, "more than the burst");
+}
+
 /* --ban with --monitor: would-be bans pass as monitored. */
 static void ban_monitored(void)
 {
@@ -645,9 +724,12 @@ int main(void)
 	RUN(fallback_to_covering_prefix);
 	RUN(monitor_counts_would_drops);
 	RUN(ban_then_admit);
+	RUN(ban_change_ends_ban);
 	RUN(ban_monitored);
 	RUN(ban_per_prefix);
 	RUN(keying_follows_policy_changes);
+	RUN(unrelated_edit_keeps_tokens);
+	RUN(idle_across_changes_refills_since_the_last);
 	RUN(l4_unreadable_ext_headers);
 	RUN(l4_unreadable_tiny_fragment);
 	RUN(l4_unreadable_padding);

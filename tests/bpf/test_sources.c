@@ -87,6 +87,77 @@ static void budget_spares_allow_and_deny(void)
 	CHECK(run_frame(&fx, &f, 10, NULL) == XDP_PASS, "allowed, budget or not");
 }
 
+/* Send frame f n times, one run each; returns how many passed. */
+static __u64 send_n(const struct frame *f, unsigned int n)
+{
+	__u64 passed = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
+			passed++;
+	return passed;
+}
+
+/* The reason of one run of frame f, and its action in *act. */
+static int reason_of(const struct frame *f, int *act)
+{
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+
+	counters_now(&fx, before);
+	*act = run_frame(&fx, f, 1, NULL);
+	counters_now(&fx, after);
+	for (int r = 0; r < SLUICE_R_MAX; r++)
+		if (after[r].packets != before[r].packets)
+			return r;
+	return -1;
+}
+
+/* A source that spent its home bucket, then an L4 rule over it that its
+ * packets do not match: they go to a keyed bucket of the same rule, which
+ * starts from the home bucket's state (no fresh burst), and the source is
+ * not new (the spent new-source budget does not drop it). */
+static int l4_rule_case(const char *policy, const char *with_l4)
+{
+	struct frame f;
+	int act, r;
+
+	CHECK_OR(-1, setup(TINY_TABLE, policy) == 0, "setup %s", policy);
+	frame_udp_from(&f, "198.18.0.20");
+	CHECK_OR(-1, send_n(&f, 4) == 3, "%s: the burst of 3", policy);
+	CHECK_OR(-1, new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, 1) == 0, "budget");
+	frame_udp_from(&f, "198.19.0.1");
+	CHECK_OR(-1, run_frame(&fx, &f, 1, NULL) == XDP_PASS, "the budget's one");
+	CHECK_OR(-1, fixture_policy(&fx, with_l4) == 0, "%s", with_l4);
+	/* the commit carries no budget: the spent one again (its TAT stays) */
+	CHECK_OR(-1, new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, 1) == 0, "budget again");
+	frame_udp_from(&f, "198.19.0.2");
+	CHECK_OR(-1, run_frame(&fx, &f, 1, NULL) == XDP_DROP, "the budget is spent");
+	frame_udp_from(&f, "198.18.0.20");
+	r = reason_of(&f, &act);
+	CHECK_OR(-1, r == SLUICE_R_RATE_LIMITED && act == XDP_DROP,
+		 "%s: the spent source's packet counted as %d (action %d), want rate_limited",
+		 with_l4, r, act);
+	CHECK_OR(-1, new_sources_write(&fx.m, 0, SLUICE_PERIOD_SEC, 0) == 0, "budget off");
+	CHECK_OR(-1, send_n(&f, 3) == 0, "%s: a fresh burst for a spent source", with_l4);
+	/* its home entry, left behind, its keyed one, and the budget's one */
+	CHECK_OR(-1, count_sources(&fx.m) == 3, "%ld entries in the table, want 3",
+		 count_sources(&fx.m));
+	return 0;
+}
+
+static void l4_rule_keeps_home_state(void)
+{
+	if (l4_rule_case("limit default --rate 1/h --burst 3",
+			 "limit default --rate 1/h --burst 3;"
+			 "deny 0.0.0.0/0 --proto udp --dport 19"))
+		return;
+	l4_rule_case("limit default --rate 1/h --burst 1;"
+		     "limit set 198.18.0.20/32 --rate 1/h --burst 3",
+		     "limit default --rate 1/h --burst 1;"
+		     "limit set 198.18.0.20/32 --rate 1/h --burst 3;"
+		     "deny 198.18.0.20/32 --proto udp --dport 19");
+}
+
 /* Clients that were seen before the flood send one packet between every
  * `gap` flood packets of never-seen sources; returns how many of them
  * kept their bucket with every packet counted. */
@@ -165,6 +236,7 @@ int main(void)
 		return err;
 	RUN(budget_admits_its_burst);
 	RUN(budget_spares_allow_and_deny);
+	RUN(l4_rule_keeps_home_state);
 	RUN(clients_keep_buckets_with_budget);
 	RUN(clients_evicted_without_budget);
 	fixture_close(&fx);
