@@ -169,15 +169,18 @@ SLUICE_INLINE __u64 limit_state_with(const struct sluice_limit *l, __u64 at, __u
 }
 
 /*
- * The state of a bucket that moves to limit nl, whose policy took effect at
- * `at` (ns): unchanged unless the new policy limits; empty (0 is empty for
- * every algorithm) when the old one did not limit. A token bucket that
+ * The state of a bucket that moves to limit nl, which took effect at `at`
+ * (ns: the moment its rule last changed, so edits to other rules since do
+ * not matter): unchanged unless the new policy limits; empty (0 is empty
+ * for every algorithm) when the old one did not limit. A token bucket that
  * stays one keeps its tokens, clamped to the new burst (gcra_rebind). A
  * bucket that changes algorithm or window keeps the share of its capacity
- * it had left, rounded down. When the old limit is no longer known (the
- * bucket was idle across several changes of its own rule), neither is what
- * its word means, so it starts spent at `at` and refills by its new limit
- * since: a change never hands a source a budget it had not earned.
+ * it had left, rounded down; a banned one has none, so a change of the
+ * limit (--ban included) ends its ban. When the old limit is no longer
+ * known (the bucket was idle across two or more changes of its own rule),
+ * neither is what its word means, so it starts spent at `at` and refills
+ * by its new limit since: a change never hands a source a budget it had
+ * not earned.
  */
 SLUICE_INLINE __u64 limit_rebind(__u64 st, __u64 at, int old_known, __u32 old_action,
 				 const struct sluice_limit *ol, __u32 action,
