@@ -766,9 +766,10 @@ static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 
 #endif /* SLUICE_CLUSTER_RACY */
 
-/* Releases every lease of the hot set and empties it (Redis gone: the
- * leases would only be spent unreported; a new hot set starts at the
- * next sync that reaches Redis). 0, or -errno. */
+/* Releases every lease of the hot set, spent ones included, and empties
+ * it (Redis gone: the leases would only be spent unreported; a new hot
+ * set starts at the next sync that reaches Redis, from the notices of
+ * buckets that hold no lease). 0, or -errno. */
 static int hot_release_all(struct agent *ag)
 {
 	struct hot_set *hs = &ag->hot;
@@ -776,8 +777,6 @@ static int hot_release_all(struct agent *ag)
 	int err;
 
 	for (unsigned int i = 0; i < hs->n; i++) {
-		if (!hs->e[i].credit)
-			continue;
 		memset(&ag->grants[n], 0, sizeof(ag->grants[n]));
 		ag->grants[n].key = hs->e[i].key;
 		ag->grants[n].policy = hs->e[i].policy;
@@ -806,11 +805,13 @@ static int write_grants(struct agent *ag)
 		memset(g, 0, sizeof(*g));
 		g->key = e->key;
 		g->policy = e->policy;
-		if (!e->release) {
+		/* A grant of 0 is a release: no lease, so the bucket's drops
+		 * keep telling (a spent lease would silence them). */
+		if (!e->release && e->grant) {
 			g->credit = e->grant;
 			g->expires_ns = expires;
 		}
-		ag->st.grants += !e->release;
+		ag->st.grants += !e->release && e->grant;
 		ag->st.granted += e->grant;
 	}
 	err = n ? lease_grant(ag->lw, ag->grants, n) : 0;
