@@ -853,14 +853,29 @@ static int write_grants(struct agent *ag)
  * kernel side failed (printed). */
 static int sync_once(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
-	__u64 now = mono_now_ns();
+	__u64 now = mono_now_ns(), rtt;
 	int err;
 
 	take_notices(ag);
 	for (unsigned int i = 0; i < ag->hot.n; i++)
 		hot_account(ag, &ag->hot.e[i], now);
+	now = mono_now_ns();
 	if (redis_exchange(ag, deadline, npeers))
 		return -1;
+	/* The bounds (README) take a grant to reach the kernel within S/2
+	 * of Redis issuing it. Each read waits until the deadline at most,
+	 * but a reply that trickles in, byte by byte within each wait, can
+	 * end past it: the whole round trip is measured, and a late one's
+	 * grants are dropped (the sync fails; the stream is in step, so
+	 * the connection stays). */
+	rtt = mono_now_ns() - now;
+	if (rtt > ag->r.timeout_ns || mono_now_ns() > deadline) {
+		snprintf(ag->r.why, sizeof(ag->r.why), "answered after %llu ms, over the %llu ms "
+			 "a sync may take: its grants are discarded",
+			 (unsigned long long)(rtt / 1000000),
+			 (unsigned long long)(ag->r.timeout_ns / 1000000));
+		return -1;
+	}
 	err = write_grants(ag);
 	if (err)
 		return runtime_err("cannot write the leases of %s: %s", ag->m.iface, strerror(-err));
@@ -1018,6 +1033,12 @@ static int attempt(struct agent *ag, bool first)
 		if (first && ag->r.not_redis)
 			return runtime_err("%s is not a Redis server the agent can use: %s",
 					   ag->st.url, ag->r.why);
+		ret = -1;
+	} else if (mono_now_ns() > deadline) {
+		/* Connected, but its answers trickled in past the deadline:
+		 * no time left for the sync (the connection stays). */
+		snprintf(ag->r.why, sizeof(ag->r.why), "connecting took over %llu ms",
+			 (unsigned long long)(ag->r.timeout_ns / 1000000));
 		ret = -1;
 	}
 	if (!ret)
