@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # cluster/slow_redis: a Redis whose answers end after S/2 writes no lease.
 # The agent talks to Redis through a small TCP proxy (python3) that, once
-# told to, sends the last reply of each of Redis's answers (the last grant,
-# ":N\r\n"; the whole answer when it holds no grant) one byte at a time,
-# 15 ms apart: every read of the agent gets a byte well within its wait,
-# but the round trip ends 60 ms or more after it began, past S/2 = 50 ms.
-# While
-# a source floods the host, the proxy passes answers straight through (the
-# agent up, grants written), then slows them: every sync must fail (the
-# host in fallback, failed syncs counted, the reason on stderr), no grant
-# may be written and the leases map must be empty; fast again, the agent
-# is up and grants again.
+# told to, sends the last grant of each answer (":N\r\n"; the whole answer
+# when it holds none) one byte at a time, 15 ms apart: every read of the
+# agent gets a byte well within its wait, but the round trip ends 60 ms or
+# more after it began, past S/2 = 50 ms (PING's and SCRIPT LOAD's answers
+# pass straight through, so a reconnect is quick). While a source floods the host, the proxy passes everything
+# straight through (the agent up, grants written), then slows it: from
+# then on at most the one sync already under way may write a grant, every
+# later one must fail (the host in fallback, failed syncs counted, the
+# reason on stderr) and the leases map must end empty; fast again, the
+# agent is up and grants again.
 set -euo pipefail
 # shellcheck source=tests/cluster/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -39,8 +39,10 @@ def pump(a, b, trickle):
             d = a.recv(65536)
             if not d:
                 break
-            if trickle and os.path.exists(slow):
-                k = max(d.rfind(b":"), 0)
+            k = d.rfind(b":")
+            if k < 0:
+                k = len(d) if d[:1] in (b"+", b"$") else 0
+            if trickle and k < len(d) and os.path.exists(slow):
                 b.sendall(d[:k])
                 for i in range(k, len(d)):
                     time.sleep(0.015)
@@ -76,20 +78,16 @@ sleep 1
 g0=$(cstatus 1 .grants)
 assert_ge "$g0" 1 "through the proxy, fast: grants written"
 
+# One status read (cfield: no jq start-up) right before the switch.
+read -r g1 s1 f1 <<<"$(cfield 1 grants syncs sync_failures)"
 touch "$SLOW"
-wait_cluster fallback - 3
-sleep 0.2 # a sync that had begun before the proxy slowed down has ended
-g1=$(cstatus 1 .grants)
-f1=$(cstatus 1 .sync_failures)
-s1=$(cstatus 1 .syncs)
-sleep 1.5
-g2=$(cstatus 1 .grants)
-f2=$(cstatus 1 .sync_failures)
-echo "RESULT slow_redis: over 1.5 s of answers ending 60 ms or more late: $((f2 - f1)) failed syncs, $(($(cstatus 1 .syncs) - s1)) ok, $((g2 - g1)) grants written"
+sleep 2
+read -r g2 s2 f2 <<<"$(cfield 1 grants syncs sync_failures)"
+echo "RESULT slow_redis: over 2 s of answers ending 60 ms or more late: $((f2 - f1)) failed syncs, $((s2 - s1)) ok, $((g2 - g1)) grants written"
+assert_le "$((g2 - g1))" 1 "slow answers: grants written (the sync under way at the switch may)"
+assert_le "$((s2 - s1))" 1 "slow answers: successful syncs"
 assert_eq "$(cstatus 1 .mode)" fallback "slow answers: mode"
-assert_eq "$((g2 - g1))" 0 "slow answers: grants written"
-assert_eq "$(cstatus 1 .syncs)" "$s1" "slow answers: successful syncs"
-assert_ge "$((f2 - f1))" 5 "slow answers: failed syncs in 1.5 s"
+assert_ge "$((f2 - f1))" 5 "slow answers: failed syncs in 2 s (a slow one skips the ticks it overran)"
 assert_eq "$(bpftool -j map dump pinned "$SLUICE_PIN_ROOT/${IF_R[1]}/leases" | jq length)" 0 \
 	"slow answers: entries in the leases map"
 grep -q "over the 50 ms a sync may take: its grants are discarded" "${AGENT_LOG[1]}" ||
