@@ -537,7 +537,11 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 			d = ceil_pos((double)d * (double)ag->sync_ns / (double)(now - e->last_ns));
 		e->want = d < e->cap ? d : e->cap;
 		e->idle = ddrop || spent ? 0 : e->idle + 1;
-		if (e->idle >= SLUICE_CLUSTER_IDLE_SYNCS) {
+		/* One that never spent a unit of lease leaves at its first
+		 * sync without a drop: a spoofed source's packet or two made
+		 * it hot, and it would hold a place in the set (and a grant a
+		 * sync in Redis) for the idle syncs. */
+		if (e->idle >= SLUICE_CLUSTER_IDLE_SYNCS || (e->idle && !used)) {
 			e->want = 0;
 			e->release = true;
 		}
