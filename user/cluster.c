@@ -571,7 +571,6 @@ static bool take_peers(struct agent *ag, const redisReply *rep)
 	s->npeers = 0;
 	for (size_t i = 0; i < rep->elements; i++) {
 		const redisReply *e = rep->element[i];
-
 		const char *id;
 		size_t len;
 
