@@ -461,10 +461,10 @@ struct judge {
 /*
  * A packet its rule idx rejected as rate limited (p's bucket, whose
  * dropped count is dropped): when the rule is leased (--cluster, agent
- * up), admitted on the bucket's lease while one is live for this rule and
- * has credit left (taken by CAS, boundedly: each lost CAS is another CPU's
- * admission). A bucket with no live lease tells the agent at every
- * SLUICE_CLUSTER_NOTICE_EVERY-th drop, its first included; a full queue
+ * up), admitted on the bucket's lease while one is live (not expired) for
+ * this rule and has credit left (taken by CAS, boundedly: each lost CAS is
+ * another CPU's admission). A bucket with no live lease tells the agent at
+ * every SLUICE_CLUSTER_NOTICE_EVERY-th drop, its first included; a full queue
  * only delays the notice to the next one. Global, so the verifier walks it
  * once; returns the packet's reason.
  */
@@ -491,23 +491,23 @@ __noinline int lease_take(struct sluice_config *cfg, const struct pkt *p, __u32 
 		mask_addr(hot.key.a, hot.key.key_len);
 	}
 	l = bpf_map_lookup_elem(&leases, &hot.key);
-	if (l && READ_ONCE(l->policy) == idx) {
-		/* Spent: the agent knows the bucket (a starting agent clears
-		 * the leases it did not write). */
-		if (!READ_ONCE(l->credit))
-			return SLUICE_R_RATE_LIMITED;
-		/* The coarse clock, read only for credit: it lags by up to a
-		 * tick, so a lease lives at most one tick past its expiry. */
-		if (bpf_ktime_get_coarse_ns() < READ_ONCE(l->expires_ns)) {
-			for (i = 0; i < SLUICE_LEASE_TRIES; i++) {
-				credit = READ_ONCE(l->credit);
-				if (!credit)
-					break;
-				if (SLUICE_CAS(&l->credit, credit, credit - 1) == credit)
-					return SLUICE_R_WITHIN_LIMIT;
-			}
-			return SLUICE_R_RATE_LIMITED;
+	/* Expiry decides first: an expired lease is no lease, whatever its
+	 * credit, so its drops tell the agent again (an agent that lost the
+	 * bucket, e.g. after a failed sync, finds it anew). The coarse clock
+	 * lags by up to a tick: a lease lives at most one tick past its
+	 * expiry. */
+	if (l && READ_ONCE(l->policy) == idx &&
+	    bpf_ktime_get_coarse_ns() < READ_ONCE(l->expires_ns)) {
+		for (i = 0; i < SLUICE_LEASE_TRIES; i++) {
+			credit = READ_ONCE(l->credit);
+			if (!credit)
+				break;
+			if (SLUICE_CAS(&l->credit, credit, credit - 1) == credit)
+				return SLUICE_R_WITHIN_LIMIT;
 		}
+		/* Live and spent: the agent holds the bucket and sees its
+		 * drops at the next sync; no notice. */
+		return SLUICE_R_RATE_LIMITED;
 	}
 	/* A bucket whose drop count saturated tells at random, as often. */
 	if (dropped % SLUICE_CLUSTER_NOTICE_EVERY == 0 ||

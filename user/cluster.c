@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 #include <sys/time.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
@@ -32,6 +33,10 @@
 #define NODE_TTL_MIN_MS		500ULL
 #define ATTACHED_CHECK_NS	SLUICE_NS_PER_SEC	/* a detached interface is seen this soon */
 #define NUM_MAX			32	/* a number as a Redis argument */
+/* A peer in sluice:{nodes} is NAME#ID, ID random at each agent start: two
+ * hosts given one name (cloned images, one --node) still count as two. */
+#define PEER_ID_SEP		'#'
+#define PEER_MEMBER_MAX		(SLUICE_CLUSTER_NAME_MAX + 1 + 16)
 
 /* --- the parts of the command line --- */
 
@@ -199,26 +204,38 @@ static void reply_text(const redisReply *rep, char *buf, size_t len)
 	}
 }
 
-/* The next reply, waiting until deadline (CLOCK_MONOTONIC) at most: 0, or
- * -1 with the connection closed. */
+/* The next reply, complete by deadline (CLOCK_MONOTONIC): 0, or -1 with
+ * the connection closed. The deadline is checked before every read and
+ * write, not once per reply: a reply that trickles in, a byte within each
+ * wait, would otherwise end past it (redisGetReply loops on one timeout). */
 static int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 {
 	void *rep = NULL;
+	int done = 0;
 	__u64 now;
 
 	*out = NULL;
-	if (redisGetReplyFromReader(r->c, &rep) != REDIS_OK)
-		return redis_fail(r, "reading");
-	if (!rep) {
+	for (;;) {
+		if (redisGetReplyFromReader(r->c, &rep) != REDIS_OK)
+			return redis_fail(r, "reading");
+		if (rep)
+			break;
 		now = mono_now_ns();
 		if (now >= deadline) {
-			snprintf(r->why, sizeof(r->why), "no answer within %llu ms",
+			snprintf(r->why, sizeof(r->why), "no complete answer within %llu ms",
 				 (unsigned long long)(r->timeout_ns / 1000000));
 			redis_close(r);
 			return -1;
 		}
-		if (redisSetTimeout(r->c, tv_of(deadline - now)) != REDIS_OK ||
-		    redisGetReply(r->c, &rep) != REDIS_OK || !rep)
+		if (redisSetTimeout(r->c, tv_of(deadline - now)) != REDIS_OK)
+			return redis_fail(r, "reading");
+		if (!done) {
+			/* What is still buffered of the commands goes first. */
+			if (redisBufferWrite(r->c, &done) != REDIS_OK)
+				return redis_fail(r, "sending");
+			continue;
+		}
+		if (redisBufferRead(r->c) != REDIS_OK)
 			return redis_fail(r, "reading");
 	}
 	*out = rep;
@@ -388,6 +405,7 @@ struct agent {
 	__u64 sync_ns;
 	__u64 ttl_ms;			/* the heartbeat's */
 	char ttl_arg[NUM_MAX];
+	char member[PEER_MEMBER_MAX];	/* NAME#ID, this agent in sluice:{nodes} */
 };
 
 /* The bucket's source as Redis keys it: address/len, in the family's terms. */
@@ -519,7 +537,11 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 			d = ceil_pos((double)d * (double)ag->sync_ns / (double)(now - e->last_ns));
 		e->want = d < e->cap ? d : e->cap;
 		e->idle = ddrop || spent ? 0 : e->idle + 1;
-		if (e->idle >= SLUICE_CLUSTER_IDLE_SYNCS) {
+		/* One that never spent a unit of lease leaves at its first
+		 * sync without a drop: a spoofed source's packet or two made
+		 * it hot, and it would hold a place in the set (and a grant a
+		 * sync in Redis) for the idle syncs. */
+		if (e->idle >= SLUICE_CLUSTER_IDLE_SYNCS || (e->idle && !used)) {
 			e->want = 0;
 			e->release = true;
 		}
@@ -549,12 +571,17 @@ static bool take_peers(struct agent *ag, const redisReply *rep)
 	s->npeers = 0;
 	for (size_t i = 0; i < rep->elements; i++) {
 		const redisReply *e = rep->element[i];
+		const char *id;
+		size_t len;
 
 		if (e->type != REDIS_REPLY_STRING)
 			return false;
+		/* Shown by name: the instance id only tells peers apart. */
+		id = memchr(e->str, PEER_ID_SEP, e->len);
+		len = id ? (size_t)(id - e->str) : e->len;
 		if (s->npeers < SLUICE_CLUSTER_PEERS_MAX)
 			snprintf(s->peer[s->npeers++], SLUICE_CLUSTER_NAME_MAX, "%.*s",
-				 (int)(e->len < SLUICE_CLUSTER_NAME_MAX ? e->len :
+				 (int)(len < SLUICE_CLUSTER_NAME_MAX ? len :
 				       SLUICE_CLUSTER_NAME_MAX - 1), e->str);
 	}
 	return true;
@@ -604,7 +631,7 @@ bad:
 
 static int send_beat(struct agent *ag)
 {
-	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->st.node,
+	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
 			       ag->ttl_arg };
 
 	return redis_append(&ag->r, 6, argv);
@@ -701,7 +728,7 @@ static int racy_bad(struct agent *ag, const char *cmd, redisReply *rep)
 static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
 	struct hot_set *hs = &ag->hot;
-	const char *beat[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->st.node,
+	const char *beat[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
 			       ag->ttl_arg };
 	redisReply *rep;
 	double now, tat, avail;
@@ -766,9 +793,10 @@ static int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 
 #endif /* SLUICE_CLUSTER_RACY */
 
-/* Releases every lease of the hot set and empties it (Redis gone: the
- * leases would only be spent unreported; a new hot set starts at the
- * next sync that reaches Redis). 0, or -errno. */
+/* Releases every lease of the hot set, spent ones included, and empties
+ * it (Redis gone: the leases would only be spent unreported; a new hot
+ * set starts at the next sync that reaches Redis, from the notices of
+ * buckets that hold no lease). 0, or -errno. */
 static int hot_release_all(struct agent *ag)
 {
 	struct hot_set *hs = &ag->hot;
@@ -776,8 +804,6 @@ static int hot_release_all(struct agent *ag)
 	int err;
 
 	for (unsigned int i = 0; i < hs->n; i++) {
-		if (!hs->e[i].credit)
-			continue;
 		memset(&ag->grants[n], 0, sizeof(ag->grants[n]));
 		ag->grants[n].key = hs->e[i].key;
 		ag->grants[n].policy = hs->e[i].policy;
@@ -806,11 +832,13 @@ static int write_grants(struct agent *ag)
 		memset(g, 0, sizeof(*g));
 		g->key = e->key;
 		g->policy = e->policy;
-		if (!e->release) {
+		/* A grant of 0 is a release: no lease, so the bucket's drops
+		 * keep telling (a spent lease would silence them). */
+		if (!e->release && e->grant) {
 			g->credit = e->grant;
 			g->expires_ns = expires;
 		}
-		ag->st.grants += !e->release;
+		ag->st.grants += !e->release && e->grant;
 		ag->st.granted += e->grant;
 	}
 	err = n ? lease_grant(ag->lw, ag->grants, n) : 0;
@@ -858,6 +886,9 @@ static int sync_once(struct agent *ag, __u64 deadline, __u32 *npeers)
 	take_notices(ag);
 	for (unsigned int i = 0; i < ag->hot.n; i++)
 		hot_account(ag, &ag->hot.e[i], now);
+	/* Every reply complete by the deadline, or none of the grants is
+	 * written (the bounds take a grant to reach the kernel within S/2
+	 * of the attempt's start). */
 	if (redis_exchange(ag, deadline, npeers))
 		return -1;
 	err = write_grants(ag);
@@ -1073,7 +1104,7 @@ static bool wait_tick(__u64 tick, const sigset_t *stop)
  * effort: its heartbeat would expire anyway). */
 static int leave(struct agent *ag)
 {
-	const char *zrem[] = { "ZREM", NODES_KEY, ag->st.node };
+	const char *zrem[] = { "ZREM", NODES_KEY, ag->member };
 	struct sluice_cluster_state *s = &ag->st;
 	__u64 now = mono_now_ns();
 	redisReply *rep;
@@ -1150,7 +1181,7 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	char iface[IF_NAMESIZE], host[256];
 	const char *node = a->val[CJ_NODE];
 	struct sluice_cluster_state old;
-	__u64 sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT;
+	__u64 sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT, instance;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigset_t stop, saved;
 	int err;
@@ -1231,6 +1262,10 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	ag->st.sync_ms = (__u32)sync_ms;
 	ag->st.started_ns = mono_now_ns();
 	snprintf(ag->st.node, sizeof(ag->st.node), "%s", node);
+	if (getrandom(&instance, sizeof(instance), 0) != sizeof(instance))
+		instance = ((__u64)getpid() << 32) ^ mono_now_ns();
+	snprintf(ag->member, sizeof(ag->member), "%s%c%016llx", node, PEER_ID_SEP,
+		 (unsigned long long)instance);
 	snprintf(ag->st.url, sizeof(ag->st.url), "%s", url.text);
 
 	/* A write to a Redis that went away must fail, not kill the agent. */

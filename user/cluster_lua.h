@@ -34,10 +34,11 @@
 	"return g\n"
 
 /*
- * The heartbeat: KEYS[1] = sluice:{nodes}, a sorted set of node names
- * scored by the last time (ms) each was seen. ARGV = this node's name,
- * ttl_ms. Adds this node, forgets nodes not seen for ttl_ms, and returns
- * the names of the nodes alive: the cluster's N.
+ * The heartbeat: KEYS[1] = sluice:{nodes}, a sorted set of peers, each
+ * NAME#ID (the node's name, its agent's random instance id), scored by the
+ * last time (ms) each was seen. ARGV = this peer, ttl_ms. Adds this peer,
+ * forgets peers not seen for ttl_ms, and returns the peers alive: the
+ * cluster's N.
  */
 #define CLUSTER_LUA_HEARTBEAT						\
 	"local t = redis.call('TIME')\n"				\

@@ -467,8 +467,8 @@ static void expect_notices(const struct frame *f, unsigned int n, const struct s
 /*
  * c. Leases (N = 2, share burst 6 spent): a grant of C = 10 admits exactly
  * 10 more (within_limit), then drops; a new lease's grant returns 0, a
- * later one what was left; an expired lease or one for another rule admits
- * nothing and the drops push notices again; a release returns what was
+ * later one what was left; an expired lease (with credit or spent) or one
+ * for another rule admits nothing and the drops push notices again; a release returns what was
  * left and deletes the entry.
  */
 static void cluster_lease_spend(void)
@@ -510,10 +510,17 @@ static void cluster_lease_spend(void)
 	expect_notices(&f, 70, &k, idx, "expired lease of 100, 70 sent");
 	CHECK(credit_at(&k) == 100, "the expired lease was spent: %llu left",
 	      (unsigned long long)credit_at(&k));
+	/* expired and spent (a grant of 0 an agent left behind): no lease
+	 * either, so the drops tell the agent again */
+	CHECK(grant(&k, idx, 0, mono_now_ns() - SEC, &old) == 0 && old == 100,
+	      "grant of an expired spent lease returned %llu, want the 100 left",
+	      (unsigned long long)old);
+	CHECK(lease_at(&k, &l) == 0 && l.credit == 0, "the spent lease written");
+	expect_notices(&f, 70, &k, idx, "expired lease of 0, 70 sent");
 
 	/* another rule's lease on the same key */
-	CHECK(grant(&k, other, 100, mono_now_ns() + SEC, &old) == 0 && old == 100,
-	      "grant for index %u returned %llu, want the 100 left", other,
+	CHECK(grant(&k, other, 100, mono_now_ns() + SEC, &old) == 0 && old == 0,
+	      "grant for index %u returned %llu, want the 0 left", other,
 	      (unsigned long long)old);
 	expect_notices(&f, 70, &k, idx, "lease of 100 for another rule, 70 sent");
 	CHECK(credit_at(&k) == 100, "another rule's lease was spent: %llu left",
