@@ -559,6 +559,7 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 static const char *reason_names[SLUICE_R_MAX] = {
 	"within_limit", "allowed", "non_ip", "malformed", "rate_limited", "denied",
 	"no_bucket", "monitored", "banned", "new_source_limited", "l4_unreadable",
+	"vlan_too_deep",
 };
 
 static struct {
