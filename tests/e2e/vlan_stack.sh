@@ -10,8 +10,8 @@
 #
 # Shown to fail against the datapath before the change: SLUICE=path/to/an/old
 # build/sluice tests/e2e/vlan_stack.sh delivers the denied datagrams behind
-# 3 and more tags ("FAIL: denied source behind 3 tags: 20 datagrams
-# received, want 0").
+# 3 and more tags ("FAIL: denied source behind 3 tags: datagrams received:
+# got 20, want 0").
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
