@@ -23,6 +23,7 @@ enum parse_result {
 	PARSE_NON_IP,
 	PARSE_MALFORMED,	/* no source address to charge */
 	PARSE_MALFORMED_SRC,	/* source known, the rest malformed */
+	PARSE_VLAN_TOO_DEEP,	/* still tagged past SLUICE_MAX_VLAN_TAGS */
 };
 
 struct cursor {
@@ -37,9 +38,14 @@ struct cursor {
 #endif
 
 /* What rules may match on, beyond the source: the L4 protocol, and for
- * the first fragment of TCP and UDP the destination port and TCP flags. */
+ * the first fragment of TCP and UDP the destination port and TCP flags.
+ * An IPv6 fragment that is not the first has none of them: the stack takes
+ * the datagram's protocol from its first fragment and ignores what a later
+ * one's fragment header says, so proto stays 0 and L4_LATER_FRAG tells the
+ * caller to judge it by its source's most specific L4 rule. */
 #define L4_PORTS	0x1	/* dport is known */
 #define L4_SYN		0x2	/* TCP, SYN set and ACK clear */
+#define L4_LATER_FRAG	0x4	/* IPv6, fragment offset != 0: no L4 facts */
 struct l4 {
 	__u8 proto;		/* IPPROTO_*, 0 when unknown */
 	__u8 flags;		/* L4_* */
@@ -99,8 +105,11 @@ static __always_inline int proto_is_vlan(__be16 proto)
 	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
 }
 
-/* Ethernet plus up to SLUICE_MAX_VLAN_TAGS tags; returns the inner EtherType
- * in *proto, or -1 if the frame is too short for what it claims. */
+/* Ethernet plus up to SLUICE_MAX_VLAN_TAGS tags; returns 0 with the inner
+ * EtherType in *proto, -1 if the frame is too short for what it claims, or
+ * PARSE_VLAN_TOO_DEEP when a tag is still there after the last one walked
+ * (the stack would strip it too; its packet is unread). The untagged frame
+ * leaves at the first test. */
 static __always_inline int parse_eth(struct cursor *c, __be16 *proto)
 {
 	struct ethhdr *eth = c->pos;
@@ -115,14 +124,14 @@ static __always_inline int parse_eth(struct cursor *c, __be16 *proto)
 #pragma unroll
 	for (i = 0; i < SLUICE_MAX_VLAN_TAGS; i++) {
 		if (!proto_is_vlan(*proto))
-			break;
+			return 0;
 		tag = c->pos;
 		if ((void *)(tag + 1) > c->end)
 			return -1;
 		c->pos = tag + 1;
 		*proto = tag->proto;
 	}
-	return 0;
+	return proto_is_vlan(*proto) ? PARSE_VLAN_TOO_DEEP : 0;
 }
 
 static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *src,
@@ -194,7 +203,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	struct frag_hdr *fh;
 	struct ipv6_ext *ext;
 	__u32 ext_len, payload_len, left = 0;
-	int i, first = 1;
+	int i;
 	__u8 nh;
 
 	if ((void *)(ip6 + 1) > c->end)
@@ -226,8 +235,13 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 			fh = c->pos;
 			if ((void *)(fh + 1) > c->end)
 				return PARSE_MALFORMED_SRC;
-			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET))
-				first = 0;
+			/* A later fragment: what follows its header is
+			 * payload, and its next header is not believed. */
+			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET)) {
+				l4->proto = 0;
+				l4->flags = L4_LATER_FRAG;
+				return PARSE_OK;
+			}
 		}
 		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
 		if (c->pos > c->end)
@@ -244,7 +258,7 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 		left = L4_LEFT_UNBOUNDED;
 	else if (payload_len > ext_len)
 		left = payload_len - ext_len;
-	return parse_l4(c, nh, first, left, l4);
+	return parse_l4(c, nh, 1, left, l4);
 }
 
 #endif /* SLUICE_BPF_PARSE_H */

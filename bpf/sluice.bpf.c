@@ -183,7 +183,9 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
  * candidates start with a rule without a match), so every packet of the
  * source goes to the same rule; otherwise *lead is the first candidate,
  * the most specific rule that matches on L4 (an l4_unreadable drop is
- * counted on it).
+ * counted on it), and it decides a later IPv6 fragment, which has no L4
+ * facts the stack believes: so a protocol rule that is the most specific
+ * for its sources holds for whole datagrams.
  */
 static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
 {
@@ -205,6 +207,8 @@ static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direc
 		*direct = 0;
 		*lead = hit->m[0].policy < SLUICE_MAX_POLICIES ? hit->m[0].policy
 							       : SLUICE_POLICY_DEFAULT;
+		if (p->l4.flags & L4_LATER_FRAG)
+			return *lead;
 	}
 	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
 		if (!match_holds(&hit->m[i], &p->l4))
@@ -751,7 +755,8 @@ __noinline int parse_ipv6_at(struct xdp_md *ctx, __u32 l3, struct sluice_src_key
 /*
  * Parse the frame: its source and L4 facts into src and l4, and a
  * PARSE_* result (PARSE_MALFORMED when even the Ethernet header or its
- * tags are cut short).
+ * tags are cut short, PARSE_VLAN_TOO_DEEP when tags go on past the last
+ * one walked).
  */
 static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key *src,
 				       struct l4 *l4)
@@ -761,9 +766,11 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 		.end = (void *)(long)ctx->data_end,
 	};
 	__be16 proto;
+	int r;
 
-	if (parse_eth(&c, &proto) < 0)
-		return PARSE_MALFORMED;
+	r = parse_eth(&c, &proto);
+	if (r)
+		return r < 0 ? PARSE_MALFORMED : r;
 	if (proto == bpf_htons(ETH_P_IP))
 		return parse_ipv4(&c, src, l4);
 	if (proto == bpf_htons(ETH_P_IPV6))
@@ -791,6 +798,8 @@ int sluice_xdp(struct xdp_md *ctx)
 		return count(SLUICE_R_NON_IP, p.bytes);
 	if (r == PARSE_MALFORMED)
 		return count(SLUICE_R_MALFORMED, p.bytes);
+	if (r == PARSE_VLAN_TOO_DEEP)
+		return count(SLUICE_R_VLAN_TOO_DEEP, p.bytes);
 	SLUICE_SOURCE_HOOK(&p.src);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);

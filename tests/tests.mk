@@ -158,6 +158,12 @@ $(BUILD)/tests/l4_send: tests/e2e/l4_send.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@
 TEST_BINS	+= $(BUILD)/tests/l4_send
+
+# e2e/vlan_stack's and e2e/v6_frag_proto's raw UDP sender and counting receiver.
+$(BUILD)/tests/udp_send: tests/e2e/udp_send.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@
+TEST_BINS	+= $(BUILD)/tests/udp_send
 # libFuzzer targets for the parsers, and `make fuzz` (tests/fuzz/).
 include tests/fuzz/fuzz.mk
 

@@ -433,6 +433,7 @@ const char *reason_name(__u32 reason)
 		[SLUICE_R_BANNED] = "banned",
 		[SLUICE_R_NEW_SOURCE_LIMITED] = "new_source_limited",
 		[SLUICE_R_L4_UNREADABLE] = "l4_unreadable",
+		[SLUICE_R_VLAN_TOO_DEEP] = "vlan_too_deep",
 	};
 
 	return reason < SLUICE_R_MAX ? names[reason] : "unknown";

@@ -28,7 +28,11 @@
 #define SLUICE_POLICY_SLOTS		2U	/* double-buffered, flipped atomically */
 
 /* Datapath bounds. */
-#define SLUICE_MAX_VLAN_TAGS		2
+/* VLAN tags (802.1Q, 802.1ad) looked through to the IP header: Linux strips
+ * nested priority tags (VLAN ID 0) one after another, so a frame is judged
+ * by the packet inside however many it carries up to this; one tagged
+ * deeper is dropped (SLUICE_R_VLAN_TOO_DEEP), since its source is unread. */
+#define SLUICE_MAX_VLAN_TAGS		8
 #define SLUICE_MAX_IPV6_EXT_HDRS	8
 /* Attempts at one admission's CAS: a failed CAS means another CPU admitted a
  * packet meanwhile. The first few run inline, the rest in a bpf_loop; a
@@ -72,6 +76,8 @@ enum sluice_reason {
 	SLUICE_R_NEW_SOURCE_LIMITED,	/* drop: a new source over the budget */
 	SLUICE_R_L4_UNREADABLE,		/* drop: malformed, its source covered by a
 					 * rule that matches on L4 (proto, port, SYN) */
+	SLUICE_R_VLAN_TOO_DEEP,		/* drop: more VLAN tags than sluice parses
+					 * (SLUICE_MAX_VLAN_TAGS), its source unread */
 	SLUICE_R_MAX,
 };
 
@@ -86,7 +92,8 @@ static inline int sluice_reason_is_drop(__u32 reason)
 {
 	return reason == SLUICE_R_RATE_LIMITED || reason == SLUICE_R_DENIED ||
 	       reason == SLUICE_R_NO_BUCKET || reason == SLUICE_R_BANNED ||
-	       reason == SLUICE_R_NEW_SOURCE_LIMITED || reason == SLUICE_R_L4_UNREADABLE;
+	       reason == SLUICE_R_NEW_SOURCE_LIMITED || reason == SLUICE_R_L4_UNREADABLE ||
+	       reason == SLUICE_R_VLAN_TOO_DEEP;
 }
 
 /* What a limit counts. */

@@ -70,7 +70,8 @@ static struct rng rng_for(__u64 seed, __u64 a, __u64 b)
 /* ---- mutation kinds: what the generator did, for the summary ---- */
 
 #define MUTATION_KINDS(X)						\
-	X(vlan0) X(vlan1) X(vlan2) X(vlan3) X(vlan4) X(qinq_8021ad)	\
+	X(vlan0) X(vlan1) X(vlan2) X(vlan3) X(vlan4) X(vlan_deep)	\
+	X(qinq_8021ad)							\
 	X(arp) X(non_ip) X(v4_tcp_syn) X(v4_tcp_other) X(v4_udp)	\
 	X(v4_icmp) X(v4_other_l4) X(v4_options) X(v4_lying_ihl)		\
 	X(v4_lying_totlen) X(v4_bad_version) X(v4_frag_first)		\
@@ -366,8 +367,9 @@ static void gen_base(struct rng *r, struct gen *g)
 	eth[0] = 2; eth[5] = 2; eth[6] = 2; eth[11] = 1;
 	h = eth + 12;
 	if (k >= 50)
-		tags = k < 70 ? 1 : k < 85 ? 2 : k < 93 ? 3 : 4;
-	mk_count[MK_vlan0 + tags]++;
+		tags = k < 70 ? 1 : k < 85 ? 2 : k < 93 ? 3 : k < 97 ? 4 : 5 + below(r, 6);
+	/* 5 to 10 tags: around SLUICE_MAX_VLAN_TAGS, deeper than it walks */
+	mk_count[tags <= 4 ? MK_vlan0 + tags : MK_vlan_deep]++;
 	for (i = 0; i < tags; i++) {
 		int ad = chance(r, 30);
 
@@ -559,6 +561,7 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 static const char *reason_names[SLUICE_R_MAX] = {
 	"within_limit", "allowed", "non_ip", "malformed", "rate_limited", "denied",
 	"no_bucket", "monitored", "banned", "new_source_limited", "l4_unreadable",
+	"vlan_too_deep",
 };
 
 static struct {

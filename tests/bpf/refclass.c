@@ -91,7 +91,6 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 {
 	unsigned int nh, walked, hlen;
 	size_t ip_end;
-	int first = 1;
 
 	if (off + 40 > len) {
 		f->parse = REF_NO_SOURCE;
@@ -116,8 +115,13 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 			/* RFC 8200 4.5: always 8 octets; offset in the top 13
 			 * bits of octets 2-3. */
 			hlen = 8;
-			if (off + 8 <= len && (be16(p + off + 2) & 0xfff8))
-				first = 0;
+			/* A later fragment (RFC 8200 4.5): the rest is
+			 * payload, its Next Header is not the datagram's. */
+			if (off + 8 <= len && (be16(p + off + 2) & 0xfff8)) {
+				f->parse = REF_OK;
+				f->later_frag = 1;
+				return;
+			}
 		} else if (nh == PR_AH) {
 			/* RFC 4302: Payload Len in 4-octet units, minus 2. */
 			hlen = off + 2 <= len ? (p[off + 1] + 2u) * 4 : 0;
@@ -133,7 +137,7 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 		off += hlen;
 	}
 	f->parse = REF_OK;
-	l4_facts(p, len, off, ip_end, nh, first, f);
+	l4_facts(p, len, off, ip_end, nh, 1, f);
 }
 
 void ref_parse_frame(const __u8 *p, size_t len, struct ref_frame *f)
@@ -147,9 +151,13 @@ void ref_parse_frame(const __u8 *p, size_t len, struct ref_frame *f)
 		return;
 	}
 	et = be16(p + 12);
-	/* Up to two tags are looked through; a third leaves a VLAN
-	 * EtherType, which is not IP. */
-	while ((et == ET_CTAG || et == ET_STAG) && tags < SLUICE_MAX_VLAN_TAGS) {
+	/* Up to SLUICE_MAX_VLAN_TAGS tags are looked through (README,
+	 * "VLAN tags"); a frame still tagged after them is dropped unread. */
+	while (et == ET_CTAG || et == ET_STAG) {
+		if (tags == SLUICE_MAX_VLAN_TAGS) {
+			f->parse = REF_VLAN_DEEP;
+			return;
+		}
 		if (off + 4 > len) {
 			f->parse = REF_NO_SOURCE;
 			return;
@@ -241,6 +249,11 @@ static const struct ref_rule *decide_rule(const struct ref_policy *pol, const st
 		}
 	*direct = n == 0 || cand[0]->mflags == 0;
 	*lead = n ? cand[0] : &pol->def;
+	/* README, "Rules, keys and buckets": a later IPv6 fragment has no
+	 * protocol or port to match; under an L4 rule it goes to the most
+	 * specific one. */
+	if (f->later_frag && !*direct)
+		return *lead;
 	for (i = 0; i < n; i++)
 		if (match_holds(cand[i], f))
 			return cand[i];
@@ -314,6 +327,10 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 	}
 	if (f.parse == REF_NON_IP) {
 		finish(v, SLUICE_R_NON_IP);
+		return;
+	}
+	if (f.parse == REF_VLAN_DEEP) {
+		finish(v, SLUICE_R_VLAN_TOO_DEEP);
 		return;
 	}
 	r = decide_rule(pol, &f, &direct, &lead);

@@ -13,7 +13,8 @@
 /* What the frame's headers say, before any rule. */
 enum ref_parse {
 	REF_OK,			/* an IP packet with a source and well-formed headers */
-	REF_NON_IP,		/* not IPv4/IPv6, or more than two VLAN tags */
+	REF_NON_IP,		/* not IPv4/IPv6 */
+	REF_VLAN_DEEP,		/* more VLAN tags than SLUICE_MAX_VLAN_TAGS */
 	REF_NO_SOURCE,		/* too short to name a source: passes unlimited */
 	REF_BROKEN,		/* source readable, the rest malformed */
 };
@@ -27,6 +28,7 @@ struct ref_frame {
 	int has_port;		/* first fragment with a whole TCP/UDP header */
 	__u16 dport;
 	int syn;		/* TCP, SYN without ACK */
+	int later_frag;		/* IPv6, fragment offset != 0: no L4 facts */
 };
 
 /* Read a frame as the README's data flow describes. */

@@ -157,6 +157,109 @@ static void dport_range_and_fragments(void)
 	CHECK(send_n(&f, 3) == 3, "a later fragment has no port to match");
 }
 
+/* One IPv6 fragment from src: a fragment header saying nh, at offset off
+ * (bytes, a multiple of 8) with M set by more, then n bytes of the
+ * datagram; the first fragment's start with a UDP header to port 5000. */
+struct v6_frag {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off;	/* offset | M */
+	__be32 identification;
+};
+
+static void frame_v6_frag(struct frame *f, const char *src, __u8 nh, __u32 off, int more,
+			  size_t n)
+{
+	struct v6_frag *fh;
+	struct udphdr *u;
+
+	frame_eth(f, ETH_P_IPV6);
+	frame_ipv6(f, src, IPPROTO_FRAGMENT)->payload_len = htons((__u16)(sizeof(*fh) + n));
+	fh = frame_put(f, NULL, sizeof(*fh));
+	fh->nexthdr = nh;
+	fh->frag_off = htons((__u16)(off | (more ? 1 : 0)));
+	fh->identification = htonl(7);
+	u = frame_put(f, NULL, n);
+	if (!off) {
+		u->source = htons(4000);
+		u->dest = htons(5000);
+		u->len = htons(608);
+	}
+}
+
+/* 20 UDP datagrams of 600 bytes from src, each as 152-byte IPv6 fragments
+ * (the last one shorter; the e2e test sends the full-size ones), whose
+ * later fragments say next header later_nh; returns the fragments that
+ * passed, and in *whole the datagrams all of whose fragments passed. */
+static __u64 send_fragmented(const char *src, __u8 later_nh, __u64 *whole)
+{
+	const __u32 dgram = 8 + 600, per = 152 - 40 - 8;
+	struct frame f;
+	__u64 passed = 0, got;
+
+	*whole = 0;
+	for (int d = 0; d < 20; d++) {
+		__u64 frags = 0;
+
+		got = 0;
+		for (__u32 off = 0; off < dgram; off += per, frags++) {
+			__u32 n = dgram - off < per ? dgram - off : per;
+
+			frame_v6_frag(&f, src, off ? later_nh : IPPROTO_UDP, off, off + n < dgram, n);
+			got += send_n(&f, 1);
+		}
+		passed += got;
+		*whole += got == frags;
+	}
+	return passed;
+}
+
+/* A later IPv6 fragment has no protocol the stack believes: under a rule
+ * that matches on L4 it is judged by its source's most specific such rule,
+ * so a --proto udp limit holds for whole datagrams whatever the later
+ * fragments' headers say. */
+static void v6_later_fragments_follow_the_lead(void)
+{
+	__u64 honest, lying, whole_h, whole_l;
+	struct frame f;
+
+	CHECK(setup("limit set 2001:2::/48 --proto udp --bytes 100/h --burst 3000") == 0, "setup");
+	honest = send_fragmented("2001:2::1", IPPROTO_UDP, &whole_h);
+	CHECK(setup("limit set 2001:2::/48 --proto udp --bytes 100/h --burst 3000") == 0, "setup");
+	lying = send_fragmented("2001:2::1", IPPROTO_TCP, &whole_l);
+	/* 3 datagrams of 5 x 166 + 150 frame bytes fit in 3,000, and no
+	 * fragment in the 60 left */
+	CHECK(honest == 18 && whole_h == 3, "honest fragments: %llu passed, %llu whole, want 18 3",
+	      (unsigned long long)honest, (unsigned long long)whole_h);
+	CHECK(lying == honest && whole_l == whole_h,
+	      "later fragments saying TCP: %llu passed, %llu whole, want %llu %llu",
+	      (unsigned long long)lying, (unsigned long long)whole_l,
+	      (unsigned long long)honest, (unsigned long long)whole_h);
+
+	/* a deny lead drops every later fragment of its sources */
+	CHECK(setup("deny 2001:2::/48 --proto udp") == 0, "setup");
+	frame_v6_frag(&f, "2001:2::1", IPPROTO_TCP, 104, 1, 104);
+	CHECK(send_n(&f, 3) == 0, "a later fragment saying TCP passed a --proto udp deny");
+	frame_v6_frag(&f, "2001:2::1", IPPROTO_ICMPV6, 104, 0, 64);
+	CHECK(send_n(&f, 3) == 0, "a later fragment saying ICMPv6 passed a --proto udp deny");
+	/* the lead is the most specific L4 rule: the port rule here */
+	CHECK(setup("limit set 2001:2::/48 --proto udp --rate 1/h --burst 100;"
+		    "deny 2001:2::/48 --proto udp --dport 53") == 0, "setup");
+	frame_v6_frag(&f, "2001:2::1", IPPROTO_UDP, 104, 0, 64);
+	CHECK(send_n(&f, 3) == 0, "a later fragment was not judged by the port rule");
+	/* a source whose most specific rule has no match: as every packet of it */
+	CHECK(setup("deny 2001:2::/48 --proto udp; limit set 2001:2::1/128 --rate 1/h --burst 2")
+	      == 0, "setup");
+	frame_v6_frag(&f, "2001:2::1", IPPROTO_TCP, 104, 0, 64);
+	CHECK(send_n(&f, 5) == 2, "a later fragment under a plain rule: not its bucket");
+	/* IPv4 later fragments keep their protocol: a TCP one is not UDP's */
+	CHECK(setup("deny 198.18.0.0/16 --proto udp") == 0, "setup");
+	frame_udp_from(&f, "198.18.0.9");
+	((struct iphdr *)(f.buf + sizeof(struct ethhdr)))->protocol = IPPROTO_TCP;
+	((struct iphdr *)(f.buf + sizeof(struct ethhdr)))->frag_off = htons(100);
+	CHECK(send_n(&f, 3) == 3, "an IPv4 later TCP fragment was judged as UDP");
+}
+
 /* --syn limits new connections; ACKs of the same source pass. */
 static void syn_rule(void)
 {
@@ -719,6 +822,7 @@ int main(void)
 	RUN(bytes_limit);
 	RUN(dport_rule);
 	RUN(dport_range_and_fragments);
+	RUN(v6_later_fragments_follow_the_lead);
 	RUN(syn_rule);
 	RUN(match_precedence);
 	RUN(fallback_to_covering_prefix);

@@ -60,13 +60,71 @@ static void non_ip_frames_pass(void)
 	frame_eth(&f, 0x88cc);		/* LLDP */
 	frame_put(&f, NULL, 40);
 	EXPECT_REASON(&f, SLUICE_R_NON_IP, XDP_PASS);
-	/* three tags: deeper than the parser goes, so not IP to sluice */
+	/* a non-IP frame behind tags is still not IP */
 	frame_eth(&f, ETH_P_8021AD);
 	frame_vlan(&f, ETH_P_8021Q);
-	frame_vlan(&f, ETH_P_8021Q);
-	frame_vlan(&f, ETH_P_IP);
-	frame_ipv4(&f, "198.18.0.1", 5);
+	frame_vlan(&f, ETH_P_ARP);
+	frame_put(&f, NULL, 28);
 	EXPECT_REASON(&f, SLUICE_R_NON_IP, XDP_PASS);
+}
+
+/* Ethernet and n priority tags (VLAN ID 0, as Linux strips them nested),
+ * the outer one 802.1ad, the rest 802.1Q, the innermost carrying inner. */
+static void frame_tags(struct frame *f, unsigned int n, __u16 inner)
+{
+	frame_eth(f, n ? ETH_P_8021AD : inner);
+	for (unsigned int i = 0; i < n; i++) {
+		__be16 tag[2] = { htons(0), htons(i + 1 < n ? ETH_P_8021Q : inner) };
+
+		frame_put(f, tag, sizeof(tag));
+	}
+}
+
+/* Every depth up to SLUICE_MAX_VLAN_TAGS is judged by the packet inside (a
+ * deny rule drops it as denied, IPv4 and IPv6); one tagged deeper than that
+ * is dropped as vlan_too_deep, whatever it carries; a stack cut short has
+ * no source and passes as malformed. */
+static void vlan_stack_depths(void)
+{
+	struct frame f;
+	unsigned int n;
+	char name[32];
+
+	CHECK(setup("deny 198.18.0.66/32; deny 2001:2::66/128") == 0, "setup");
+	for (n = 0; n <= SLUICE_MAX_VLAN_TAGS + 2; n++) {
+		__u32 want = n <= SLUICE_MAX_VLAN_TAGS ? SLUICE_R_DENIED : SLUICE_R_VLAN_TOO_DEEP;
+
+		snprintf(name, sizeof(name), "%u tags", n);
+		CASE(name);
+		frame_tags(&f, n, ETH_P_IP);
+		frame_ipv4(&f, "198.18.0.66", 5);
+		frame_udp(&f);
+		EXPECT_REASON(&f, want, XDP_DROP);
+		frame_tags(&f, n, ETH_P_IPV6);
+		frame_ipv6(&f, "2001:2::66", IPPROTO_UDP)->payload_len = htons(8);
+		frame_udp(&f);
+		EXPECT_REASON(&f, want, XDP_DROP);
+		/* an undenied source at the same depth passes */
+		frame_tags(&f, n, ETH_P_IP);
+		frame_ipv4(&f, "198.18.0.67", 5);
+		frame_udp(&f);
+		EXPECT_REASON(&f, n <= SLUICE_MAX_VLAN_TAGS ? SLUICE_R_ALLOWED
+							    : SLUICE_R_VLAN_TOO_DEEP,
+			      n <= SLUICE_MAX_VLAN_TAGS ? XDP_PASS : XDP_DROP);
+		/* the stack cut inside its last tag */
+		if (n) {
+			frame_tags(&f, n, ETH_P_IP);
+			f.len -= 2;
+			EXPECT_REASON(&f, n <= SLUICE_MAX_VLAN_TAGS ? SLUICE_R_MALFORMED
+								    : SLUICE_R_VLAN_TOO_DEEP,
+				      n <= SLUICE_MAX_VLAN_TAGS ? XDP_PASS : XDP_DROP);
+		}
+	}
+	CASE("vlan_stack_depths");
+	/* the most tags walked, then an IPv4 header cut short: no source */
+	frame_tags(&f, SLUICE_MAX_VLAN_TAGS, ETH_P_IP);
+	frame_put(&f, NULL, 10);
+	EXPECT_REASON(&f, SLUICE_R_MALFORMED, XDP_PASS);
 }
 
 static void vlan_tagged_ip_is_limited(void)
@@ -701,6 +759,7 @@ int main(void)
 	if (err)
 		return err;
 	RUN(non_ip_frames_pass);
+	RUN(vlan_stack_depths);
 	RUN(vlan_tagged_ip_is_limited);
 	RUN(malformed_ipv4_passes_counted);
 	RUN(ipv4_options_are_parsed);

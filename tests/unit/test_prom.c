@@ -33,7 +33,7 @@
 static const char *const reason_names[SLUICE_R_MAX] = {
 	"within_limit", "allowed", "non_ip", "malformed", "rate_limited",
 	"denied", "no_bucket", "monitored", "banned", "new_source_limited",
-	"l4_unreadable",
+	"l4_unreadable", "vlan_too_deep",
 };
 
 /* Every reason, with packets base+r and bytes 100 * that. */
