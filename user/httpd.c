@@ -2,7 +2,6 @@
 /* httpd: the HTTP serving that the exporter and the check server share
  * (httpd.h): listening, libmicrohttpd's thread pool, the connection
  * deadline and waiting limits, the first steps of a request, replies. */
-#define _GNU_SOURCE	/* pipe2 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -556,8 +555,10 @@ void httpd_unlinker_start(struct httpd_unlinker *u, const char *path)
 
 	u->pid = -1;
 	u->fd = -1;
-	if (lstat(path, &made) || pipe2(p, O_CLOEXEC))
+	if (lstat(path, &made) || pipe(p))
 		return;		/* then the next start replaces the stale socket */
+	/* The write end must not outlive the server in a program it runs. */
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
 	u->pid = fork();
 	if (u->pid == 0) {
