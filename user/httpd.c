@@ -450,7 +450,8 @@ static int make_socket_dir(const char *path)
 			dir);
 		return -1;
 	}
-	if (errno != ENOENT || (mkdir(dir, 0755) && errno != EEXIST) || chmod(dir, 0755)) {
+	/* chmod: whatever the umask took away from 0755 */
+	if (errno != ENOENT || mkdir(dir, 0755) || chmod(dir, 0755)) {
 		err_msg("cannot create the directory %s for %s: %s", dir, path, strerror(errno));
 		return -1;
 	}

@@ -14,6 +14,8 @@
 # Shown to fail on the build before the Unix socket: nobody got 200 from
 # 127.0.0.1:9465.
 set -euo pipefail
+# The ASan/UBSan build: a leak or overflow on any path here fails the test.
+SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
 SOCK=/run/sluice/check.sock
