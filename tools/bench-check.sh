@@ -21,6 +21,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=SCRIPTDIR/../tests/lib/netns.sh
 . tests/lib/netns.sh
+# The check server on TCP: wrk asks it straight as well as through nginx.
+CHECK_VIA=tcp
 # shellcheck source=SCRIPTDIR/../tests/e2e/check_nginx_lib.sh
 . tests/e2e/check_nginx_lib.sh
 

@@ -7,6 +7,7 @@
  * banned in XDP (ban_put). Served by libmicrohttpd's thread pool (httpd.c)
  * as an unprivileged user; GET /metrics tells what it answered. */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/un.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
 #include "sluice/algo.h"
@@ -26,7 +28,13 @@
 #define SLUICE_VERSION "0.0.0"
 #endif
 
-#define LISTEN_DEFAULT		"127.0.0.1:9465"
+/* By default a Unix socket that only root and the gateway's group may
+ * connect to: on TCP every local process that reaches the port could name
+ * any client and have it banned. */
+#define SOCKET_DEFAULT		"/run/sluice/check.sock"
+#define SOCKET_GROUP_DEFAULT	"www-data"	/* Debian's nginx workers */
+#define SOCKET_MODE		0660
+#define LISTEN_EXAMPLE		"127.0.0.1:9465"
 #define CHECK_THREADS		4
 #define HEADER_DEFAULT		"X-Real-IP"
 #define HEADER_NAME_MAX		64
@@ -660,12 +668,16 @@ static const char *request_id(struct MHD_Connection *conn)
 	return n ? id : NULL;
 }
 
+/* On the Unix socket every peer is: its permissions let only root and
+ * the gateway's group connect. */
 static bool trusted(const struct check_server *s, const struct in6_addr *peer)
 {
 	static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
 	__u8 family = memcmp(peer->s6_addr, mapped, sizeof(mapped)) ? SLUICE_FAMILY_V6
 								    : SLUICE_FAMILY_V4;
 
+	if (s->http.local)
+		return true;
 	for (unsigned int i = 0; i < s->ntrust; i++)
 		if (cidr_has(&s->trust[i], family, peer->s6_addr))
 			return true;
@@ -855,15 +867,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 /* --- the command --- */
 
 /* Positions in check_opts. */
-enum { CO_LISTEN, CO_USER, CO_GROUP, CO_HEADER, CO_TRUST, CO_SOURCES };
+enum { CO_LISTEN, CO_USER, CO_GROUP, CO_SOCKET, CO_SOCKET_GROUP, CO_HEADER, CO_TRUST,
+       CO_SOURCES };
 
 static const struct cli_opt check_opts[] = {
-	HTTPD_OPTS(CO_LISTEN, CO_USER, CO_GROUP, LISTEN_DEFAULT),
+	/* HTTPD_OPTS, but --listen is no default here. */
+	[CO_LISTEN] = CLI_OPT("listen", 0, "ADDR:PORT",
+			      "serve on TCP instead, e.g. " LISTEN_EXAMPLE " (every process that "
+			      "reaches it from a --trust address may ask)", 0, NULL),
+	[CO_USER] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "
+			    RUN_AS_USER_DEFAULT ")", 0, NULL),
+	[CO_GROUP] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "
+			     RUN_AS_GROUP_DEFAULT ")", 0, NULL),
+	[CO_SOCKET] = CLI_OPT("socket", 0, "PATH",
+			      "the Unix socket to serve on (default " SOCKET_DEFAULT ")", 0, NULL),
+	[CO_SOCKET_GROUP] = CLI_OPT("socket-group", 0, "GROUP",
+				    "the gateway's group, the only one that may connect (default "
+				    SOCKET_GROUP_DEFAULT ")", 0, NULL),
 	[CO_HEADER] = CLI_OPT("address-header", 0, "NAME",
 			      "the header naming the client's address (default " HEADER_DEFAULT ")",
 			      0, NULL),
 	[CO_TRUST] = CLI_OPT("trust", 0, "CIDR[,CIDR...]",
-			     "peers that may ask (default " TRUST_DEFAULT ")", 0, NULL),
+			     "with --listen, peers that may ask (default " TRUST_DEFAULT ")", 0,
+			     NULL),
 	[CO_SOURCES] = CLI_OPT("max-sources", 0, "N",
 			       "sources (and streaks) tracked at most (default 65536)", 0, NULL),
 	CLI_OPT_END,
@@ -981,26 +1007,62 @@ static int serve(struct check_server *s, const sigset_t *stop)
 			   s->m.iface);
 }
 
+/* Where to serve: --listen (TCP, --trust decides) or the Unix socket
+ * (its permissions decide); 0 or EXIT_USAGE after saying why. */
+static int check_where(const struct cli_args *a, const char **path, gid_t *gid)
+{
+	const char *group = a->val[CO_SOCKET_GROUP] ? a->val[CO_SOCKET_GROUP]
+						    : SOCKET_GROUP_DEFAULT;
+	const struct group *gr;
+
+	*path = a->val[CO_SOCKET] ? a->val[CO_SOCKET] : SOCKET_DEFAULT;
+	if (a->val[CO_LISTEN]) {
+		if (a->val[CO_SOCKET])
+			return usage_err("--listen and --socket together: give one, --socket "
+					 "PATH (a Unix socket) or --listen ADDR:PORT (TCP)");
+		if (a->val[CO_SOCKET_GROUP])
+			return usage_err("--socket-group is for the Unix socket: drop it, "
+					 "--listen serves TCP to --trust peers");
+		*path = NULL;
+		return 0;
+	}
+	if (a->val[CO_TRUST])
+		return usage_err("--trust is for --listen: on the Unix socket its permissions "
+				 "decide who may ask (--socket-group)");
+	if ((*path)[0] != '/' || strlen(*path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return usage_err("bad --socket '%s': give an absolute path of at most %zu "
+				 "bytes, e.g. %s", *path,
+				 sizeof(((struct sockaddr_un *)0)->sun_path) - 1, SOCKET_DEFAULT);
+	gr = getgrnam(group);
+	if (!gr)
+		return usage_err("no group '%s' for --socket-group: name the group the "
+				 "gateway runs in (nginx: its 'user' line), or create it", group);
+	*gid = gr->gr_gid;
+	return 0;
+}
+
 static int check_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	const char *listen_spec = a->val[CO_LISTEN] ? a->val[CO_LISTEN] : LISTEN_DEFAULT;
+	const char *listen_spec = a->val[CO_LISTEN], *sock_path = NULL;
 	const char *user = a->val[CO_USER] ? a->val[CO_USER] : RUN_AS_USER_DEFAULT;
 	const char *group = a->val[CO_GROUP] ? a->val[CO_GROUP] : RUN_AS_GROUP_DEFAULT;
 	struct check_server *s;
 	struct sockaddr_storage ss;
 	char bound[HTTPD_ADDR_STR_MAX], privs[160], iface[IF_NAMESIZE];
 	__u64 max_sources = SOURCES_DEFAULT;
+	struct httpd_unlinker unlinker = { .pid = -1, .fd = -1 };
 	struct run_as ra;
 	sigset_t stop;
 	socklen_t sslen;
+	gid_t sock_gid = 0;
 	int fd, err;
 
 	(void)c;
 	if (opts.json)
 		return usage_err("the check server has no JSON output: drop -j");
-	if (!httpd_parse_listen(listen_spec, &ss, &sslen))
+	if (listen_spec && !httpd_parse_listen(listen_spec, &ss, &sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. %s or [::1]:9465",
-				 listen_spec, LISTEN_DEFAULT);
+				 listen_spec, LISTEN_EXAMPLE);
 	if (a->val[CO_HEADER] && (!httpd_is_token(a->val[CO_HEADER]) ||
 				  strlen(a->val[CO_HEADER]) > HEADER_NAME_MAX))
 		return usage_err("bad --address-header '%s': give a header name (letters, digits, "
@@ -1014,6 +1076,8 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 		return runtime_err("out of memory");
 	s->header = a->val[CO_HEADER] ? a->val[CO_HEADER] : HEADER_DEFAULT;
 	err = parse_trust(a->val[CO_TRUST] ? a->val[CO_TRUST] : TRUST_DEFAULT, s);
+	if (!err)
+		err = check_where(a, &sock_path, &sock_gid);
 	if (!err)
 		err = run_as_lookup(user, group, &ra);
 	if (!err)
@@ -1042,7 +1106,15 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 		err = ban_writer_open(&s->m, &s->bans);
 	if (err)
 		goto out_maps;
-	fd = httpd_listen(listen_spec, &ss, sslen, LISTEN_DEFAULT, bound, sizeof(bound));
+	if (sock_path) {
+		/* Made, owned and handed to the gateway's group as root; the
+		 * socket file stays usable by that group once we are USER. */
+		fd = httpd_listen_unix(sock_path, sock_gid, SOCKET_MODE, bound, sizeof(bound));
+		if (fd >= 0)
+			httpd_unlinker_start(&unlinker, sock_path);
+	} else {
+		fd = httpd_listen(listen_spec, &ss, sslen, LISTEN_EXAMPLE, bound, sizeof(bound));
+	}
 	if (fd < 0) {
 		err = EXIT_RUNTIME;
 		goto out_bans;
@@ -1059,14 +1131,22 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 	s->http.not_allowed = "405 method not allowed: checks and metrics are read with GET\n";
 	s->http.handler = on_request;
 	s->http.gateway = gateway_peer;
+	s->http.local = sock_path != NULL;
 	s->http.cls = s;
 	err = httpd_start(&s->http, fd, CHECK_THREADS, bound);
 	if (err)
 		goto out_lock;
 	httpd_serving(&s->http);
-	printf("sluice check-server %s: serving http://%s/check for %s (%u request rule%s; "
-	       "client address from %s; %s)\n", SLUICE_VERSION, bound, iface, s->pol->n,
-	       s->pol->n == 1 ? "" : "s", s->header, privs);
+	if (sock_path)
+		printf("sluice check-server %s: serving /check on %s (mode %04o, group %s) for %s "
+		       "(%u request rule%s; client address from %s; %s)\n", SLUICE_VERSION, bound,
+		       SOCKET_MODE, a->val[CO_SOCKET_GROUP] ? a->val[CO_SOCKET_GROUP]
+							    : SOCKET_GROUP_DEFAULT,
+		       iface, s->pol->n, s->pol->n == 1 ? "" : "s", s->header, privs);
+	else
+		printf("sluice check-server %s: serving http://%s/check for %s (%u request rule%s; "
+		       "client address from %s; %s)\n", SLUICE_VERSION, bound, iface, s->pol->n,
+		       s->pol->n == 1 ? "" : "s", s->header, privs);
 	fflush(stdout);
 	if (!s->pol->n)
 		err_msg("warning: %s has no request rules: every check is answered 200 (unlimited) "
@@ -1076,6 +1156,7 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 out_lock:
 	pthread_mutex_destroy(&s->lock);
 out_bans:
+	httpd_unlinker_done(&unlinker);
 	ban_writer_close(&s->bans);
 out_maps:
 	maps_close(&s->m);
@@ -1090,6 +1171,7 @@ const struct cli_cmd check_cmd = {
 		"the address header make one more request under the interface's request rules\n"
 		"(limit set CIDR --requests)? 200 with the RateLimit fields, or 429 (403 with\n"
 		"?status=403) with Retry-After; a client that keeps going is banned in XDP\n"
-		"(--ban). GET /metrics counts the answers. Once listening it runs as USER in\n"
-		"GROUP, the pins' group.",
+		"(--ban). GET /metrics counts the answers. It serves on a Unix socket that\n"
+		"only root and --socket-group may connect to, or with --listen on TCP to the\n"
+		"--trust peers. Once listening it runs as USER in GROUP, the pins' group.",
 };

@@ -4,12 +4,20 @@
  * deadline and waiting limits, the first steps of a request, replies. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include "sluice.h"
 #include "httpd.h"
 
@@ -149,7 +157,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	}
 	c->fd = ci->connect_fd;
 	httpd_peer(mc, &c->peer);
-	gateway = h->gateway && h->gateway(h->cls, &c->peer);
+	gateway = h->local || (h->gateway && h->gateway(h->cls, &c->peer));
 	pthread_mutex_lock(&cs->lock);
 	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
 	conn_append(cs, c);
@@ -415,6 +423,165 @@ int httpd_listen(const char *spec, const struct sockaddr_storage *ss, socklen_t 
 	return fd;
 }
 
+/* --- a Unix socket --- */
+
+static socklen_t unix_addr(const char *path, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", path);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sun->sun_path) + 1);
+}
+
+/* Makes path's directory (0755) when it is missing; its parent must exist. */
+static int make_socket_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!slash || slash == path)
+		return 0;	/* in / */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (!stat(dir, &st)) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		err_msg("cannot listen on %s: %s is not a directory: pick another --socket", path,
+			dir);
+		return -1;
+	}
+	/* chmod: whatever the umask took away from 0755 */
+	if (errno != ENOENT || mkdir(dir, 0755) || chmod(dir, 0755)) {
+		err_msg("cannot create the directory %s for %s: %s", dir, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether a server accepts on the socket at path; a socket file nothing
+ * accepts on (ECONNREFUSED) was left by a dead one. */
+static bool socket_live(const struct sockaddr_un *sun, socklen_t len)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return true;	/* cannot tell: keep it */
+	live = connect(fd, (const struct sockaddr *)sun, len) == 0 || errno != ECONNREFUSED;
+	close(fd);
+	return live;
+}
+
+int httpd_listen_unix(const char *path, gid_t gid, mode_t mode, char *bound, size_t bound_len)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(path, &sun);
+	struct stat st;
+	mode_t old;
+	int fd, err;
+
+	if (make_socket_dir(path))
+		return -1;
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			err_msg("cannot listen on %s: it exists and is not a socket: remove it or "
+				"pick another --socket", path);
+			return -1;
+		}
+		if (socket_live(&sun, len)) {
+			err_msg("cannot listen on %s: another server is listening there: stop it "
+				"or pick another --socket", path);
+			return -1;
+		}
+		if (unlink(path) && errno != ENOENT) {
+			err_msg("cannot remove the stale socket %s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err_msg("cannot create a socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Created owner-only, then given to the group: never looser. */
+	old = umask(0177);
+	err = bind(fd, (const struct sockaddr *)&sun, len) ? errno : 0;
+	umask(old);
+	if (err) {
+		close(fd);
+		err_msg("cannot listen on %s: %s", path, strerror(err));
+		return -1;
+	}
+	if (chown(path, (uid_t)-1, gid) || chmod(path, mode) || listen(fd, LISTEN_BACKLOG)) {
+		err = errno;
+		close(fd);
+		unlink(path);
+		err_msg("cannot listen on %s: %s", path, strerror(err));
+		return -1;
+	}
+	snprintf(bound, bound_len, "unix:%s", path);
+	return fd;
+}
+
+/* The unlinker's child: drops every capability (the directory's owner
+ * needs none to remove an entry), then waits for the pipe to close. The
+ * socket goes only if it is still the one the server made. */
+static void unlinker_run(int rfd, const char *path, const struct stat *made)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[2] = {};
+	struct stat st;
+	char c;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	if (rfd > 3)
+		syscall(SYS_close_range, 3U, (unsigned int)rfd - 1, 0U);
+	syscall(SYS_close_range, (unsigned int)rfd + 1, ~0U, 0U);
+	syscall(SYS_capset, &hdr, none);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	while (read(rfd, &c, 1) < 0 && errno == EINTR)
+		;
+	if (!lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_dev == made->st_dev &&
+	    st.st_ino == made->st_ino)
+		unlink(path);
+	_exit(0);
+}
+
+void httpd_unlinker_start(struct httpd_unlinker *u, const char *path)
+{
+	struct stat made;
+	int p[2];
+
+	u->pid = -1;
+	u->fd = -1;
+	if (lstat(path, &made) || pipe(p))
+		return;		/* then the next start replaces the stale socket */
+	/* The write end must not outlive the server in a program it runs. */
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	fflush(NULL);
+	u->pid = fork();
+	if (u->pid == 0) {
+		close(p[1]);
+		unlinker_run(p[0], path, &made);
+	}
+	close(p[0]);
+	if (u->pid < 0)
+		close(p[1]);
+	else
+		u->fd = p[1];
+}
+
+void httpd_unlinker_done(struct httpd_unlinker *u)
+{
+	if (u->fd < 0)
+		return;
+	close(u->fd);
+	u->fd = -1;
+	while (waitpid(u->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
 
 void httpd_block_signals(sigset_t *stop)
 {
@@ -441,8 +608,8 @@ struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads)
 	struct MHD_OptionItem o[] = {
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h },
 		{ MHD_OPTION_CONNECTION_LIMIT, HTTP_CONN_LIMIT, NULL },
-		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->gateway ? HTTP_CONN_LIMIT : HTTP_CONN_PER_ADDR,
-		  NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		  h->gateway || h->local ? HTTP_CONN_LIMIT : HTTP_CONN_PER_ADDR, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, HTTP_DEADLINE_S, NULL },
 		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h },

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <microhttpd.h>
 #include <linux/types.h>
 #include "cli.h"
@@ -28,8 +29,8 @@
 	[G] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "	\
 		      RUN_AS_GROUP_DEFAULT ")", 0, NULL)
 
-/* "[V6]:PORT" formatted, and a NUL. */
-#define HTTPD_ADDR_STR_MAX	(INET6_ADDRSTRLEN + 16)
+/* "[V6]:PORT" or "unix:PATH" formatted, and a NUL. */
+#define HTTPD_ADDR_STR_MAX	(sizeof("unix:") + 108)
 
 /* One open HTTP connection, on the list of struct httpd_conns (oldest first). */
 struct httpd_conn {
@@ -70,6 +71,10 @@ struct httpd {
 	 * per-address connection limit, which cannot tell peers apart, is
 	 * the total one. The total limits hold for everyone. */
 	bool (*gateway)(void *cls, const struct in6_addr *peer);
+	/* Listening on a Unix socket: a peer has no address (httpd_peer gives
+	 * all zero), and the socket's permissions decided who could connect,
+	 * so every connection is a gateway's; the total limits still hold. */
+	bool local;
 	int log_requests;
 	struct httpd_conns conns;
 	struct MHD_Daemon *d;
@@ -83,6 +88,27 @@ bool httpd_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
  * address it got (HTTPD_ADDR_STR_MAX). example is a --listen to suggest. */
 int httpd_listen(const char *spec, const struct sockaddr_storage *ss, socklen_t len,
 		 const char *example, char *bound, size_t bound_len);
+
+/* A bound, listening Unix socket at path (absolute, shorter than
+ * sun_path), or -1 after saying why. Its directory is
+ * made 0755 if missing; a socket left there by a dead server (nothing
+ * accepts on it) is replaced, anything else refused. The socket is owned
+ * by this process's user and group gid, mode mode (it is never reachable
+ * with looser permissions); bound gets "unix:PATH". */
+int httpd_listen_unix(const char *path, gid_t gid, mode_t mode, char *bound, size_t bound_len);
+
+/* Removes a Unix socket when its server exits. Started before the server
+ * drops privileges, it keeps the user that may remove the socket in a
+ * child that holds nothing else (no descriptor but a pipe, no capability,
+ * SIGINT and SIGTERM ignored) and only waits for the pipe to close: on a
+ * clean exit (httpd_unlinker_done), and on a crash too. */
+struct httpd_unlinker {
+	pid_t pid;
+	int fd;			/* the pipe's write end; -1 when none runs */
+};
+void httpd_unlinker_start(struct httpd_unlinker *u, const char *path);
+/* Closes the pipe and waits until the socket is gone. */
+void httpd_unlinker_done(struct httpd_unlinker *u);
 
 /* SIGINT and SIGTERM blocked in every thread started from now on (the
  * server's), so only sigwait()/sigtimedwait() on *stop sees them; SIGPIPE

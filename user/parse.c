@@ -77,10 +77,14 @@ const char *parse_source(const char *s, struct sluice_src_key *out)
 	out->key_len = SLUICE_KEY_LEN_SOURCE;	/* the source's home bucket */
 	out->policy = SLUICE_KEY_HOME;
 	if (strchr(s, ':')) {
-		/* Any IPv6 address is an IPv6 source, ::ffff:a.b.c.d included. */
 		if (inet_pton(AF_INET6, s, out->a) != 1)
 			return "not an IPv6 address";
-		out->family = SLUICE_FAMILY_V6;
+		/* ::ffff:a.b.c.d is how a dual-stack socket (nginx listen [::]:80
+		 * ipv6only=off, HAProxy v4v6) names IPv4 client a.b.c.d: it is
+		 * that IPv4 source, with its buckets and bans. Only the datapath
+		 * sees IPv6 packets from such an address, and judges them as IPv6. */
+		out->family = memcmp(out->a, v4_mapped, sizeof(v4_mapped)) ? SLUICE_FAMILY_V6
+									     : SLUICE_FAMILY_V4;
 		return NULL;
 	}
 	e = parse_addr(s, &a);

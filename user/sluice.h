@@ -53,8 +53,8 @@ const char *parse_cidr(const char *s, struct cidr *out, char *why, size_t len);
 void format_cidr(const struct cidr *c, char *buf, size_t len);
 void format_addr(const struct sluice_addr *a, char *buf, size_t len);
 const char *parse_addr(const char *s, struct sluice_addr *out);
-/* A source as the datapath keys it: any IPv6 text (::ffff:a.b.c.d too) is
- * an IPv6 source. */
+/* A source as the datapath keys it. An IPv4-mapped ::ffff:a.b.c.d is the
+ * IPv4 source a.b.c.d (how dual-stack gateways name IPv4 clients). */
 const char *parse_source(const char *s, struct sluice_src_key *out);
 /* A bucket key as text: the address, or ADDR/LEN (the family's own terms)
  * for a keyed bucket shorter than an address. */

@@ -297,4 +297,16 @@ static inline int bucket_of(struct fixture *fx, const char *src, struct sluice_b
 	return bpf_map_lookup_elem(fx->m.src_buckets, &k, b) ? -errno : 0;
 }
 
+/* The bucket of IPv6 packets from src: parse_source takes ::ffff:a.b.c.d
+ * as the IPv4 source, the datapath keys such a packet as IPv6. */
+static inline int bucket_of_v6(struct fixture *fx, const char *src, struct sluice_bucket *b)
+{
+	struct sluice_src_key k;
+
+	if (parse_source(src, &k))
+		return -EINVAL;
+	k.family = SLUICE_FAMILY_V6;
+	return bpf_map_lookup_elem(fx->m.src_buckets, &k, b) ? -errno : 0;
+}
+
 #endif /* SLUICE_TEST_FIXTURE_H */

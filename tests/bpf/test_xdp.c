@@ -594,7 +594,7 @@ static void families_are_separate(void)
 	EXPECT_REASON(&f6, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
 	EXPECT_REASON(&f6, SLUICE_R_WITHIN_LIMIT, XDP_PASS);
 	EXPECT_REASON(&f6, SLUICE_R_RATE_LIMITED, XDP_DROP);
-	CHECK(bucket_of(&fx, "198.18.0.60", &b4) == 0 && bucket_of(&fx, "::ffff:198.18.0.60", &b6) == 0,
+	CHECK(bucket_of(&fx, "198.18.0.60", &b4) == 0 && bucket_of_v6(&fx, "::ffff:198.18.0.60", &b6) == 0,
 	      "want a bucket for each family");
 	CHECK(b4.passed == 1 && b4.dropped == 1 && b6.passed == 3 && b6.dropped == 1,
 	      "buckets counted v4 %llu/%llu, v6 %llu/%llu", (unsigned long long)b4.passed,

@@ -14,7 +14,10 @@
 # burst, Retry-After and the fields as include/sluice/window.h computes
 # them (below). On IPv6 loopback: --listen [::1]:PORT --trust ::1/128
 # answers a check over IPv6, and the same --trust refuses it from
-# 127.0.0.1 (403, nothing charged).
+# 127.0.0.1 (403, nothing charged). An IPv4-mapped X-Real-IP
+# (::ffff:198.18.62.5, as dual-stack gateways send IPv4 clients) is the
+# IPv4 source: 198.18.62.5 then its mapped form share one bucket, 200
+# then 429 (on the build that took it for an IPv6 source: 200 then 200).
 # Shown to fail: with judge() admitting every request (return after the
 # first answer_fields, as if always admitted), the fourth check is 200 and
 # the test stops at "4th check". ADMISSION_BREAK=window makes the sliding
@@ -37,6 +40,7 @@ sluice_rx limit set 2001:2::/48 --requests 6/m --burst 2 --per /64 >/dev/null
 SW_WINDOW=2s
 [[ ${ADMISSION_BREAK:-} == window ]] && SW_WINDOW=1s
 sluice_rx limit set 198.19.128.0/17 --requests 1/s --algo sliding-window --window "$SW_WINDOW" >/dev/null
+sluice_rx limit set 198.18.62.0/24 --requests 1/m --burst 1 >/dev/null
 check_start
 
 A=198.18.1.1
@@ -181,6 +185,19 @@ for try in 1 2 3; do
 	echo "sliding window: the machine was too slow to judge run $try"
 	((try < 3)) || fail "sliding window: too slow to judge 3 runs"
 done
+
+# A dual-stack gateway names IPv4 client 198.18.62.5 ::ffff:198.18.62.5:
+# the same source, one bucket (burst 1), whichever form comes first.
+for pair in 198.18.62.5,::ffff:198.18.62.5 198.18.62.6,::FFFF:c612:3e06 \
+	::ffff:198.18.62.7,198.18.62.7; do
+	code=$(check "${pair%,*}")
+	assert_eq "$code $(hdr RateLimit-Policy)" '200 "198.18.62.0/24";q=1;w=60' \
+		"${pair%,*}, the first check of its bucket"
+	code=$(check "${pair#*,}")
+	assert_eq "$code $(hdr RateLimit-Policy)" '429 "198.18.62.0/24";q=1;w=60' \
+		"then ${pair#*,}: the same source, its bucket spent"
+done
+
 check_stop
 ok "SIGTERM: exit 0"
 

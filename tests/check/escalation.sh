@@ -8,7 +8,11 @@
 # 198.18.0.5 backs off as told (200, 200, 429, waits Retry-After, 200) and
 # is never banned. When the ban is over, 198.18.0.1 is served again. A
 # --monitor request rule answers 200 however far over, and bans nobody. A
-# ban the server cannot write is counted and reported, not claimed.
+# ban the server cannot write is counted and reported, not claimed. A
+# client named in the IPv4-mapped form (::ffff:198.18.0.9, a dual-stack
+# gateway's) is banned as the IPv4 source: XDP drops 20 of its 20 packets
+# (on the build that took it for an IPv6 source, it was never limited:
+# 200 x 6), and `ban del ::ffff:198.18.0.9` lifts the ban.
 # Shown to fail: with ban_put's call in judge() skipped, nothing is banned:
 # the test stops at the Retry-After of the check that should have started
 # the ban (1, the bucket's wait, not the 3 s ban).
@@ -80,6 +84,29 @@ sleep "$(calc "$t_ban + 3.2 - $(now)")"
 assert_eq "$(check "$BAD")" 200 "$BAD after its ban"
 assert_eq "$(sluice_rx -j ban list | jq --arg a "$BAD" '[.[] | select(.source == $a)] | length')" 0 \
 	"ban list after the ban"
+
+# A dual-stack gateway names IPv4 client 198.18.0.9 ::ffff:198.18.0.9.
+# Escalated under that form, the IPv4 source is banned: ban list shows it,
+# XDP drops its packets, and ban del lifts it under either form.
+MAPPED=198.18.0.9
+codes=
+for ((i = 0; i < 6; i++)); do
+	codes+="$(check "::ffff:$MAPPED") "
+done
+assert_eq "$codes" "200 200 429 429 429 429 " "checks of ::ffff:$MAPPED, one after the other"
+assert_eq "$(hdr Retry-After)" 3 "Retry-After of the check that started its ban"
+assert_eq "$(sluice_rx -j ban list | jq -r --arg a "$MAPPED" '.[] | select(.source == $a) | .kind')" \
+	requests "ban list: the ban of $MAPPED"
+s0=$(stats_snap)
+out=$(flood --src "$MAPPED" --count 20 --pps 1000)
+[[ $(flood_field "$out" .sent) == 20 ]] || fail "flood from $MAPPED: $out"
+sleep 0.2
+s1=$(stats_snap)
+assert_eq "$(stats_delta "$s0" "$s1" packets drop banned)" 20 \
+	"packets from $MAPPED dropped as banned (banned as ::ffff:$MAPPED)"
+assert_eq "$(sluice_rx ban del "::ffff:$MAPPED")" "::ffff:$MAPPED: lifted 1 ban" "ban del ::ffff:$MAPPED"
+assert_eq "$(sluice_rx -j ban list | jq --arg a "$MAPPED" '[.[] | select(.source == $a)] | length')" 0 \
+	"ban list after ban del"
 check_stop
 
 # A ban that cannot be written (the ban table full, here the test-only

@@ -102,7 +102,7 @@ first="$code $(hdr RateLimit)"
 code=$(check 198.18.5.5 -H "X-Request-ID: 0123456789abcdef")
 assert_eq "$code $(hdr RateLimit)" "$first" "a repeated X-Request-ID, answered as the first"
 code=$(check 198.18.5.5)
-assert_eq "$code $(hdr RateLimit)" '200 "198.18.0.0/15";r=0;t=3' \
+assert_eq "$code $(hdr RateLimit)" '200 "198.18.0.0/15";r=1;t=2' \
 	"the next check (the repeat cost nothing)"
 assert_eq "$(metric "sluice_check_answers_total{interface=\"$IF_RX\",outcome=\"repeat\"}")" 1 \
 	"answers counted as repeat"

@@ -5,8 +5,10 @@
 # loopback only; curl asks it from there too.
 #
 #   check_init TAG             netns_init TAG, netns_setup, sluice_attach
-#   check_start [ARGS...]      sluice check-server ARGS in $NS_RX, waits until it
-#                              answers; sets CHECK_PID, CHECK_LOG
+#   check_start [ARGS...]      sluice check-server ARGS in $NS_RX, on TCP
+#                              $CHECK_URL unless ARGS has --listen or --socket
+#                              or CHECK_UNIX names its socket (curl then asks there);
+#                              waits until it answers; sets CHECK_PID, CHECK_LOG
 #   check_stop                 SIGTERM; the exit status must be 0
 #   check ADDR [CURL ARGS...]  GET /check$CHECK_QUERY for client ADDR (X-Real-IP);
 #                              prints the status; headers in $CHECK_HDR
@@ -37,14 +39,15 @@ check_init() {
 }
 
 check_start() {
-	local deadline=$((SECONDS + 10))
+	local deadline=$((SECONDS + 10)) where=(--listen "127.0.0.1:$CHECK_PORT")
+	[[ -n ${CHECK_UNIX:-} || " $* " == *" --listen "* || " $* " == *" --socket "* ]] && where=()
 	CHECK_LOG=$(netns_tmp check.log)
-	nsenter --net="/run/netns/$NS_RX" "$SLUICE_CHECK" -i "$IF_RX" check-server "$@" \
-		>"$CHECK_LOG" 2>&1 &
+	nsenter --net="/run/netns/$NS_RX" "$SLUICE_CHECK" -i "$IF_RX" check-server "${where[@]}" \
+		"$@" >"$CHECK_LOG" 2>&1 &
 	CHECK_PID=$!
 	netns_track_pid "$CHECK_PID"
 	# Answering, and past its startup line.
-	until [[ -s $CHECK_LOG ]] && in_rx curl -s --max-time 1 -o /dev/null "$CHECK_URL/metrics"; do
+	until [[ -s $CHECK_LOG ]] && in_rx curl -s --max-time 1 -o /dev/null ${CHECK_UNIX:+--unix-socket "$CHECK_UNIX"} "$CHECK_URL/metrics"; do
 		kill -0 "$CHECK_PID" 2>/dev/null || fail "the check server exited at startup: $(cat "$CHECK_LOG")"
 		((SECONDS < deadline)) || fail "the check server did not answer within 10 s: $(cat "$CHECK_LOG")"
 		sleep 0.1
@@ -70,7 +73,8 @@ check_stop() {
 check() { # ADDR [CURL ARGS...]
 	local addr=$1
 	shift
-	in_rx curl -sS --max-time 5 -o /dev/null -D "$CHECK_HDR" -w '%{http_code}' \
+	# shellcheck disable=SC2086 # CHECK_UNIX: a Unix socket's path, or nothing
+	in_rx curl -sS --max-time 5 -o /dev/null -D "$CHECK_HDR" -w '%{http_code}' ${CHECK_UNIX:+--unix-socket "$CHECK_UNIX"} \
 		-H "X-Real-IP: $addr" "$@" "$CHECK_URL/check${CHECK_QUERY:-}"
 }
 
@@ -82,7 +86,8 @@ hdr() { # NAME
 ask() { # PATH [CURL ARGS...]
 	local path=$1
 	shift
-	in_rx curl -sS --max-time 5 "$@" "$CHECK_URL$path"
+	# shellcheck disable=SC2086
+	in_rx curl -sS --max-time 5 ${CHECK_UNIX:+--unix-socket "$CHECK_UNIX"} "$@" "$CHECK_URL$path"
 }
 
 # The value of one series on /metrics, or "absent".

@@ -6,6 +6,7 @@
 #   roundtrip   policy show, re-applied, gives the same policy back
 #   precedence  the most specific prefix wins in query, IPv4 and IPv6
 #   v6-not-v4   an IPv6 rule, even ::/0, never catches an IPv4 source
+#   v4-mapped   query ::ffff:a.b.c.d answers for IPv4 source a.b.c.d
 #   limit-del   deleting a rule falls back to the next shorter prefix
 #   attach-opts attach IFACE --mode skb --max-sources N, as documented
 #   write-error output that cannot be written is an error (exit 1)
@@ -287,6 +288,21 @@ t_v6_not_v4() {
 	sl_ok -i "$IF" deny 0.0.0.0/0
 	query_is 198.18.0.1 0.0.0.0/0 deny
 	query_is 2001:2::1 default allow
+}
+
+# A dual-stack gateway's name for an IPv4 client, ::ffff:a.b.c.d, is that
+# IPv4 source to query (and to ban del): the IPv4 rule decides, not ::/0.
+t_v4_mapped() {
+	cli_attach "$IF" --max-sources 4096
+	sl_ok -i "$IF" deny ::/0
+	sl_ok -i "$IF" limit set 198.18.0.0/16 --rate 5
+	query_is ::ffff:198.18.0.1 198.18.0.0/16 limit
+	query_is ::FFFF:c612:0001 198.18.0.0/16 limit
+	query_is 2001:2::1 ::/0 deny
+	sl -i "$IF" query ::ffff:198.18.0.1
+	expect "query ::ffff:198.18.0.1 names the IPv4 source" 0 '^198\.18\.0\.1 on ' -
+	sl -i "$IF" ban del ::ffff:198.18.0.1
+	expect "ban del ::ffff:198.18.0.1 without a ban" 1 - 'no ban on ::ffff:198\.18\.0\.1'
 }
 
 t_limit_del() {
@@ -595,9 +611,9 @@ t_ban_empty() {
 
 case $name in
 help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty) ;;
-json | roundtrip | precedence | v6-not-v4 | limit-del | attach-opts | write-error) ;;
+json | roundtrip | precedence | v6-not-v4 | v4-mapped | limit-del | attach-opts | write-error) ;;
 *)
-	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty" >&2
+	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty" >&2
 	exit 2
 	;;
 esac

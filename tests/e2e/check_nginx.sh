@@ -40,6 +40,11 @@
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
+# The check server on TCP (contrib's upstream line swapped for it): case 2
+# counts nginx's TCP connections to it and case 4 captures what nginx sends
+# it on loopback. check_nginx_ban and check_nginx_load use contrib's Unix
+# socket as it is.
+CHECK_VIA=tcp
 # shellcheck source=tests/e2e/check_nginx_lib.sh
 . "$(dirname "$0")/check_nginx_lib.sh"
 

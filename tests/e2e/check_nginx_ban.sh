@@ -88,7 +88,7 @@ for ((i = 0; i < 50; i++)); do
 done
 entry=$(sluice_rx -j ban list | jq -c --arg a "$BAD" '[.[] | select(.source == $a)] | .[0] // empty') ||
 	fail "sluice ban list -j failed"
-metrics=$(in_rx curl -s --max-time 2 "http://$CHECK_ADDR:$CHECK_PORT/metrics") ||
+metrics=$(check_ask /metrics) ||
 	fail "cannot read the check server's metrics"
 wait "$BAD_PID" || fail "the ignoring client's loop failed"
 wait "$GOOD_PID" || fail "the well-behaved client's loop failed"

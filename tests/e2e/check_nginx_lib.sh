@@ -2,8 +2,10 @@
 # Shared by tests/e2e/check_nginx*.sh and tools/bench-check.sh (sourced, not
 # a test): Debian's nginx serving a small static site in the rx (server)
 # namespace, configured from contrib/nginx/sluice-check.conf, in front of
-# `sluice check-server` on 127.0.0.1:9465 of the same namespace; curl from
-# the tx (client) namespace, from one of several client addresses.
+# `sluice check-server` on its Unix socket (as contrib has it, the socket in
+# the test's scratch directory), or with CHECK_VIA=tcp on 127.0.0.1:9465 of
+# the same namespace; curl from the tx (client) namespace, from one of
+# several client addresses.
 # Source tests/lib/netns.sh first, then:
 #   nginx_init                 # checks nginx and curl, makes the site (after netns_init)
 #   client_addrs ADDR...       # more client addresses on the tx veth (198.18.0.0/24)
@@ -12,6 +14,7 @@
 #   nginx_start MAIN_CONF      # nginx in the rx namespace, waits until it listens
 #   nginx_stop                 # stops it (waits for the master to exit)
 #   check_start [OPTS...]      # sluice check-server for $IF_RX, waits until it listens
+#   check_ask PATH [CURL_OPTS...]  # curl the check server itself (socket or TCP)
 #   req SRC PATH [CURL_OPTS...]  # one request from SRC: prints "CODE|RETRY-AFTER|RATELIMIT|RATELIMIT-POLICY"
 #   in_tx CMD..., in_rx CMD... # a command in the client / server namespace (network only)
 #   req_loop SRC PATH SECONDS MAX GAP OUT [CURL_OPTS...]  # requests in a row, one line each to OUT
@@ -22,12 +25,14 @@
 # nginx: the contrib server block with its listen lines on $RX4 and $RX6
 # port $HTTP_PORT only (never the host's namespace) and its root on the
 # site below; pid, logs and temp files in the test's scratch directory;
-# workers as nobody. It logs every request and every check subrequest
+# workers as nobody in group www-data, the check server's --socket-group. It logs every request and every check subrequest
 # (log_subrequest) with its $request_id to $NGINX_ACCESS.
 
 HTTP_PORT=8080
 CHECK_ADDR=127.0.0.1
 CHECK_PORT=9465
+CHECK_VIA=${CHECK_VIA:-unix}
+CHECK_SOCK=
 CHECK_CONTRIB=$SLUICE_ROOT/contrib/nginx/sluice-check.conf
 NGINX=${NGINX:-/usr/sbin/nginx}
 NGINX_PID=
@@ -45,6 +50,7 @@ nginx_init() {
 	NGINX_DIR=$(netns_tmp nginx)
 	NGINX_SITE=$NGINX_DIR/site
 	NGINX_ACCESS=$NGINX_DIR/access.log
+	CHECK_SOCK=$(netns_tmp check.sock)
 	NGINX_ERROR=$NGINX_DIR/error.log
 	mkdir -p "$NGINX_SITE/sub" "$NGINX_DIR/temp" || fail "cannot create $NGINX_DIR"
 	printf '<!doctype html>\n<title>sluice test</title>\n<p>index</p>\n' >"$NGINX_SITE/index.html"
@@ -93,14 +99,17 @@ client_addrs() {
 nginx_conf() { # OUT [SED_EXPR...]
 	local out=$1 pat e before
 	shift
+	local upstream=unix:$CHECK_SOCK
+	[[ $CHECK_VIA == tcp ]] && upstream=$CHECK_ADDR:$CHECK_PORT
 	for pat in '^\s*listen 80;$' '^\s*listen \[::\]:80;$' '^\s*root /var/www/html;$' \
-		"^\s*server $CHECK_ADDR:$CHECK_PORT;$"; do
+		'^\s*server unix:/run/sluice/check.sock;$'; do
 		[[ $(grep -c "$pat" "$CHECK_CONTRIB") == 1 ]] ||
 			fail "$CHECK_CONTRIB: want exactly one line matching '$pat'"
 	done
 	sed -e "s|^\(\s*\)listen 80;$|\1listen $RX4:$HTTP_PORT;|" \
 		-e "s|^\(\s*\)listen \[::\]:80;$|\1listen [$RX6]:$HTTP_PORT;|" \
 		-e "s|^\(\s*\)root /var/www/html;$|\1root $NGINX_SITE;|" \
+		-e "s|^\(\s*\)server unix:/run/sluice/check.sock;$|\1server $upstream;|" \
 		"$CHECK_CONTRIB" >"$out" || fail "cannot write $out"
 	for e in "$@"; do
 		before=$(cat "$out")
@@ -114,7 +123,7 @@ nginx_conf() { # OUT [SED_EXPR...]
 nginx_conf_main() { # OUT SITE_CONF [HTTP_LINES]
 	local t=$NGINX_DIR/temp
 	cat >"$1" <<-EOF || fail "cannot write $1"
-		user nobody nogroup;
+		user nobody www-data;
 		worker_processes ${NGINX_WORKERS:-2};
 		pid $NGINX_DIR/nginx.pid;
 		error_log $NGINX_ERROR warn;
@@ -171,14 +180,36 @@ nginx_stop() {
 }
 
 # `sluice check-server` in the rx namespace through nsenter (network only,
-# so it sees the host's bpffs and sluice's pins), stderr to check.log.
+# so it sees the host's bpffs and sluice's pins), stderr to check.log: on
+# $CHECK_SOCK (group www-data, its default), or on TCP with CHECK_VIA=tcp.
 # shellcheck disable=SC2120 # callers may pass none
 check_start() { # [OPTS...]
+	local where=(--socket "$CHECK_SOCK") i
+	[[ $CHECK_VIA == tcp ]] && where=(--listen "$CHECK_ADDR:$CHECK_PORT")
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" check-server \
-		--listen "$CHECK_ADDR:$CHECK_PORT" "$@" 2>>"$(netns_tmp check.log)" &
+		"${where[@]}" "$@" 2>>"$(netns_tmp check.log)" &
 	CHECK_PID=$!
 	netns_track_pid "$CHECK_PID"
-	wait_listen "$CHECK_PORT" "sluice check-server" "$CHECK_PID"
+	if [[ $CHECK_VIA == tcp ]]; then
+		wait_listen "$CHECK_PORT" "sluice check-server" "$CHECK_PID"
+		return
+	fi
+	for ((i = 0; i < 50; i++)); do
+		check_ask /metrics -o /dev/null 2>/dev/null && return 0
+		kill -0 "$CHECK_PID" 2>/dev/null || fail "sluice check-server exited before it listened on $CHECK_SOCK"
+		sleep 0.1
+	done
+	fail "sluice check-server does not answer on $CHECK_SOCK after 5 s"
+}
+
+check_ask() { # PATH [CURL_OPTS...]
+	local path=$1
+	shift
+	if [[ $CHECK_VIA == tcp ]]; then
+		in_rx curl -sf --max-time 2 "$@" "http://$CHECK_ADDR:$CHECK_PORT$path"
+	else
+		in_rx curl -sf --max-time 2 --unix-socket "$CHECK_SOCK" "$@" "http://localhost$path"
+	fi
 }
 
 # One request through nginx: status and the three fields (empty if absent),

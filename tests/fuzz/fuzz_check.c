@@ -130,8 +130,9 @@ static const struct {
 	{ "198.18.255.1", false }, { "2001:2:ffff::1", false },
 };
 
-/* An address as the check server must read it: IPv4 text is an IPv4
- * source (v4-mapped), any IPv6 text an IPv6 one. */
+/* An address as the check server must read it: IPv4 text, or IPv4-mapped
+ * IPv6 text (::ffff:a.b.c.d), is an IPv4 source (v4-mapped), any other
+ * IPv6 text an IPv6 one. */
 struct fz_addr {
 	__u8 family;
 	__u8 a[16];
@@ -207,8 +208,13 @@ static bool model_addr(const char *s, struct fz_addr *out)
 
 	memset(out, 0, sizeof(*out));
 	if (strchr(s, ':')) {
-		out->family = SLUICE_FAMILY_V6;
-		return inet_pton(AF_INET6, s, out->a) == 1;
+		static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+		if (inet_pton(AF_INET6, s, out->a) != 1)
+			return false;
+		out->family = memcmp(out->a, mapped, sizeof(mapped)) ? SLUICE_FAMILY_V6
+								      : SLUICE_FAMILY_V4;
+		return true;
 	}
 	if (inet_pton(AF_INET, s, &v4) != 1)
 		return false;

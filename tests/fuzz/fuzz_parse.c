@@ -62,7 +62,9 @@ static void check_source(const char *s)
 
 	if (e)
 		return;
-	FUZZ_CHECK(k.family == (strchr(s, ':') ? SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4),
+	/* IPv4-mapped text is the IPv4 source. */
+	FUZZ_CHECK(k.family == (strchr(s, ':') && memcmp(k.a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) ?
+				SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4),
 		   "'%s': family %u", s, k.family);
 	format_source(&k, text, sizeof(text));
 	e = parse_source(text, &k2);
