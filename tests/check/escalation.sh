@@ -80,7 +80,9 @@ assert_eq "$(sluice_rx -j ban list | jq '[.[] | select(.source == "198.18.1.7")]
 	"no ban from a --monitor rule"
 
 # After the ban: served again (the bucket refilled meanwhile).
-sleep "$(calc "$t_ban + 3.2 - $(now)")"
+# (a slow machine may be past that already: no negative sleep)
+d=$(calc "$t_ban + 3.2 - $(now)")
+[[ $d == -* ]] || sleep "$d"
 assert_eq "$(check "$BAD")" 200 "$BAD after its ban"
 assert_eq "$(sluice_rx -j ban list | jq --arg a "$BAD" '[.[] | select(.source == $a)] | length')" 0 \
 	"ban list after the ban"
