@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <linux/if_link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -30,6 +32,28 @@ static void test_hook(const char *step)
 		return;
 	fflush(stdout);
 	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);
+}
+
+/* Loading, attaching and pinning need CAP_NET_ADMIN and CAP_SYS_ADMIN (or
+ * CAP_BPF): without them every step fails on a permission, and the first
+ * one to fail would name a file, not the cause. */
+static int need_root(const char *what)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	__u32 eff;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0;	/* unknown: let the steps say */
+	eff = data[0].effective;
+#ifdef CAP_BPF
+	if (data[CAP_TO_INDEX(CAP_BPF)].effective & CAP_TO_MASK(CAP_BPF))
+		eff |= CAP_TO_MASK(CAP_SYS_ADMIN);
+#endif
+	if ((eff & CAP_TO_MASK(CAP_NET_ADMIN)) && (eff & CAP_TO_MASK(CAP_SYS_ADMIN)))
+		return 0;
+	return runtime_err("%s needs CAP_NET_ADMIN and CAP_SYS_ADMIN (or CAP_BPF): run as root",
+			   what);
 }
 
 static int make_dir(const char *path)
@@ -459,6 +483,8 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 		return EXIT_USAGE;
 
 	err = pin_root_check();
+	if (!err)
+		err = need_root("attach");
 	if (err)
 		return err;
 	if (!group && pins_group(NULL, &gid))
@@ -603,6 +629,8 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	if (check_ifname(iface))
 		return EXIT_USAGE;
 	err = pin_root_check();
+	if (!err)
+		err = need_root("detach");
 	if (err)
 		return err;
 	pin_dir(iface, dir, sizeof(dir));

@@ -385,6 +385,20 @@ static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 	return policy_end(&m, p, false);
 }
 
+/* The default rule in a few words: a file without one resets it to these. */
+static void default_words(const struct rule *def, char *buf, size_t len)
+{
+	char rate[32];
+
+	if (def->action != SLUICE_ACT_LIMIT) {
+		snprintf(buf, len, "%s", def->action == SLUICE_ACT_ALLOW ? "not limited" :
+			 action_name(def->action));
+		return;
+	}
+	rule_rate_words(def, rate, sizeof(rate));
+	snprintf(buf, len, "limit --rate %s --burst %llu", rate, (unsigned long long)def->burst);
+}
+
 /* policy apply FILE, policy check FILE (id 1: check only). */
 static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 {
@@ -411,8 +425,13 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	}
 	free(cur);
 	err = policy_commit(&m, next);
-	if (!err)
-		printf("%s: applied %u rules to %s\n", path, next->n, m.iface);
+	if (!err) {
+		char def[64];
+
+		default_words(&next->def, def, sizeof(def));
+		printf("%s: applied to %s: the default (%s) and %u rule%s\n", path, m.iface, def,
+		       next->n, next->n == 1 ? "" : "s");
+	}
 	free(next);
 	maps_close(&m);
 	return err;
