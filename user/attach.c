@@ -877,6 +877,7 @@ struct iface_status {
 	long sources;
 	__u32 capacity;
 	unsigned int rules;
+	unsigned int monitor_rules;	/* --monitor: a dry run, dropping nothing */
 	struct rule def;
 	struct rule budget;	/* limit new-sources; rate 0 is off */
 	bool budget_spent;	/* no new source would get an entry now */
@@ -986,6 +987,9 @@ static int gather_status(const char *iface, struct iface_status *st)
 	st->capacity = map_capacity(m.src_buckets);
 	st->rules = p->n;
 	st->def = p->def;
+	st->monitor_rules = p->def.monitor;
+	for (unsigned int i = 0; i < p->n; i++)
+		st->monitor_rules += p->rules[i].monitor;
 	st->budget = p->new_sources;
 	free(p);
 	if (budget_state(&m, &st->budget_spent) ||
@@ -1034,6 +1038,7 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "limited", st->new_limited);
 	json_obj_close(j);
 	json_u64(j, "rules", st->rules);
+	json_u64(j, "monitor_rules", st->monitor_rules);
 	json_obj_open(j, "default");
 	json_str(j, "action", action_name(st->def.action));
 	json_u64(j, "rate", st->def.rate);
@@ -1103,7 +1108,11 @@ static void print_status_text(const struct iface_status *st)
 		printf("  default: %s\n", st->def.action == SLUICE_ACT_ALLOW ?
 		       "not limited (set one with 'sluice limit default --rate PPS')" :
 		       action_name(st->def.action));
-	printf("  rules: %u (see 'sluice limit list')\n", st->rules);
+	if (st->monitor_rules)
+		printf("  rules: %u (see 'sluice limit list'); %u under --monitor: a dry run that "
+		       "drops nothing\n", st->rules, st->monitor_rules);
+	else
+		printf("  rules: %u (see 'sluice limit list')\n", st->rules);
 	printf("  pins: readable by group %s\n", st->group);
 }
 

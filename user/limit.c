@@ -166,13 +166,16 @@ static void list_one_json(struct json *j, const char *cidr, const struct rule *r
 	rule_json_fields(j, r, is_default);
 	json_u64(j, "passed", pc->pass_packets);
 	json_u64(j, "dropped", pc->drop_packets);
+	/* Under --monitor: of the passed, those enforcing would have dropped. */
+	json_u64(j, "would_drop", pc->monitor_packets);
+	json_u64(j, "would_drop_bytes", pc->monitor_bytes);
 	json_obj_close(j);
 }
 
 static void list_one_text(const char *cidr, const struct rule *r,
 			  const struct sluice_policy_counter *pc)
 {
-	char rate[40] = "-", burst[24] = "-", match[64], more[64] = "", ban[24];
+	char rate[40] = "-", burst[24] = "-", match[64], more[96] = "", ban[24];
 
 	rule_match_words(&r->match, match, sizeof(match));
 	if (r->action == SLUICE_ACT_LIMIT) {
@@ -208,7 +211,8 @@ static void list_one_text(const char *cidr, const struct rule *r,
 		if (r->monitor) {
 			size_t n = strlen(more);
 
-			snprintf(more + n, sizeof(more) - n, "%smonitor", n ? " " : "");
+			snprintf(more + n, sizeof(more) - n, "%smonitor (would drop %llu)",
+				 n ? " " : "", (unsigned long long)pc->monitor_packets);
 		}
 		if (r->cluster) {
 			size_t n = strlen(more);

@@ -47,6 +47,24 @@ assert_eq "$(stats_delta "$S0" "$S1" packets pass within_limit)" "$BURST" \
 	"stats within_limit delta under --monitor"
 assert_eq "$(rule_field "$NET" passed)" "$COUNT" "rule's passed under --monitor (all)"
 assert_eq "$(rule_field "$NET" dropped)" 0 "rule's dropped under --monitor"
+# The dry run shows whom enforcing would hit: per rule, per source (query,
+# top, ranked by would-drops), in text and -j, and status says it is live.
+would=$((COUNT - BURST))
+assert_eq "$(rule_field "$NET" would_drop)" "$would" "rule's would_drop under --monitor"
+assert_eq "$(sluice_jq '[.passed, .dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.10)" \
+	"$COUNT 0 $would true" "query -j passed, dropped, would_drop, monitor"
+out=$(sluice_rx query 198.18.9.10) || fail "query failed"
+[[ $out == *"would drop $would (monitor)"* ]] || fail "query says: $out"
+ok "query says would drop $would (monitor)"
+assert_eq "$(sluice_jq '.[0] | [.source, .passed, .dropped, .would_drop, .monitor] | join(" ")' top -n 1)" \
+	"198.18.9.10 $COUNT 0 $would true" "top -j first row under --monitor"
+out=$(sluice_rx limit list) || fail "limit list failed"
+[[ $out == *"monitor (would drop $would)"* ]] || fail "limit list says: $out"
+ok "limit list says monitor (would drop $would)"
+assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 1 "status -j monitor_rules"
+out=$(sluice_rx status) || fail "status failed"
+[[ $out == *"1 under --monitor"* ]] || fail "status says: $out"
+ok "status says a --monitor rule is live"
 
 # The same rule enforcing (limit set with the same identity replaces it),
 # the same traffic from a source with a fresh bucket.
@@ -57,3 +75,6 @@ limited=$(stats_delta "$S0" "$S1" packets drop rate_limited)
 assert_eq "$(nft_rx_packets c198_18_9_20)" "$BURST" "packets that arrived when enforced (the burst)"
 assert_eq "$(stats_delta "$S0" "$S1" packets pass monitored)" 0 "stats monitored delta when enforced"
 assert_eq "$limited" "$monitored" "dropped when enforced equals monitored in the dry run"
+assert_eq "$(sluice_jq '[.dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.20)" \
+	"$would 0 false" "query -j dropped, would_drop, monitor when enforced"
+assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 0 "status -j monitor_rules when enforced"
