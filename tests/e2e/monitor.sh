@@ -2,10 +2,12 @@
 # e2e/monitor: a --monitor rule drops nothing (nftables behind sluice sees
 # every packet) and counts as `monitored` exactly what the same rule
 # without --monitor then drops (`rate_limited`) for the same traffic from a
-# fresh source.
+# fresh source. The dry run is seen per rule and per source: limit list,
+# query and top (ranked by them) show the would-drops, status a live
+# --monitor rule, the exporter sluice_policy_monitored_packets_total.
 set -euo pipefail
-# shellcheck source=tests/lib/netns.sh
-. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/exporter/lib.sh
+. "$(dirname "$0")/../exporter/lib.sh"
 # shellcheck source=tests/lib/nft.sh
 . "$(dirname "$0")/../lib/nft.sh"
 
@@ -17,7 +19,7 @@ BURST=50
 COUNT=1000
 DPORT=5001
 
-netns_init mon
+exporter_init mon
 netns_setup
 sluice_attach
 nft_rx_init
@@ -65,6 +67,13 @@ assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 1 "status -j moni
 out=$(sluice_rx status) || fail "status failed"
 [[ $out == *"1 under --monitor"* ]] || fail "status says: $out"
 ok "status says a --monitor rule is live"
+exporter_start -i "$IF_RX"
+m=$(netns_tmp metrics.txt)
+scrape /metrics >"$m" || fail "scrape failed"
+exporter_stop
+id="interface=\"$IF_RX\",policy=\"$NET\",proto=\"\",dport=\"\",syn=\"\",requests=\"\""
+assert_eq "$(series "$m" "sluice_policy_monitored_packets_total{$id}")" "$would" \
+	"exporter's sluice_policy_monitored_packets_total"
 
 # The same rule enforcing (limit set with the same identity replaces it),
 # the same traffic from a source with a fresh bucket.
