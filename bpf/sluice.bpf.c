@@ -119,19 +119,25 @@ static __always_inline int count(__u32 reason, __u64 bytes)
 	return sluice_reason_is_drop(reason) ? XDP_DROP : XDP_PASS;
 }
 
-static __always_inline void count_policy(__u32 policy, int drop, __u64 bytes)
+/* A monitored packet passed, and is counted apart as well: the dry run's
+ * would-drops, per rule. */
+static __always_inline void count_policy(__u32 policy, __u32 reason, __u64 bytes)
 {
 	struct sluice_policy_counter *pc;
 
 	pc = bpf_map_lookup_elem(&policy_counters, &policy);
 	if (!pc)
 		return;
-	if (drop) {
+	if (sluice_reason_is_drop(reason)) {
 		pc->drop_packets++;
 		pc->drop_bytes += bytes;
-	} else {
-		pc->pass_packets++;
-		pc->pass_bytes += bytes;
+		return;
+	}
+	pc->pass_packets++;
+	pc->pass_bytes += bytes;
+	if (reason == SLUICE_R_MONITORED) {
+		pc->monitor_packets++;
+		pc->monitor_bytes += bytes;
 	}
 }
 
@@ -889,14 +895,17 @@ judge:
 	reason = judge_bucket(cfg, b, &p, &idx);
 	if (reason == SLUICE_R_RATE_LIMITED && READ_ONCE(cfg->leasing))
 		reason = lease_take(cfg, &p, idx, READ_ONCE(b->dropped));
-	count_source(sluice_reason_is_drop(reason) ? &b->dropped : &b->passed);
+	/* A --monitor rule's would-drop counts as the source's dropped: the
+	 * dry run shows whom enforcing would hit (the rule says which). */
+	count_source(sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
+		     &b->dropped : &b->passed);
 
 counted:
 	pass = !sluice_reason_is_drop(reason);
 	/* Passed but malformed: the stack decides; the source paid for it. */
 	if (pass && r == PARSE_MALFORMED_SRC)
 		reason = SLUICE_R_MALFORMED;
-	count_policy(idx, !pass, p.bytes);
+	count_policy(idx, reason, p.bytes);
 	return count(reason, p.bytes);
 }
 

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* attach, detach, status: loading the XDP program through libxdp, pinning
  * it and its maps under <pin root>/<iface>/ (see pins.c), and reporting on it. */
+#define _GNU_SOURCE	/* setns */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <linux/if_link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -30,6 +36,28 @@ static void test_hook(const char *step)
 		return;
 	fflush(stdout);
 	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);
+}
+
+/* Loading, attaching and pinning need CAP_NET_ADMIN and CAP_SYS_ADMIN (or
+ * CAP_BPF): without them every step fails on a permission, and the first
+ * one to fail would name a file, not the cause. */
+static int need_root(const char *what)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	__u32 eff;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0;	/* unknown: let the steps say */
+	eff = data[0].effective;
+#ifdef CAP_BPF
+	if (data[CAP_TO_INDEX(CAP_BPF)].effective & CAP_TO_MASK(CAP_BPF))
+		eff |= CAP_TO_MASK(CAP_SYS_ADMIN);
+#endif
+	if ((eff & CAP_TO_MASK(CAP_NET_ADMIN)) && (eff & CAP_TO_MASK(CAP_SYS_ADMIN)))
+		return 0;
+	return runtime_err("%s needs CAP_NET_ADMIN and CAP_SYS_ADMIN (or CAP_BPF): run as root",
+			   what);
 }
 
 static int make_dir(const char *path)
@@ -138,12 +166,25 @@ static bool is_ours(struct xdp_program *p, const struct pin_ids *ids)
 	return false;
 }
 
-/* The program of these pins attached to ifindex, if any (caller closes *mpp). */
-static struct xdp_program *find_ours(int ifindex, const struct pin_ids *ids,
+/* The XDP program's name, as the kernel reports it (16 bytes at most). */
+#define SLUICE_PROG_NAME	"sluice_xdp"
+
+/* A sluice program by its name, whatever pins it had: one whose pins were
+ * removed while it ran is still sluice's to replace or detach. */
+static bool is_sluice(struct xdp_program *p)
+{
+	const char *name = xdp_program__name(p);
+
+	return name && !strcmp(name, SLUICE_PROG_NAME);
+}
+
+/* The program of these pins attached to ifindex, if any (caller closes
+ * *mpp); with orphans, else a sluice program that lost its pins. */
+static struct xdp_program *find_prog(int ifindex, const struct pin_ids *ids, bool orphans,
 				     struct xdp_multiprog **mpp)
 {
 	struct xdp_multiprog *mp;
-	struct xdp_program *p;
+	struct xdp_program *p, *orphan = NULL;
 
 	*mpp = NULL;
 	if (!ifindex)
@@ -154,12 +195,122 @@ static struct xdp_program *find_ours(int ifindex, const struct pin_ids *ids,
 	*mpp = mp;
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
-		return p && is_ours(p, ids) ? p : NULL;
+		return p && (is_ours(p, ids) || (orphans && is_sluice(p))) ? p : NULL;
 	}
-	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp)) {
 		if (is_ours(p, ids))
 			return p;
-	return NULL;
+		if (orphans && !orphan && is_sluice(p))
+			orphan = p;
+	}
+	return orphan;
+}
+
+static struct xdp_program *find_ours(int ifindex, const struct pin_ids *ids,
+				     struct xdp_multiprog **mpp)
+{
+	return find_prog(ifindex, ids, false, mpp);
+}
+
+/* Where a program of these pins runs outside this network namespace. */
+struct elsewhere {
+	char ns[64];		/* /run/netns/NAME, or /proc/PID/ns/net */
+	char ifname[IF_NAMESIZE];
+};
+
+#define NETNS_SEEN_MAX	1024	/* namespaces looked into, at most */
+
+/* Looks in the namespace open at fd for a program of these pins: on the
+ * interface named iface first, then on every interface there. */
+static int look_in_netns(int fd, const char *iface, const struct pin_ids *ids,
+			 struct elsewhere *out)
+{
+	struct if_nameindex *all, *i;
+	struct xdp_multiprog *mp;
+	bool found = false;
+
+	if (setns(fd, CLONE_NEWNET))
+		return -1;
+	found = find_ours((int)if_nametoindex(iface), ids, &mp) != NULL;
+	xdp_multiprog__close(mp);
+	if (found) {
+		snprintf(out->ifname, sizeof(out->ifname), "%s", iface);
+		return true;
+	}
+	all = if_nameindex();
+	for (i = all; i && i->if_index && !found; i++) {
+		found = find_ours((int)i->if_index, ids, &mp) != NULL;
+		xdp_multiprog__close(mp);
+		if (found)
+			snprintf(out->ifname, sizeof(out->ifname), "%s", i->if_name);
+	}
+	if (all)
+		if_freenameindex(all);
+	return found ? 1 : 0;
+}
+
+/*
+ * Whether the program of these pins runs in another network namespace:
+ * those /run/netns names, then those of running processes, each entered
+ * (root only) and left again. Returns 1 found (out says where), 0 not
+ * found, -1 when the namespaces could not be entered (not root).
+ */
+static int find_elsewhere(const char *iface, const struct pin_ids *ids, struct elsewhere *out)
+{
+	static const char *const dirs[] = { "/run/netns", "/proc" };
+	ino_t seen[NETNS_SEEN_MAX];
+	unsigned int nseen = 0;
+	char path[300];
+	struct stat st;
+	int own, found = 0, denied = 0;
+
+	own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0 || fstat(own, &st)) {
+		if (own >= 0)
+			close(own);
+		return -1;
+	}
+	seen[nseen++] = st.st_ino;
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && !found; d++) {
+		DIR *dir = opendir(dirs[d]);
+		const struct dirent *e;
+
+		while (dir && !found && nseen < NETNS_SEEN_MAX && (e = readdir(dir))) {
+			bool dup = false;
+			int fd;
+
+			if (e->d_name[0] == '.' || (d == 1 && (e->d_name[0] < '1' || e->d_name[0] > '9')))
+				continue;
+			snprintf(path, sizeof(path), d ? "/proc/%s/ns/net" : "/run/netns/%s", e->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (fstat(fd, &st)) {
+				close(fd);
+				continue;
+			}
+			for (unsigned int k = 0; k < nseen && !dup; k++)
+				dup = seen[k] == st.st_ino;
+			if (!dup) {
+				seen[nseen++] = st.st_ino;
+				int r = look_in_netns(fd, iface, ids, out);
+
+				if (r > 0) {
+					snprintf(out->ns, sizeof(out->ns), "%.63s", path);
+					found = 1;
+				} else if (r < 0) {
+					denied = 1;
+				}
+			}
+			close(fd);
+		}
+		if (dir)
+			closedir(dir);
+	}
+	if (setns(own, CLONE_NEWNET))
+		found = -1;	/* cannot happen to root; then nothing here is to be trusted */
+	close(own);
+	return found ? found : denied ? -1 : 0;
 }
 
 /* Detach the sluice program prog_id; *was_mode says in which mode it ran
@@ -459,6 +610,8 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 		return EXIT_USAGE;
 
 	err = pin_root_check();
+	if (!err)
+		err = need_root("attach");
 	if (err)
 		return err;
 	if (!group && pins_group(NULL, &gid))
@@ -483,7 +636,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	 * is whatever program of these pins runs here, recorded or not, and
 	 * is held open so that it can be put back. */
 	read_pin_ids(dir, &ids);
-	old = find_ours(ifindex, &ids, &mp);
+	old = find_prog(ifindex, &ids, true, &mp);
 	if (old) {
 		old_id = xdp_program__id(old);
 		old_fd = bpf_prog_get_fd_by_id(old_id);
@@ -504,7 +657,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	test_hook("detached");
 
 	xopts.obj = skel->obj;
-	xopts.prog_name = "sluice_xdp";
+	xopts.prog_name = SLUICE_PROG_NAME;
 	prog = xdp_program__create(&xopts);
 	err = libxdp_get_error(prog);
 	if (err) {
@@ -587,6 +740,31 @@ static const struct cli_opt detach_opts[] = {
 	CLI_OPT_END,
 };
 
+/* A sluice program on ifindex whose pins are gone (removed by hand while it
+ * ran): detached, since nothing else could reach it. 1 if there is none. */
+static int detach_orphan(const char *iface, int ifindex)
+{
+	enum xdp_attach_mode was_mode;
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+	struct pin_ids none;
+	__u32 id;
+	int err;
+
+	memset(&none, 0, sizeof(none));
+	p = find_prog(ifindex, &none, true, &mp);
+	id = p ? xdp_program__id(p) : 0;
+	xdp_multiprog__close(mp);
+	if (!id)
+		return 1;
+	err = detach_prog(iface, ifindex, id, &was_mode);
+	if (err)
+		return err;
+	printf("detached from %s (a sluice program without pins: its policy and counters were "
+	       "already gone)\n", iface);
+	return 0;
+}
+
 static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	enum xdp_attach_mode was_mode;
@@ -603,26 +781,46 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	if (check_ifname(iface))
 		return EXIT_USAGE;
 	err = pin_root_check();
+	if (!err)
+		err = need_root("detach");
 	if (err)
 		return err;
 	pin_dir(iface, dir, sizeof(dir));
 	ifindex = (int)if_nametoindex(iface);
+	libxdp_set_print(libxdp_quiet);
+	libbpf_set_print(libbpf_quiet);
 	if (access(dir, F_OK)) {
 		if (errno == EACCES)
 			return runtime_err("cannot read %s: permission denied (run as root)", dir);
 		if (!ifindex)
 			return usage_err("no interface '%s': check the name with 'ip link'", iface);
+		err = detach_orphan(iface, ifindex);
+		if (err != 1)
+			return err;
 		return usage_err("nothing to detach: %s has no sluice program (see 'sluice status')",
 				 iface);
 	}
-	libxdp_set_print(libxdp_quiet);
-	libbpf_set_print(libbpf_quiet);
 	/* The program is found by its pins, by the id attach recorded, or by
 	 * the maps it uses: an attach that died half-way leaves at least one. */
 	read_pin_ids(dir, &ids);
-	ours = find_ours(ifindex, &ids, &mp);
+	ours = find_prog(ifindex, &ids, true, &mp);
 	prog_id = ours ? xdp_program__id(ours) : 0;
 	xdp_multiprog__close(mp);
+	/* The pins are all that lets sluice reach a program running in a
+	 * namespace this one cannot see: never drop them while it runs. */
+	if (!prog_id) {
+		struct elsewhere where;
+		int r = find_elsewhere(iface, &ids, &where);
+
+		if (r > 0)
+			return runtime_err("%s: its sluice program still runs on %s in network "
+					   "namespace %s: detach it there: nsenter --net=%s sluice "
+					   "detach %s", iface, where.ifname, where.ns, where.ns,
+					   where.ifname);
+		if (r < 0 && force)
+			return runtime_err("%s: cannot look into other network namespaces, where its "
+					   "program may run: run as root", iface);
+	}
 	/* Pins are keyed by name: refuse to drop them for an interface this
 	 * namespace does not see, or that is another one of the same name,
 	 * unless told the interface is gone. */
@@ -636,7 +834,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 		err = detach_prog(iface, ifindex, prog_id, &was_mode);
 		if (err)
 			return err;
-		ours = find_ours(ifindex, &ids, &mp);
+		ours = find_prog(ifindex, &ids, true, &mp);
 		prog_id = ours ? xdp_program__id(ours) : 0;
 		xdp_multiprog__close(mp);
 	}
@@ -645,17 +843,41 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!access(dir, F_OK))
 		return runtime_err("cannot remove %s: remove it by hand", dir);
 	printf("detached from %s%s\n", iface,
-	       ifindex && !force ? "" : " (pins removed; the interface was not seen here)");
+	       ifindex && !force ? "" : " (pins removed; the interface was not seen here, and "
+					"its program runs in no network namespace)");
 	return 0;
 }
+
+/* What status can tell of the program: seen running (here or in another
+ * network namespace), seen not running, or not known to this user. */
+enum run_state {
+	RUN_HERE,
+	RUN_ELSEWHERE,		/* in another network namespace (where) */
+	RUN_NOT_HERE,		/* the interface is here, the program is not on it */
+	RUN_NOWHERE,		/* no interface here, and no namespace runs it */
+	RUN_UNKNOWN_OTHER_NS,	/* no interface here; other namespaces not readable */
+	RUN_UNKNOWN_PERM,	/* an XDP program runs here; no permission to say whose */
+};
+
+static const char *const run_state_names[] = {
+	[RUN_HERE] = "attached",
+	[RUN_ELSEWHERE] = "attached_in_other_netns",
+	[RUN_NOT_HERE] = "not_attached",
+	[RUN_NOWHERE] = "interface_gone",
+	[RUN_UNKNOWN_OTHER_NS] = "unknown_other_netns",
+	[RUN_UNKNOWN_PERM] = "unknown_no_permission",
+};
 
 struct iface_status {
 	char name[IF_NAMESIZE];
 	bool present, attached;
+	enum run_state run;
+	struct elsewhere where;	/* RUN_ELSEWHERE */
 	struct sluice_meta meta;
 	long sources;
 	__u32 capacity;
 	unsigned int rules;
+	unsigned int monitor_rules;	/* --monitor: a dry run, dropping nothing */
 	struct rule def;
 	struct rule budget;	/* limit new-sources; rate 0 is off */
 	bool budget_spent;	/* no new source would get an entry now */
@@ -671,6 +893,47 @@ static bool under_pressure(const struct iface_status *st)
 	return st->budget_spent ||
 	       (st->capacity && st->sources > 0 &&
 		(__u64)st->sources * 100 >= (__u64)st->capacity * STATUS_FULL_PCT);
+}
+
+/* Whether this process may look at programs (by id) and other namespaces. */
+static bool privileged(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	return !syscall(SYS_capget, &hdr, data) &&
+	       (data[0].effective & CAP_TO_MASK(CAP_SYS_ADMIN));
+}
+
+/*
+ * The program was not found on the interface here (ifindex, 0 if it is
+ * not the one attached to): is it running, and where? Root looks into the
+ * other network namespaces; a reader without privileges sees only the
+ * XDP program ids on the link, and the id attach recorded.
+ */
+static enum run_state look_further(const char *iface, int ifindex, const struct pin_ids *ids,
+				   const struct sluice_meta *meta, struct elsewhere *where)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	int r;
+
+	if (privileged()) {
+		if (ifindex)
+			return RUN_NOT_HERE;
+		r = find_elsewhere(iface, ids, where);
+		return r > 0 ? RUN_ELSEWHERE : r < 0 ? RUN_UNKNOWN_OTHER_NS : RUN_NOWHERE;
+	}
+	if (!ifindex)
+		return RUN_UNKNOWN_OTHER_NS;
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return RUN_UNKNOWN_PERM;
+	if (meta->prog_id && (q.prog_id == meta->prog_id || q.drv_prog_id == meta->prog_id ||
+			      q.skb_prog_id == meta->prog_id))
+		return RUN_HERE;
+	if (!q.prog_id && !q.drv_prog_id && !q.skb_prog_id && !q.hw_prog_id)
+		return RUN_NOT_HERE;
+	/* libxdp's dispatcher, or another program: whose, only root can tell. */
+	return RUN_UNKNOWN_PERM;
 }
 
 static int gather_status(const char *iface, struct iface_status *st)
@@ -709,6 +972,9 @@ static int gather_status(const char *iface, struct iface_status *st)
 		st->meta.multiprog = !xdp_multiprog__is_legacy(mp);
 	}
 	xdp_multiprog__close(mp);
+	st->run = ours ? RUN_HERE : look_further(iface, st->present ? ifindex : 0, &ids,
+						 &st->meta, &st->where);
+	st->attached = st->run == RUN_HERE || st->run == RUN_ELSEWHERE;
 	if (!stat(m.dir, &sb)) {
 		const struct group *gr = getgrgid(sb.st_gid);	/* NOLINT(concurrency-mt-unsafe) */
 
@@ -721,6 +987,9 @@ static int gather_status(const char *iface, struct iface_status *st)
 	st->capacity = map_capacity(m.src_buckets);
 	st->rules = p->n;
 	st->def = p->def;
+	st->monitor_rules = p->def.monitor;
+	for (unsigned int i = 0; i < p->n; i++)
+		st->monitor_rules += p->rules[i].monitor;
 	st->budget = p->new_sources;
 	free(p);
 	if (budget_state(&m, &st->budget_spent) ||
@@ -740,6 +1009,14 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_str(j, "interface", st->name);
 	json_bool(j, "present", st->present);
 	json_bool(j, "attached", st->attached);
+	json_str(j, "state", run_state_names[st->run]);
+	if (st->run == RUN_ELSEWHERE) {
+		json_str(j, "netns", st->where.ns);
+		json_str(j, "netns_interface", st->where.ifname);
+	} else {
+		json_null(j, "netns");
+		json_null(j, "netns_interface");
+	}
 	json_str(j, "mode", mode_name(st->meta.xdp_mode));
 	json_str(j, "libxdp", st->meta.multiprog ? "dispatcher" : "single");
 	json_u64(j, "prog_id", st->meta.prog_id);
@@ -761,6 +1038,7 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "limited", st->new_limited);
 	json_obj_close(j);
 	json_u64(j, "rules", st->rules);
+	json_u64(j, "monitor_rules", st->monitor_rules);
 	json_obj_open(j, "default");
 	json_str(j, "action", action_name(st->def.action));
 	json_u64(j, "rate", st->def.rate);
@@ -771,13 +1049,37 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 
 static void print_status_text(const struct iface_status *st)
 {
-	char when[32];
+	char when[32], state[256];
 	time_t t = (time_t)st->meta.attached_at;
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-	printf("%s: %s, %s mode (%s), program id %u, since %s\n", st->name,
-	       !st->present ? "INTERFACE GONE (run 'sluice detach' to remove the pins)" :
-	       st->attached ? "attached" : "NOT ATTACHED (pins only; run 'sluice attach' again)",
+	switch (st->run) {
+	case RUN_HERE:
+		snprintf(state, sizeof(state), "attached");
+		break;
+	case RUN_ELSEWHERE:
+		snprintf(state, sizeof(state), "attached in network namespace %s (on %s there), "
+			 "not this one; see it with 'nsenter --net=%s sluice status'",
+			 st->where.ns, st->where.ifname, st->where.ns);
+		break;
+	case RUN_NOT_HERE:
+		snprintf(state, sizeof(state), "NOT ATTACHED (pins only; as root, 'sluice attach "
+			 "%s' puts it back with its policy)", st->name);
+		break;
+	case RUN_NOWHERE:
+		snprintf(state, sizeof(state), "INTERFACE GONE (the program runs in no network "
+			 "namespace; 'sluice detach --force %s' removes the pins)", st->name);
+		break;
+	case RUN_UNKNOWN_OTHER_NS:
+		snprintf(state, sizeof(state), "interface not in this network namespace: the "
+			 "program may run in another one (as root, status looks into them)");
+		break;
+	case RUN_UNKNOWN_PERM:
+		snprintf(state, sizeof(state), "an XDP program runs here; whether it is sluice's, "
+			 "only root can tell");
+		break;
+	}
+	printf("%s: %s, %s mode (%s), program id %u, since %s\n", st->name, state,
 	       mode_name(st->meta.xdp_mode),
 	       st->meta.multiprog ? "libxdp dispatcher" : "single program",
 	       st->meta.prog_id, when);
@@ -806,7 +1108,11 @@ static void print_status_text(const struct iface_status *st)
 		printf("  default: %s\n", st->def.action == SLUICE_ACT_ALLOW ?
 		       "not limited (set one with 'sluice limit default --rate PPS')" :
 		       action_name(st->def.action));
-	printf("  rules: %u (see 'sluice limit list')\n", st->rules);
+	if (st->monitor_rules)
+		printf("  rules: %u (see 'sluice limit list'); %u under --monitor: a dry run that "
+		       "drops nothing\n", st->rules, st->monitor_rules);
+	else
+		printf("  rules: %u (see 'sluice limit list')\n", st->rules);
 	printf("  pins: readable by group %s\n", st->group);
 }
 

@@ -166,13 +166,16 @@ static void list_one_json(struct json *j, const char *cidr, const struct rule *r
 	rule_json_fields(j, r, is_default);
 	json_u64(j, "passed", pc->pass_packets);
 	json_u64(j, "dropped", pc->drop_packets);
+	/* Under --monitor: of the passed, those enforcing would have dropped. */
+	json_u64(j, "would_drop", pc->monitor_packets);
+	json_u64(j, "would_drop_bytes", pc->monitor_bytes);
 	json_obj_close(j);
 }
 
 static void list_one_text(const char *cidr, const struct rule *r,
 			  const struct sluice_policy_counter *pc)
 {
-	char rate[40] = "-", burst[24] = "-", match[64], more[64] = "", ban[24];
+	char rate[40] = "-", burst[24] = "-", match[64], more[96] = "", ban[24];
 
 	rule_match_words(&r->match, match, sizeof(match));
 	if (r->action == SLUICE_ACT_LIMIT) {
@@ -208,7 +211,8 @@ static void list_one_text(const char *cidr, const struct rule *r,
 		if (r->monitor) {
 			size_t n = strlen(more);
 
-			snprintf(more + n, sizeof(more) - n, "%smonitor", n ? " " : "");
+			snprintf(more + n, sizeof(more) - n, "%smonitor (would drop %llu)",
+				 n ? " " : "", (unsigned long long)pc->monitor_packets);
 		}
 		if (r->cluster) {
 			size_t n = strlen(more);
@@ -385,6 +389,20 @@ static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 	return policy_end(&m, p, false);
 }
 
+/* The default rule in a few words: a file without one resets it to these. */
+static void default_words(const struct rule *def, char *buf, size_t len)
+{
+	char rate[32];
+
+	if (def->action != SLUICE_ACT_LIMIT) {
+		snprintf(buf, len, "%s", def->action == SLUICE_ACT_ALLOW ? "not limited" :
+			 action_name(def->action));
+		return;
+	}
+	rule_rate_words(def, rate, sizeof(rate));
+	snprintf(buf, len, "limit --rate %s --burst %llu", rate, (unsigned long long)def->burst);
+}
+
 /* policy apply FILE, policy check FILE (id 1: check only). */
 static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 {
@@ -411,8 +429,13 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	}
 	free(cur);
 	err = policy_commit(&m, next);
-	if (!err)
-		printf("%s: applied %u rules to %s\n", path, next->n, m.iface);
+	if (!err) {
+		char def[64];
+
+		default_words(&next->def, def, sizeof(def));
+		printf("%s: applied to %s: the default (%s) and %u rule%s\n", path, m.iface, def,
+		       next->n, next->n == 1 ? "" : "s");
+	}
 	free(next);
 	maps_close(&m);
 	return err;

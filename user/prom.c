@@ -57,7 +57,9 @@ static void dport_value(const struct prom_rule *r, char *buf, size_t len)
 
 /* interface, policy, proto, dport, syn: the labels every per-rule series
  * starts with, so two rules on one CIDR are two series. */
-static void put_rule_identity(FILE *f, const struct prom_iface *i, const struct prom_rule *r)
+/* The rule's identity labels; more: other labels follow. */
+static void put_rule_identity(FILE *f, const struct prom_iface *i, const struct prom_rule *r,
+			      bool more)
 {
 	char v[PROM_VAL_LEN];
 
@@ -69,7 +71,7 @@ static void put_rule_identity(FILE *f, const struct prom_iface *i, const struct 
 	prom_label(f, "dport", v, false);
 	prom_label(f, "syn", r->match_flags & SLUICE_MATCH_SYN ? "true" : "", false);
 	/* A request rule's CIDR may have a packet rule too. */
-	prom_label(f, "requests", r->unit == SLUICE_UNIT_REQUESTS ? "true" : "", false);
+	prom_label(f, "requests", r->unit == SLUICE_UNIT_REQUESTS ? "true" : "", !more);
 }
 
 /* --- what a limit rule does; "" for allow and deny --- */
@@ -118,7 +120,7 @@ static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom
 	char v[PROM_VAL_LEN];
 
 	fputs("sluice_rule_info{", f);
-	put_rule_identity(f, i, r);
+	put_rule_identity(f, i, r, true);
 	prom_label(f, "kind", r->kind, false);
 	prom_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" :
 		  r->unit == SLUICE_UNIT_REQUESTS ? "requests" : "packets", false);
@@ -187,10 +189,34 @@ static void put_policy_family(FILE *f, const struct prom_scrape *s, bool bytes)
 						  (drop ? c->drop_packets : c->pass_packets);
 
 				fprintf(f, "%s{", name);
-				put_rule_identity(f, &s->ifaces[i], r);
+				put_rule_identity(f, &s->ifaces[i], r, true);
 				prom_label(f, "action", drop ? "drop" : "pass", true);
 				fprintf(f, "} %llu\n", (unsigned long long)v);
 			}
+}
+
+/* The dry run per rule: of a --monitor rule's passed, those enforcing
+ * would have dropped. A subset of its action="pass" series, so a family of
+ * its own (summing sluice_policy_packets_total stays right). */
+static void put_monitor_family(FILE *f, const struct prom_scrape *s, bool bytes)
+{
+	const char *name = bytes ? "sluice_policy_monitored_bytes_total" :
+				   "sluice_policy_monitored_packets_total";
+
+	prom_family(f, name, "counter", bytes ?
+		   "Bytes each --monitor rule passed that enforcing it would have dropped." :
+		   "Packets each --monitor rule passed that enforcing it would have dropped.");
+	for (size_t i = 0; i < s->nifaces; i++)
+		for (unsigned int k = 0; k < s->ifaces[i].nrules; k++) {
+			const struct prom_rule *r = &s->ifaces[i].rules[k];
+
+			if (!r->monitor)
+				continue;
+			fprintf(f, "%s{", name);
+			put_rule_identity(f, &s->ifaces[i], r, false);
+			fprintf(f, "} %llu\n", (unsigned long long)(bytes ? r->c.monitor_bytes :
+									     r->c.monitor_packets));
+		}
 }
 
 int prom_write(FILE *f, const struct prom_scrape *s)
@@ -277,6 +303,8 @@ int prom_write(FILE *f, const struct prom_scrape *s)
 			put_rule_info(f, &s->ifaces[i], &s->ifaces[i].rules[k]);
 	put_policy_family(f, s, false);
 	put_policy_family(f, s, true);
+	put_monitor_family(f, s, false);
+	put_monitor_family(f, s, true);
 
 	prom_family(f, "sluice_scrape_skipped_interfaces", "gauge",
 		   "Pin directories that could not be read during this scrape.");

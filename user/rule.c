@@ -637,6 +637,23 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 	return r->cluster ? check_cluster(r, why, len) : 0;
 }
 
+/* Every "from" in the message why becomes "to" (as room allows). */
+static void replace_words(char *why, size_t len, const char *from, const char *to)
+{
+	char out[512], *hit;
+	const char *s = why;
+	size_t n = 0, fl = strlen(from);
+
+	while ((hit = strstr(s, from)) && n < sizeof(out)) {
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%.*s%s", (int)(hit - s), s, to);
+		s = hit + fl;
+	}
+	if (n >= sizeof(out) || s == why)
+		return;
+	snprintf(out + n, sizeof(out) - n, "%s", s);
+	snprintf(why, len, "%s", out);
+}
+
 int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rule *r,
 		   char *why, size_t len)
 {
@@ -674,7 +691,12 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 				 "minute or hour (or 'off')");
 			return -1;
 		}
-		return parse_limit(a, r, true, why, len);
+		if (parse_limit(a, r, true, why, len)) {
+			/* The budget counts new sources, not packets. */
+			replace_words(why, len, "packets", "new sources");
+			return -1;
+		}
+		return 0;
 	case RULE_SET:
 	case RULE_DEFAULT:
 		return parse_limit(a, r, c->id == RULE_DEFAULT, why, len);

@@ -322,8 +322,28 @@ static const struct cli_opt top_opts[] = {
 	CLI_OPT_END,
 };
 
+/* A source's packets as they went: under a --monitor rule the bucket's
+ * dropped are would-drops, which passed. */
+struct src_counts {
+	__u64 passed, dropped, would_drop;
+};
+
+static void split_counts(const struct rule *r, const struct sluice_bucket *b,
+			 struct src_counts *c)
+{
+	c->passed = b->passed;
+	c->dropped = b->dropped;
+	c->would_drop = 0;
+	if (r->monitor) {
+		c->passed += b->dropped;
+		c->would_drop = b->dropped;
+		c->dropped = 0;
+	}
+}
+
 static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
+	struct src_counts c;
 	char addr[SLUICE_CIDR_STR_MAX], label[RULE_TEXT_MAX];
 	struct bucket_row *rows = NULL;
 	struct sluice_config cfg;
@@ -355,7 +375,8 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
 	} else {
-		printf("%-43s %-24s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED");
+		printf("%-43s %-24s %14s %14s %14s\n", "SOURCE", "POLICY", "PASSED", "DROPPED",
+		       "WOULD DROP");
 	}
 	for (size_t i = 0; i < n; i++) {
 		format_source(&rows[i].key, addr, sizeof(addr));
@@ -364,18 +385,24 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		view_source(&m, bucket_rule(&m, p, cfg.gen_slot, &rows[i].key), &cfg, &rows[i].b,
 			    now, &v);
 		policy_rule_label(p, v.rule, label, sizeof(label));
+		split_counts(v.rule, &rows[i].b, &c);
 		if (opts.json) {
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", addr);
 			json_str(&j, "policy", label);
 			json_str(&j, "action", action_name(v.rule->action));
-			json_u64(&j, "passed", rows[i].b.passed);
-			json_u64(&j, "dropped", rows[i].b.dropped);
+			json_u64(&j, "passed", c.passed);
+			json_u64(&j, "dropped", c.dropped);
+			json_u64(&j, "would_drop", c.would_drop);
+			json_bool(&j, "monitor", v.rule->monitor);
 			json_obj_close(&j);
 		} else {
-			printf("%-43s %-24s %14llu %14llu\n", addr, label,
-			       (unsigned long long)rows[i].b.passed,
-			       (unsigned long long)rows[i].b.dropped);
+			char would[24] = "-";
+
+			if (v.rule->monitor)
+				snprintf(would, sizeof(would), "%llu", (unsigned long long)c.would_drop);
+			printf("%-43s %-24s %14llu %14llu %14s\n", addr, label,
+			       (unsigned long long)c.passed, (unsigned long long)c.dropped, would);
 		}
 	}
 	if (opts.json) {
@@ -457,6 +484,7 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 	const struct rule *r = v->rule;
 	__u64 tokens = s->available, wait = s->wait, ban_left = s->ban_left;
 	char cl[RULE_TEXT_MAX];
+	struct src_counts c;
 	struct json j;
 
 	json_begin(&j, stdout);
@@ -477,8 +505,10 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 		json_null(&j, "retry_after_seconds");
 		json_null(&j, "retry_after_ns");
 	}
-	json_u64(&j, "passed", v->b.passed);
-	json_u64(&j, "dropped", v->b.dropped);
+	split_counts(r, &v->b, &c);
+	json_u64(&j, "passed", c.passed);
+	json_u64(&j, "dropped", c.dropped);
+	json_u64(&j, "would_drop", c.would_drop);
 	rule_json_fields(&j, r, r == &p->def);
 	if (r->action == SLUICE_ACT_LIMIT && r->algo != SLUICE_ALGO_TOKEN_BUCKET) {
 		json_obj_open(&j, "window");
@@ -515,6 +545,7 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 
 static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
+	struct src_counts c;
 	struct sluice_src_key addr, key;
 	struct sluice_lpm_val cands;
 	struct sluice_config cfg;
@@ -592,8 +623,13 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 			policy_rule_label(p, c, label, sizeof(label));
 			printf("  packets fitting %s go to that rule first\n", label);
 		}
-		printf("  passed %llu, dropped %llu\n", (unsigned long long)v.b.passed,
-		       (unsigned long long)v.b.dropped);
+		split_counts(r, &v.b, &c);
+		if (r->monitor)
+			printf("  passed %llu, would drop %llu (monitor)\n",
+			       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
+		else
+			printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
+			       (unsigned long long)c.dropped);
 	}
 	free(p);
 	maps_close(&m);

@@ -354,7 +354,8 @@ struct sluice_bucket {
 	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| _DIRECT] [| _PENDING] */
 	__u32 passed;		/* packets, atomically added, up to
 				 * SLUICE_SRC_COUNT_MAX */
-	__u32 dropped;
+	__u32 dropped;		/* or, under a --monitor rule, would have been:
+				 * the bound rule's flag tells which */
 };
 /* Where a bucket's passed and dropped stop counting (about 4.3e9): below
  * 2^32 by more than any number of CPUs that add at once, so they never
@@ -473,6 +474,9 @@ struct sluice_policy_counter {
 	__u64 drop_packets;
 	__u64 pass_bytes;
 	__u64 drop_bytes;
+	/* Of the passed: those a --monitor rule would have dropped. */
+	__u64 monitor_packets;
+	__u64 monitor_bytes;
 };
 
 /* Written by `sluice attach` so status and the exporter can report it. */

@@ -393,7 +393,8 @@ judged:
 		if (r->monitor && sluice_reason_is_drop(reason))
 			reason = SLUICE_R_MONITORED;
 		if (v->bucketed) {
-			if (sluice_reason_is_drop(reason))
+			/* A --monitor rule's would-drop is the source's dropped. */
+			if (sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED)
 				b->dropped++;
 			else
 				b->passed++;

@@ -198,7 +198,19 @@ while IFS= read -r line || [[ -n $line ]]; do
 	[[ $pos == - ]] && pos=
 
 	pins_before=$(pin_dirs)
+	# @nobody[:GROUP]: the case runs as uid nobody, without capabilities,
+	# in GROUP (none if not given).
+	SL_AS=()
+	if [[ ${args[0]} == @nobody* ]]; then
+		grp=${args[0]#@nobody}
+		grp=${grp#:}
+		SL_AS=(setpriv --reuid nobody --regid "$(id -gn nobody)" --inh-caps=-all
+			--bounding-set=-all)
+		if [[ -n $grp ]]; then SL_AS+=(--groups "$grp"); else SL_AS+=(--clear-groups); fi
+		args=("${args[@]:1}")
+	fi
 	sl "${args[@]}"
+	SL_AS=()
 	cp "$OUT" "$CLI_TMP/case.out"
 	cp "$ERR" "$CLI_TMP/case.err"
 	OUT=$CLI_TMP/case.out

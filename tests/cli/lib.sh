@@ -165,8 +165,10 @@ cli_setup() {
 
 # Runs sluice for the rx namespace; RC is its exit status, OUT and ERR the
 # files holding stdout and stderr. A sanitizer report anywhere is counted.
+# SL_AS, when set, is the command sluice runs under (e.g. setpriv).
+SL_AS=()
 sl() {
-	nsenter --net="/run/netns/$NS_RX" "$SLUICE" "$@" >"$OUT" 2>"$ERR" </dev/null
+	nsenter --net="/run/netns/$NS_RX" "${SL_AS[@]}" "$SLUICE" "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?
 	if grep -qE 'Sanitizer|runtime error:|SUMMARY: ' "$ERR" || ((RC == 86 || RC == 87)); then
 		SANITIZER_REPORTS=$((SANITIZER_REPORTS + 1))

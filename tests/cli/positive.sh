@@ -16,6 +16,7 @@
 #               limit list -j and query -j carry the new keys
 #   identity    a rule is its CIDR and match: set replaces, del names it
 #   ban-empty   ban list and ban del on a source table without bans
+#   apply-message policy apply names the default it set, and the rules
 # usage: tests/cli/positive.sh NAME
 # The t_* functions are called by name; jq programs are in single quotes.
 # shellcheck disable=SC2317,SC2016
@@ -415,7 +416,7 @@ t_roundtrip_v2() {
 	printf '%s\n' "$V2_POLICY" >"$CLI_TMP/v2.pol"
 	printf 'limit default --rate 1\ndeny 198.18.0.0/16\n' >"$CLI_TMP/other.pol"
 	sl -i "$IF" policy apply "$CLI_TMP/v2.pol"
-	expect "policy apply of a policy using every option" 0 'applied 16 rules' -
+	expect "policy apply of a policy using every option" 0 'and 16 rules$' -
 	sl_ok -i "$IF" limit list -j
 	cp "$OUT" "$CLI_TMP/list1.json"
 	sl_ok -i "$IF" policy show
@@ -456,7 +457,7 @@ t_roundtrip_v2() {
 	check "another policy applied: policy show differs" \
 		bash -c "! cmp -s '$CLI_TMP/show1' '$OUT'"
 	sl -i "$IF" policy apply "$CLI_TMP/show1"
-	expect "policy apply of policy show's output" 0 'applied 16 rules' -
+	expect "policy apply of policy show's output" 0 'and 16 rules$' -
 	sl_ok -i "$IF" policy show
 	if cmp -s "$CLI_TMP/show1" "$OUT"; then
 		pass_check "policy show after the round trip is identical"
@@ -609,11 +610,26 @@ t_ban_empty() {
 	done
 }
 
+# policy apply says what it set: the default (which a file without one
+# resets) as well as the rules.
+t_apply_message() {
+	cli_attach "$IF" --max-sources 4096
+	printf 'limit default --rate 5 --burst 7\n' >"$CLI_TMP/def.pol"
+	sl -i "$IF" policy apply "$CLI_TMP/def.pol"
+	expect "apply of a default alone" 0 \
+		"^$CLI_TMP/def\.pol: applied to $IF: the default \(limit --rate 5 --burst 7\) and 0 rules\$" -
+	printf 'limit default --rate 5\ndeny 198.18.0.0/16\n' >"$CLI_TMP/one.pol"
+	sl -i "$IF" policy apply "$CLI_TMP/one.pol"
+	expect "apply of a default and one rule" 0 "the default \(limit --rate 5 --burst 5\) and 1 rule\$" -
+	sl -i "$IF" policy apply /dev/null
+	expect "apply of an empty file" 0 "the default \(not limited\) and 0 rules\$" -
+}
+
 case $name in
-help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty) ;;
+help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty | apply-message) ;;
 json | roundtrip | precedence | v6-not-v4 | v4-mapped | limit-del | attach-opts | write-error) ;;
 *)
-	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty" >&2
+	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty|apply-message" >&2
 	exit 2
 	;;
 esac

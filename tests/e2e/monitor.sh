@@ -2,10 +2,12 @@
 # e2e/monitor: a --monitor rule drops nothing (nftables behind sluice sees
 # every packet) and counts as `monitored` exactly what the same rule
 # without --monitor then drops (`rate_limited`) for the same traffic from a
-# fresh source.
+# fresh source. The dry run is seen per rule and per source: limit list,
+# query and top (ranked by them) show the would-drops, status a live
+# --monitor rule, the exporter sluice_policy_monitored_packets_total.
 set -euo pipefail
-# shellcheck source=tests/lib/netns.sh
-. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/exporter/lib.sh
+. "$(dirname "$0")/../exporter/lib.sh"
 # shellcheck source=tests/lib/nft.sh
 . "$(dirname "$0")/../lib/nft.sh"
 
@@ -17,7 +19,7 @@ BURST=50
 COUNT=1000
 DPORT=5001
 
-netns_init mon
+exporter_init mon
 netns_setup
 sluice_attach
 nft_rx_init
@@ -47,6 +49,31 @@ assert_eq "$(stats_delta "$S0" "$S1" packets pass within_limit)" "$BURST" \
 	"stats within_limit delta under --monitor"
 assert_eq "$(rule_field "$NET" passed)" "$COUNT" "rule's passed under --monitor (all)"
 assert_eq "$(rule_field "$NET" dropped)" 0 "rule's dropped under --monitor"
+# The dry run shows whom enforcing would hit: per rule, per source (query,
+# top, ranked by would-drops), in text and -j, and status says it is live.
+would=$((COUNT - BURST))
+assert_eq "$(rule_field "$NET" would_drop)" "$would" "rule's would_drop under --monitor"
+assert_eq "$(sluice_jq '[.passed, .dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.10)" \
+	"$COUNT 0 $would true" "query -j passed, dropped, would_drop, monitor"
+out=$(sluice_rx query 198.18.9.10) || fail "query failed"
+[[ $out == *"would drop $would (monitor)"* ]] || fail "query says: $out"
+ok "query says would drop $would (monitor)"
+assert_eq "$(sluice_jq '.[0] | [.source, .passed, .dropped, .would_drop, .monitor] | join(" ")' top -n 1)" \
+	"198.18.9.10 $COUNT 0 $would true" "top -j first row under --monitor"
+out=$(sluice_rx limit list) || fail "limit list failed"
+[[ $out == *"monitor (would drop $would)"* ]] || fail "limit list says: $out"
+ok "limit list says monitor (would drop $would)"
+assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 1 "status -j monitor_rules"
+out=$(sluice_rx status) || fail "status failed"
+[[ $out == *"1 under --monitor"* ]] || fail "status says: $out"
+ok "status says a --monitor rule is live"
+exporter_start -i "$IF_RX"
+m=$(netns_tmp metrics.txt)
+scrape /metrics >"$m" || fail "scrape failed"
+exporter_stop
+id="interface=\"$IF_RX\",policy=\"$NET\",proto=\"\",dport=\"\",syn=\"\",requests=\"\""
+assert_eq "$(series "$m" "sluice_policy_monitored_packets_total{$id}")" "$would" \
+	"exporter's sluice_policy_monitored_packets_total"
 
 # The same rule enforcing (limit set with the same identity replaces it),
 # the same traffic from a source with a fresh bucket.
@@ -57,3 +84,6 @@ limited=$(stats_delta "$S0" "$S1" packets drop rate_limited)
 assert_eq "$(nft_rx_packets c198_18_9_20)" "$BURST" "packets that arrived when enforced (the burst)"
 assert_eq "$(stats_delta "$S0" "$S1" packets pass monitored)" 0 "stats monitored delta when enforced"
 assert_eq "$limited" "$monitored" "dropped when enforced equals monitored in the dry run"
+assert_eq "$(sluice_jq '[.dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.20)" \
+	"$would 0 false" "query -j dropped, would_drop, monitor when enforced"
+assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 0 "status -j monitor_rules when enforced"

@@ -342,6 +342,8 @@ static void case_rules_with_matches(void)
 	rules[9].ban_ns = 60000 * MS;
 	for (unsigned int i = 0; i < ARRAY_LEN(rules); i++)
 		counts(&rules[i], 100 * i, 10 * i);
+	rules[3].c.monitor_packets = 250;	/* of its 300 passed, --monitor */
+	rules[3].c.monitor_bytes = 60 * 250;
 	iface_init(&ifc, "veth0", 42);
 	fill_reasons(&ifc, 1);
 	ifc.sources = 3;
