@@ -174,6 +174,13 @@ int list_attached(char out[][IF_NAMESIZE], int max);
 int maps_open(const char *iface, struct sluice_maps *m);
 /* The same with read-only descriptors, for commands that only look. */
 int maps_open_ro(const char *iface, struct sluice_maps *m);
+/* Bits naming maps of SLUICE_MAPS, e.g. MAP_BIT(bans) | MAP_BIT(config). */
+#define SLUICE_MAP_INDEX(name) SLUICE_MAPI_##name,
+enum { SLUICE_MAPS(SLUICE_MAP_INDEX) SLUICE_MAPI_COUNT };
+#define MAP_BIT(name) (1U << SLUICE_MAPI_##name)
+/* The same with only the maps in writable open read-write, the rest
+ * read-only: a daemon that writes a few maps holds no other write access. */
+int maps_open_writing(const char *iface, struct sluice_maps *m, unsigned int writable);
 /* maps_open_ro that prints nothing and returns -1 on failure. */
 int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
