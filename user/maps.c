@@ -276,6 +276,11 @@ int map_delete(int fd, const void *key)
 	return test_fault() ? -ENOMEM : bpf_map_delete_elem(fd, key);
 }
 
+int map_take(int fd, const void *key, void *value)
+{
+	return test_fault() ? -ENOMEM : bpf_map_lookup_and_delete_elem(fd, key, value);
+}
+
 void *map_mmap(int fd, size_t len)
 {
 	return test_fault() ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
