@@ -26,11 +26,15 @@
  * HTTP_STALL_NS since its accept (or its last answer) with everything it
  * sent already read. A burst of requests the server has not read yet
  * (its threads busy answering others) is not stalled, and is never closed
- * to make room for itself; the connection limits below still bound it. */
+ * to make room for itself; the connection limits below still bound it.
+ * Nor does the deadline close a request waiting unread: the time it waits
+ * is the server's. An answer has HTTP_DEADLINE_S from its request's
+ * headers. */
 #define HTTP_DEADLINE_S		5
 #define HTTP_WAITING_PER_ADDR	8
 #define HTTP_WAITING_LIMIT	128
 #define HTTP_STALL_NS		(SLUICE_NS_PER_SEC / 2)
+#define HTTP_RECHECK_NS		(SLUICE_NS_PER_SEC / 10)
 #define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
 #define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
 
@@ -79,14 +83,20 @@ static bool same_peer(const struct httpd_conn *a, const struct httpd_conn *b)
 	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
 }
 
+/* Bytes the client sent that the server has not read yet: a request
+ * queued behind busy threads, the server's delay and not the client's. */
+static bool conn_unread(const struct httpd_conn *c)
+{
+	int unread = 0;
+
+	return !ioctl(c->fd, FIONREAD, &unread) && unread > 0;
+}
+
 /* Waiting long enough, with nothing unread in its socket: the client is
  * the one that is late. */
 static bool conn_stalled(const struct httpd_conn *c, __u64 now)
 {
-	int unread = 0;
-
-	return conn_waiting(c) && now - c->since_ns >= HTTP_STALL_NS &&
-	       !ioctl(c->fd, FIONREAD, &unread) && unread == 0;
+	return conn_waiting(c) && now - c->since_ns >= HTTP_STALL_NS && !conn_unread(c);
 }
 
 /* Whether c is past its address's limit: that many waiting connections
@@ -177,8 +187,9 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	*socket_context = c;
 }
 
-/* busy: a request's headers are in; not busy: it was answered, and the
- * deadline starts again for the next one on this connection. */
+/* busy: a request's headers are in, and the deadline starts again for its
+ * answer; not busy: it was answered, and the deadline starts again for the
+ * next request on this connection. */
 static void conn_set_busy(struct httpd *h, struct MHD_Connection *mc, bool busy)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -189,7 +200,7 @@ static void conn_set_busy(struct httpd *h, struct MHD_Connection *mc, bool busy)
 	if (!c)
 		return;
 	pthread_mutex_lock(&cs->lock);
-	if (c->busy && !busy) {
+	if (c->busy != busy) {
 		c->since_ns = mono_now_ns();
 		conn_unlink(cs, c);
 		conn_append(cs, c);
@@ -206,10 +217,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 	conn_set_busy(cls, mc, false);
 }
 
-/* Shuts down every connection past its deadline and applies the waiting
- * limits, then sleeps until the next deadline, the next waiting connection
- * old enough to count as stalled (the list is oldest first), or a new
- * connection. */
+/* Shuts down every connection past its deadline (but one whose request
+ * waits unread: the server is late, not the client; it is looked at again
+ * in HTTP_RECHECK_NS) and applies the waiting limits, then sleeps until the
+ * next deadline, the next waiting connection old enough to count as
+ * stalled (the list is oldest first), or a new connection. */
 static void *reaper(void *arg)
 {
 	struct httpd_conns *cs = arg;
@@ -224,10 +236,14 @@ static void *reaper(void *arg)
 			if (c->closing)
 				continue;
 			if (now - c->since_ns < deadline) {
-				next = c->since_ns + deadline;
+				if (!next || c->since_ns + deadline < next)
+					next = c->since_ns + deadline;
 				break;
 			}
-			conn_shut(c);
+			if (conn_unread(c))
+				next = now + HTTP_RECHECK_NS;
+			else
+				conn_shut(c);
 		}
 		enforce_waiting_limits(cs, now);
 		for (struct httpd_conn *c = cs->head; c; c = c->next)
