@@ -65,12 +65,14 @@ $(BUILD)/tests/sluice_random.bpf.o: tests/bpf/sluice_random.bpf.c bpf/sluice.bpf
 $(BUILD)/tests/sluice_random.skel.h: $(BUILD)/tests/sluice_random.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_random_bpf > $@
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources \
-		$(BUILD)/tests/test_algos: $(BUILD)/tests/%: tests/bpf/%.c \
+		$(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos
+# test_ban_sweep defines the sweep's ban_sweep_window (a weak symbol in user/ban.c).
+TEST_BINS	+= $(BUILD)/tests/test_ban_sweep
 # The cluster leases (issue 13): test_cluster drives --cluster rules, their
 # shares, hot notices and leases (user/lease.c's writer) through the real
 # program, and under two CPUs at once through a variant built from

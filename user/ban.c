@@ -103,13 +103,31 @@ struct sweep {
 	int live;
 };
 
+/* An entry read as expired may have been written again since (a check
+ * server thread banning the same source anew), and a delete by key would
+ * remove that fresh ban. So the entry is taken out with the value it holds
+ * at that moment, one atomic step (lookup-and-delete, under the same bucket
+ * lock as a writer's update), and a value that is not expired is put back:
+ * unless a writer has written the key again meanwhile (BPF_NOEXIST fails),
+ * and then the writer's entry, newer still, stands. A ban is missing from
+ * the table only between the two calls, never lost. */
 static int sweep_one(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx)
 {
 	struct sweep *sw = ctx;
+	struct sluice_ban got;
 
-	if (v->until_ns > sw->now)
+	if (v->until_ns > sw->now) {
 		sw->live++;
-	else if (map_delete(sw->fd, key) && errno != ENOENT)
+		return 0;
+	}
+	if (ban_sweep_window)
+		ban_sweep_window(key);
+	if (map_take(sw->fd, key, &got))
+		return errno == ENOENT ? 0 : -errno;
+	if (got.until_ns <= sw->now)
+		return 0;
+	sw->live++;
+	if (map_update(sw->fd, key, &got, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
 	return 0;
 }

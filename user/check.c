@@ -1087,9 +1087,11 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 		return err;
 	}
 
-	/* As root: the maps (writable: the ban table), the ban writer, the
-	 * socket; then down to USER for good. The descriptors keep working. */
-	err = maps_open(iface, &s->m);
+	/* As root: the maps, the ban writer, the socket; then down to USER for
+	 * good. The descriptors keep working, so only the two it writes (the
+	 * ban table and the config word that tells the datapath to look at
+	 * it) are opened writable; the policy and counters are only read. */
+	err = maps_open_writing(iface, &s->m, MAP_BIT(bans) | MAP_BIT(config));
 	if (err) {
 		free(s);
 		return err;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -27,12 +28,21 @@
  * accept or from the end of its previous request, however it trickles.
  * Connections that wait for a request (not being answered) are limited to
  * HTTP_WAITING_PER_ADDR per client address and HTTP_WAITING_LIMIT in all:
- * past either, the oldest waiting one is closed, never the newcomer, so a
+ * past either, the oldest stalled one is closed, never the newcomer, so a
  * scrape or a check gets in even from an address the stalled clients
- * share. */
+ * share. Stalled means the client is late, not the server: waiting for
+ * HTTP_STALL_NS since its accept (or its last answer) with everything it
+ * sent already read. A burst of requests the server has not read yet
+ * (its threads busy answering others) is not stalled, and is never closed
+ * to make room for itself; the connection limits below still bound it.
+ * Nor does the deadline close a request waiting unread: the time it waits
+ * is the server's. An answer has HTTP_DEADLINE_S from its request's
+ * headers. */
 #define HTTP_DEADLINE_S		5
 #define HTTP_WAITING_PER_ADDR	8
 #define HTTP_WAITING_LIMIT	128
+#define HTTP_STALL_NS		(SLUICE_NS_PER_SEC / 2)
+#define HTTP_RECHECK_NS		(SLUICE_NS_PER_SEC / 10)
 #define HTTP_CONN_LIMIT		256	/* libmicrohttpd's hard limits, */
 #define HTTP_CONN_PER_ADDR	64	/* only reached by a connect flood */
 
@@ -81,36 +91,55 @@ static bool same_peer(const struct httpd_conn *a, const struct httpd_conn *b)
 	return !memcmp(&a->peer, &b->peer, sizeof(a->peer));
 }
 
-/* After nc joined: the oldest waiting connection goes when its address
- * (unless a gateway's), or everyone, is over the limit. nc is the newest,
- * so it stays. */
-static void enforce_waiting_limits(struct httpd_conns *cs, const struct httpd_conn *nc,
-				   bool gateway)
+/* Bytes the client sent that the server has not read yet: a request
+ * queued behind busy threads, the server's delay and not the client's. */
+static bool conn_unread(const struct httpd_conn *c)
 {
-	struct httpd_conn *oldest_peer = NULL, *oldest = NULL;
-	unsigned int per_peer = 0, all = 0;
+	int unread = 0;
 
-	for (struct httpd_conn *c = cs->head; c; c = c->next) {
-		if (!conn_waiting(c))
-			continue;
-		if (!oldest)
-			oldest = c;
-		all++;
-		if (same_peer(c, nc)) {
-			if (!oldest_peer)
-				oldest_peer = c;
-			per_peer++;
+	return !ioctl(c->fd, FIONREAD, &unread) && unread > 0;
+}
+
+/* Waiting long enough, with nothing unread in its socket: the client is
+ * the one that is late. */
+static bool conn_stalled(const struct httpd_conn *c, __u64 now)
+{
+	return conn_waiting(c) && now - c->since_ns >= HTTP_STALL_NS && !conn_unread(c);
+}
+
+/* Whether c is past its address's limit: that many waiting connections
+ * from its address are newer (the list is oldest first). */
+static bool conn_over_peer_limit(const struct httpd_conn *c)
+{
+	unsigned int newer = 0;
+
+	if (c->gateway)
+		return false;
+	for (const struct httpd_conn *o = c->next; o; o = o->next)
+		if (conn_waiting(o) && same_peer(o, c) && ++newer >= HTTP_WAITING_PER_ADDR)
+			return true;
+	return false;
+}
+
+/* After a connection joined, and at each wake of the reaper: the oldest
+ * stalled connections past their address's limit are closed, then the
+ * oldest stalled ones while more than HTTP_WAITING_LIMIT wait in all (not
+ * counting those past their address's limit: they go by that one once
+ * stalled). Connections that are not stalled are counted but kept. */
+static void enforce_waiting_limits(struct httpd_conns *cs, __u64 now)
+{
+	unsigned int all = 0;
+
+	for (struct httpd_conn *c = cs->head; c; c = c->next)
+		if (conn_stalled(c, now) && conn_over_peer_limit(c))
+			conn_shut(c);
+	for (struct httpd_conn *c = cs->head; c; c = c->next)
+		all += conn_waiting(c) && !conn_over_peer_limit(c);
+	for (struct httpd_conn *c = cs->head; c && all > HTTP_WAITING_LIMIT; c = c->next)
+		if (conn_stalled(c, now) && !conn_over_peer_limit(c)) {
+			conn_shut(c);
+			all--;
 		}
-	}
-	if (!gateway && per_peer > HTTP_WAITING_PER_ADDR && oldest_peer != nc) {
-		conn_shut(oldest_peer);
-		all--;
-		if (oldest == oldest_peer)
-			for (oldest = cs->head; oldest && !conn_waiting(oldest); oldest = oldest->next)
-				;
-	}
-	if (all > HTTP_WAITING_LIMIT && oldest && oldest != nc)
-		conn_shut(oldest);
 }
 
 void httpd_peer(struct MHD_Connection *mc, struct in6_addr *out)
@@ -135,7 +164,6 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	struct httpd_conns *cs = &h->conns;
 	struct httpd_conn *c = *socket_context;
 	const union MHD_ConnectionInfo *ci;
-	bool gateway;
 
 	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!c)
@@ -157,18 +185,20 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	}
 	c->fd = ci->connect_fd;
 	httpd_peer(mc, &c->peer);
-	gateway = h->local || (h->gateway && h->gateway(h->cls, &c->peer));
+	/* On a Unix socket every peer is a gateway: its permissions decide who connects. */
+	c->gateway = h->local || (h->gateway && h->gateway(h->cls, &c->peer));
 	pthread_mutex_lock(&cs->lock);
 	c->since_ns = mono_now_ns();	/* under the lock: the list stays in order */
 	conn_append(cs, c);
-	enforce_waiting_limits(cs, c, gateway);
+	enforce_waiting_limits(cs, c->since_ns);
 	pthread_cond_signal(&cs->wake);
 	pthread_mutex_unlock(&cs->lock);
 	*socket_context = c;
 }
 
-/* busy: a request's headers are in; not busy: it was answered, and the
- * deadline starts again for the next one on this connection. */
+/* busy: a request's headers are in, and the deadline starts again for its
+ * answer; not busy: it was answered, and the deadline starts again for the
+ * next request on this connection. */
 static void conn_set_busy(struct httpd *h, struct MHD_Connection *mc, bool busy)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -179,7 +209,7 @@ static void conn_set_busy(struct httpd *h, struct MHD_Connection *mc, bool busy)
 	if (!c)
 		return;
 	pthread_mutex_lock(&cs->lock);
-	if (c->busy && !busy) {
+	if (c->busy != busy) {
 		c->since_ns = mono_now_ns();
 		conn_unlink(cs, c);
 		conn_append(cs, c);
@@ -196,8 +226,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 	conn_set_busy(cls, mc, false);
 }
 
-/* Shuts down every connection past its deadline, then sleeps until the
- * next deadline (the list is oldest first) or a new connection. */
+/* Shuts down every connection past its deadline (but one whose request
+ * waits unread: the server is late, not the client; it is looked at again
+ * in HTTP_RECHECK_NS) and applies the waiting limits, then sleeps until the
+ * next deadline, the next waiting connection old enough to count as
+ * stalled (the list is oldest first), or a new connection. */
 static void *reaper(void *arg)
 {
 	struct httpd_conns *cs = arg;
@@ -212,11 +245,22 @@ static void *reaper(void *arg)
 			if (c->closing)
 				continue;
 			if (now - c->since_ns < deadline) {
-				next = c->since_ns + deadline;
+				if (!next || c->since_ns + deadline < next)
+					next = c->since_ns + deadline;
 				break;
 			}
-			conn_shut(c);
+			if (conn_unread(c))
+				next = now + HTTP_RECHECK_NS;
+			else
+				conn_shut(c);
 		}
+		enforce_waiting_limits(cs, now);
+		for (struct httpd_conn *c = cs->head; c; c = c->next)
+			if (conn_waiting(c) && now - c->since_ns < HTTP_STALL_NS) {
+				if (!next || c->since_ns + HTTP_STALL_NS < next)
+					next = c->since_ns + HTTP_STALL_NS;
+				break;
+			}
 		if (!next) {
 			pthread_cond_wait(&cs->wake, &cs->lock);
 			continue;

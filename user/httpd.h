@@ -40,6 +40,7 @@ struct httpd_conn {
 	__u64 since_ns;			/* accepted, or its last request completed */
 	bool busy;			/* a request is being answered */
 	bool closing;			/* shut down by us; libmicrohttpd closes it */
+	bool gateway;			/* its peer is not held to the per-address limit */
 };
 
 /* Every connection, for the deadline and the waiting limits. Connection

@@ -88,6 +88,8 @@ static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags
 
 static int map_info(int fd, struct bpf_map_info *info);
 
+_Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
+
 /* Whether the pinned map fd is the map this build of sluice declares: a
  * pin left by another version (a detach skipped on upgrade) may differ in
  * layout, and would be read wrong. The source table's size is the
@@ -102,11 +104,14 @@ static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach
 	       (sized_by_attach || info.max_entries == bpf_map__max_entries(want));
 }
 
-/* quiet: fail with -1 and print nothing (the exporter skips and counts). */
-static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, bool quiet)
+/* writable: MAP_BIT()s of the maps opened read-write, the others read-only.
+ * quiet: fail with -1 and print nothing (the exporter skips and counts). */
+static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned int writable,
+			   bool quiet)
 {
 	const char *stale = NULL;
 	struct sluice_bpf *skel;
+	bool denied_write = false;
 	int err = 0;
 
 	memset(m, 0, sizeof(*m));
@@ -123,9 +128,12 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 		return quiet ? -1 : runtime_err("cannot open the embedded BPF object: %s",
 						strerror(errno));
 #define OPEN_PIN(name)							\
-	m->name = open_pin(m->dir, skel->maps.name, ff);		\
-	if (m->name < 0 && !err)					\
-		err = errno;
+	m->name = open_pin(m->dir, skel->maps.name,			\
+			   (writable & MAP_BIT(name)) ? 0 : BPF_F_RDONLY);	\
+	if (m->name < 0 && !err) {					\
+		err = errno;						\
+		denied_write = writable & MAP_BIT(name);		\
+	}
 	SLUICE_MAPS(OPEN_PIN)
 #undef OPEN_PIN
 #define CHECK_PIN(name)							\
@@ -151,7 +159,7 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 		if (err == ENOENT)
 			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
 					 m->dir, iface);
-		if (err == EACCES && !ff)
+		if (err == EACCES && denied_write)
 			return runtime_err("cannot open the maps under %s for writing: %s (only root "
 					   "may change them; the pins' group may only read)",
 					   m->dir, strerror(err));
@@ -163,17 +171,22 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, __u32 ff, b
 
 int maps_open(const char *iface, struct sluice_maps *m)
 {
-	return maps_open_flags(iface, m, 0, false);
+	return maps_open_flags(iface, m, ~0U, false);
 }
 
 int maps_open_ro(const char *iface, struct sluice_maps *m)
 {
-	return maps_open_flags(iface, m, BPF_F_RDONLY, false);
+	return maps_open_flags(iface, m, 0, false);
+}
+
+int maps_open_writing(const char *iface, struct sluice_maps *m, unsigned int writable)
+{
+	return maps_open_flags(iface, m, writable, false);
 }
 
 int maps_try_open_ro(const char *iface, struct sluice_maps *m)
 {
-	return maps_open_flags(iface, m, BPF_F_RDONLY, true);
+	return maps_open_flags(iface, m, 0, true);
 }
 
 void maps_close(struct sluice_maps *m)
@@ -261,6 +274,11 @@ int map_update_batch(int fd, const void *keys, size_t key_size, const void *valu
 int map_delete(int fd, const void *key)
 {
 	return test_fault() ? -ENOMEM : bpf_map_delete_elem(fd, key);
+}
+
+int map_take(int fd, const void *key, void *value)
+{
+	return test_fault() ? -ENOMEM : bpf_map_lookup_and_delete_elem(fd, key, value);
 }
 
 void *map_mmap(int fd, size_t len)

@@ -174,6 +174,13 @@ int list_attached(char out[][IF_NAMESIZE], int max);
 int maps_open(const char *iface, struct sluice_maps *m);
 /* The same with read-only descriptors, for commands that only look. */
 int maps_open_ro(const char *iface, struct sluice_maps *m);
+/* Bits naming maps of SLUICE_MAPS, e.g. MAP_BIT(bans) | MAP_BIT(config). */
+#define SLUICE_MAP_INDEX(name) SLUICE_MAPI_##name,
+enum { SLUICE_MAPS(SLUICE_MAP_INDEX) SLUICE_MAPI_COUNT };
+#define MAP_BIT(name) (1U << SLUICE_MAPI_##name)
+/* The same with only the maps in writable open read-write, the rest
+ * read-only: a daemon that writes a few maps holds no other write access. */
+int maps_open_writing(const char *iface, struct sluice_maps *m, unsigned int writable);
 /* maps_open_ro that prints nothing and returns -1 on failure. */
 int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
@@ -210,6 +217,8 @@ int map_update(int fd, const void *key, const void *value, __u64 flags);
 int map_update_batch(int fd, const void *keys, size_t key_size, const void *values,
 		     size_t value_size, __u32 count);
 int map_delete(int fd, const void *key);
+/* Deletes key and gives the value it held at that moment (one atomic step). */
+int map_take(int fd, const void *key, void *value);
 void *map_mmap(int fd, size_t len);
 /* The picked interface's maps and live policy; with edit, writable and
  * locked against other editors. On error nothing is left open. */
@@ -315,6 +324,10 @@ int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, _
  * the datapath stop looking (unless a ban was added meanwhile). One
  * thread at a time. Returns the live bans, or -errno. */
 int ban_sweep(struct ban_writer *w);
+/* Called by a sweep between reading an entry as expired and taking it out
+ * of the table. sluice defines none; a test defines one to ban the same
+ * source again right there. */
+void ban_sweep_window(const struct sluice_src_key *key) __attribute__((weak));
 
 /* --- limit.c --- */
 /* The keys of a rule's new fields in JSON (limit list -j, query -j). */

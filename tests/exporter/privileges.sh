@@ -7,19 +7,22 @@
 # from /proc/PID/status into setpriv: no pin of either interface opens
 # read-write or write-only, nor by its id; every map pin opens read-only;
 # the program pin not at all; `sluice limit default` fails and changes
-# nothing while `sluice stats` works. An interface attached after the
+# nothing while `sluice stats` works. Every map descriptor it holds is
+# read-only (/proc/PID/fdinfo, and the BPF_F_RDONLY of each map a scrape
+# opens, traced), but its own iterator's frozen data. An interface attached after the
 # exporter started is exported in full; a root-only pin directory (pins
 # from before they had a group) is skipped, with a warning at startup. An unknown --user or --group, and
 # uid 0 or gid 0, are usage errors (exit 2, one line).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/map_fds.sh"
 
 PIN_ACCESS=${PIN_ACCESS:-$SLUICE_ROOT/build/tests/pin_access}
 CAP_BPF=39
 
 exporter_init expv
 [[ -x $PIN_ACCESS ]] || fail "$PIN_ACCESS not built: run make build/tests/pin_access"
-for cmd in setpriv capsh getent; do
+for cmd in setpriv capsh getent strace; do
 	command -v "$cmd" >/dev/null || skip "$cmd not installed (util-linux, libcap2-bin)"
 done
 getent passwd nobody >/dev/null || skip "no user nobody on this machine"
@@ -127,6 +130,35 @@ assert_eq "$(sluice_rx -j limit list)" "$before" "the policy after that attempt"
 as_exporter "$SLUICE" -i "$IF_RX" -j stats | jq -e '.interface' >/dev/null ||
 	fail "'sluice stats' with the exporter's credentials failed"
 ok "'sluice stats' works with the exporter's credentials"
+
+# --- the map descriptors it holds: none writable ---
+# Its own iterator's read-only data is a frozen map; every descriptor of a
+# pinned map is read-only. Between scrapes it holds none (fdinfo); a scrape
+# holds them for milliseconds, so its bpf(2) calls are traced (strace).
+writable_unfrozen() { awk '$3 == "rw" && $4 != 1'; }
+assert_eq "$(map_fds "$EXPORTER_PID" | writable_unfrozen | wc -l)" 0 \
+	"writable descriptors of maps that are not frozen, between scrapes"
+trace=$(netns_tmp bpf.trace)
+timeout -s KILL 30 strace -f -qq -e trace=bpf -o "$trace" -p "$EXPORTER_PID" 2>/dev/null &
+STRACE_PID=$!
+netns_track_pid "$STRACE_PID"
+deadline=$((SECONDS + 10))
+until ! grep -qx 'TracerPid:[[:space:]]*0' "/proc/$EXPORTER_PID"/task/*/status; do
+	((SECONDS < deadline)) || fail "strace did not attach to the exporter within 10 s"
+	sleep 0.1
+done
+for ((i = 0; i < 5; i++)); do
+	scrape /metrics -o /dev/null || fail "scrape $i under strace failed"
+done
+kill "$STRACE_PID" 2>/dev/null || true
+wait "$STRACE_PID" 2>/dev/null || true
+opens='bpf(BPF_OBJ_GET,\|bpf(BPF_MAP_GET_FD_BY_ID,'
+echo "  e.g. $(grep -m 1 'bpf(BPF_OBJ_GET,' "$trace" | cut -c 1-160)"
+assert_ge "$(grep -c "$opens" "$trace" || true)" 24 "maps opened by 5 scrapes (strace)"
+assert_eq "$(grep "$opens" "$trace" | grep -vc 'BPF_F_RDONLY' || true)" 0 \
+	"maps the scrapes opened without BPF_F_RDONLY"
+assert_eq "$(map_fds "$EXPORTER_PID" | writable_unfrozen | wc -l)" 0 \
+	"writable descriptors of maps that are not frozen, after the scrapes"
 
 exporter_stop TERM
 

@@ -4,7 +4,10 @@
 # threads), scrapes still succeed, each well within curl's 5 s limit, and
 # the server closes the stalled connections itself by the request deadline
 # (exporter/slowloris tests clients that trickle instead). 20
-# scrapes at once all get 200 and bodies promtool accepts. An interface
+# scrapes at once all get 200 and bodies promtool accepts, and so do 20
+# that connect while the server is stopped (SIGSTOP) and are accepted in
+# one burst on SIGCONT, more than the 8 waiting connections an address may
+# keep: a request not yet read is not a stalled client. An interface
 # attached while it runs shows up at the next scrape; one detached and
 # attached again five times while scrapes run back to back disappears from
 # the output after its last detach, with every scrape still a 200. A pin
@@ -56,6 +59,36 @@ for ((i = 0; i < 20; i++)); do
 		fail "concurrent scrape $i lacks $IF_RX"
 done
 ok "20 concurrent scrapes: all 200, all pass promtool"
+
+# --- a burst the server has not read yet ---
+# The exporter stopped (SIGSTOP) while 20 scrapes from one address connect
+# and send their requests: on SIGCONT it accepts them all at once, before
+# it has read any. Not one of them is stalled (each request waits whole in
+# its socket), so none may be closed to make room: all 20 get a 200.
+burst=$(netns_tmp burst)
+mkdir "$burst"
+kill -STOP "$EXPORTER_PID"
+pids=()
+for ((i = 0; i < 20; i++)); do
+	ip netns exec "$NS_RX" curl -sS --max-time 10 -o /dev/null -w '%{http_code}' \
+		"$EXPORTER_URL/metrics" >"$burst/$i.code" 2>"$burst/$i.err" &
+	pids+=($!)
+done
+deadline=$((SECONDS + 5))
+until (($(in_rx ss -Htn state established "( dport = :$EXPORTER_PORT )" | wc -l) >= 20)); do
+	((SECONDS < deadline)) || { kill -CONT "$EXPORTER_PID"; fail "20 scrapes did not connect within 5 s"; }
+	sleep 0.05
+done
+sleep 0.2	# their requests are sent
+kill -CONT "$EXPORTER_PID"
+for pid in "${pids[@]}"; do
+	wait "$pid" || true
+done
+bad=0
+for ((i = 0; i < 20; i++)); do
+	[[ $(cat "$burst/$i.code") == 200 ]] || { echo "  burst scrape $i: $(cat "$burst/$i.code" "$burst/$i.err")"; bad=$((bad + 1)); }
+done
+assert_eq "$bad" 0 "scrapes of a burst accepted at once that did not get a 200"
 
 # The server, not the client, ends the stalled connections.
 wait "$STALL_PID" || fail "http_raw --stall failed"

@@ -4,9 +4,10 @@
 # own address 127.0.0.1 and one each from 160 other loopback addresses, do
 # not lock out scrapes: 5 scrapes from 127.0.0.1 during the trickle each
 # get a 200 within 1 s. The server keeps at most 8 waiting connections from
-# 127.0.0.1 and at most 128 in all, closing the oldest at once when over
-# (a scrape displaces one), and closes every one it kept at the
-# whole-request deadline (5 s after its connect, however it trickles).
+# 127.0.0.1 and at most 128 in all, closing the oldest when over as soon as
+# it counts as stalled (0.5 s without a request, all it sent read: within
+# 1 s of its connect; a scrape displaces one), and closes every one it kept
+# at the whole-request deadline (5 s after its connect, however it trickles).
 set -euo pipefail
 SLUICE_EXPORTER=${SLUICE_EXPORTER:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
@@ -56,7 +57,7 @@ jq -s '[.[].conns[]]' "$same_out" "$others_out" >"$all"
 assert_eq "$(jq -s 'map(.open) | add' "$same_out" "$others_out")" 0 \
 	"trickling connections still open after $HOLD s"
 
-# Each one was closed at once (within 1 s: over a waiting limit), displaced
+# Each one was closed early (within 1 s: over a waiting limit), displaced
 # later by a scrape (over the limit again), or at the deadline.
 sel_deadline="select(.closed_after >= $DEADLINE - 0.1)"
 early=$(jq '[.[] | select(.closed_after < 1)] | length' "$all")

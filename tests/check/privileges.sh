@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# check/privileges: once it has dropped to nobody, the check server holds
+# write access to only the two maps it writes: the ban table and the config
+# map (its bans word). Every other descriptor of a pinned map it holds is
+# read-only (/proc/PID/fdinfo: flags O_RDONLY), and it holds no writable
+# descriptor of any map that is not frozen. With those descriptors it still
+# bans: a client over a --ban-after 1 rule is listed by `ban list`.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/map_fds.sh"
+
+command -v bpftool >/dev/null || skip "bpftool not installed"
+command -v jq >/dev/null || skip "jq not installed"
+getent passwd nobody >/dev/null || skip "no user nobody on this machine"
+check_init ckp
+sluice_rx limit set 198.18.0.0/24 --requests 1/s --burst 1 --ban 30s --ban-after 1 >/dev/null
+# Explicit TCP listener and trust: the same whatever the default listener.
+check_start --listen "127.0.0.1:$CHECK_PORT" --trust 127.0.0.1/32
+
+nobody_uid=$(getent passwd nobody | cut -d: -f3)
+assert_eq "$(awk '$1 == "Uid:" { print $2 $3 $4 $5 }' "/proc/$CHECK_PID/status")" \
+	"$nobody_uid$nobody_uid$nobody_uid$nobody_uid" "the check server's uids (dropped to nobody)"
+
+# The pinned maps of the interface, by id: NAME ID per line.
+pins=$(netns_tmp pins.txt)
+for p in "$SLUICE_PIN_ROOT/$IF_RX"/*; do
+	id=$(bpftool map show pinned "$p" -j 2>/dev/null | jq -r '.id // empty') || true
+	[[ -n $id ]] && echo "${p##*/} $id"
+done >"$pins"
+assert_ge "$(wc -l <"$pins")" 12 "maps pinned for $IF_RX"
+writable_names=$(map_fds "$CHECK_PID" | awk 'NR == FNR { name[$2] = $1; next }
+	$3 == "rw" { print ($2 in name) ? name[$2] : "unpinned:" $2 ":frozen=" $4 }' "$pins" - |
+	sort | xargs)
+echo "  map descriptors of the check server:"
+map_fds "$CHECK_PID" | awk 'NR == FNR { name[$2] = $1; next }
+	{ printf "    fd %s id %s %s %s\n", $1, $2, $3, ($2 in name) ? name[$2] : "(not pinned)" }' "$pins" -
+# (map_fds prints FD ID MODE FROZEN; awk's $1 above is the pin list's name.)
+pinned_rw=$(xargs -n 1 <<<"$writable_names" | grep -v '^unpinned:' | sort -u | xargs)
+assert_eq "$pinned_rw" "bans config" "pinned maps the check server holds writable"
+unfrozen=$(xargs -n 1 <<<"$writable_names" | grep '^unpinned:' | grep -vc ':frozen=1$' || true)
+assert_eq "$unfrozen" 0 "writable descriptors of other maps that are not frozen"
+assert_ge "$(map_fds "$CHECK_PID" | awk '$3 == "ro"' | wc -l)" 10 \
+	"read-only descriptors of the maps it only reads"
+
+# It still bans through them.
+for ((i = 0; i < 4; i++)); do
+	check "$TX4" >/dev/null
+done
+sluice_rx -j ban list | jq -e --arg a "$TX4" 'any(.[]; .source == $a and .kind == "requests")' \
+	>/dev/null || fail "no ban of $TX4 after 4 checks: $(sluice_rx -j ban list)"
+ok "a client over its rule is banned by the check server"
+check_stop
