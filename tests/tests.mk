@@ -156,13 +156,13 @@ $(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
 TEST_BINS	+= $(BUILD)/tests/fault_tool
 
 # e2e/l4_bypass's raw sender and listener (no python3 on CI).
-$(BUILD)/tests/l4_send: tests/e2e/l4_send.c
+$(BUILD)/tests/l4_send: tests/e2e/l4_send.c tests/e2e/craft.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@
 TEST_BINS	+= $(BUILD)/tests/l4_send
 
 # e2e/vlan_stack's and e2e/v6_frag_proto's raw UDP sender and counting receiver.
-$(BUILD)/tests/udp_send: tests/e2e/udp_send.c
+$(BUILD)/tests/udp_send: tests/e2e/udp_send.c tests/e2e/craft.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@
 TEST_BINS	+= $(BUILD)/tests/udp_send

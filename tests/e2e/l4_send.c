@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "craft.h"
 
 #define MAX_COUNT	100
 #define MAX_PORTS	8
@@ -39,18 +40,6 @@ static int bad(const char *what, const char *arg)
 {
 	fprintf(stderr, "l4_send: %s: '%s'\n", what, arg);
 	return 2;
-}
-
-static long number(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	return v;
 }
 
 /* ---- listen ---- */
@@ -93,24 +82,6 @@ static int do_listen(int argc, char **argv)
 }
 
 /* ---- send ---- */
-
-static uint32_t sum16(const void *data, size_t len, uint32_t sum)
-{
-	const uint8_t *p = data;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
 
 /* A 20-byte TCP SYN header, its checksum over the pseudo-header that
  * src, dst (4 or 16 bytes each) make. */
@@ -155,46 +126,15 @@ static void ipv4_hdr(uint8_t *ip, const struct in_addr *s, const struct in_addr 
 	ip[10] = c >> 8, ip[11] = c & 0xff;
 }
 
-static int in_test_range(int v6, const void *a)
-{
-	const uint8_t *b = a;
-
-	if (!v6)
-		return b[0] == 198 && (b[1] & 0xfe) == 18;
-	return b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 2 && b[4] == 0 && b[5] == 0;
-}
-
-struct out {
-	int fd;
-	struct sockaddr_ll to;
-	uint8_t mac_src[6], mac_dst[6];
-};
-
-static int put(struct out *o, uint16_t et, const uint8_t *l3, size_t len)
-{
-	uint8_t f[256];
-
-	memcpy(f, o->mac_dst, 6);
-	memcpy(f + 6, o->mac_src, 6);
-	f[12] = et >> 8, f[13] = et & 0xff;
-	memcpy(f + 14, l3, len);
-	if (sendto(o->fd, f, 14 + len, 0, (struct sockaddr *)&o->to, sizeof(o->to)) < 0) {
-		perror("l4_send: sendto");
-		return -1;
-	}
-	return 0;
-}
-
 static int do_send(int argc, char **argv)
 {
 	struct in6_addr s6, d6;
 	struct in_addr s4, d4;
-	struct out o = { .fd = -1 };
+	struct out o = { .prog = "l4_send", .fd = -1 };
 	uint8_t l3[256], tcp[20];
-	unsigned int mac[6];
 	long dport, count;
 	const char *kind;
-	int v6, sent = 0, used = 0;
+	int v6, sent = 0, used;
 	size_t n;
 
 	if (argc != 7)
@@ -218,23 +158,9 @@ static int do_send(int argc, char **argv)
 	count = number(argv[6], 1, MAX_COUNT);
 	if (count < 0)
 		return bad("bad COUNT", argv[6]);
-	if (sscanf(argv[1], "%2x:%2x:%2x:%2x:%2x:%2x%n", &mac[0], &mac[1], &mac[2], &mac[3],
-		   &mac[4], &mac[5], &used) != 6 || argv[1][used])
-		return bad("bad DST_MAC", argv[1]);
-	for (int i = 0; i < 6; i++)
-		o.mac_dst[i] = (uint8_t)mac[i];
-	o.mac_src[0] = 0x02;	/* locally administered */
-	o.to.sll_family = AF_PACKET;
-	o.to.sll_ifindex = (int)if_nametoindex(argv[0]);
-	o.to.sll_halen = 6;
-	memcpy(o.to.sll_addr, o.mac_dst, 6);
-	if (!o.to.sll_ifindex)
-		return bad("no such interface", argv[0]);
-	o.fd = socket(AF_PACKET, SOCK_RAW, 0);
-	if (o.fd < 0) {
-		perror("l4_send: AF_PACKET socket");
-		return 1;
-	}
+	used = out_open(&o, argv[0], argv[1]);
+	if (used)
+		return used;
 	for (long i = 0; i < count; i++) {
 		uint16_t sport = (uint16_t)(41000 + i);
 
@@ -260,7 +186,7 @@ static int do_send(int argc, char **argv)
 			memcpy(l3 + n, tcp, 20);
 			n += 20;
 			l3[4] = (uint8_t)((n - 40) >> 8), l3[5] = (n - 40) & 0xff;
-			if (put(&o, ETH_P_IPV6, l3, n))
+			if (put(&o, 0, ETH_P_IPV6, l3, n))
 				break;
 		} else {
 			uint16_t id = (uint16_t)(0x5100 + i);
@@ -269,16 +195,16 @@ static int do_send(int argc, char **argv)
 			if (!strcmp(kind, "v4tiny")) {
 				ipv4_hdr(l3, &s4, &d4, 28, id, 0x2000);	/* MF, offset 0 */
 				memcpy(l3 + 20, tcp, 8);
-				if (put(&o, ETH_P_IP, l3, 28))
+				if (put(&o, 0, ETH_P_IP, l3, 28))
 					break;
 				ipv4_hdr(l3, &s4, &d4, 32, id, 1);	/* offset 8 octets */
 				memcpy(l3 + 20, tcp + 8, 12);
-				if (put(&o, ETH_P_IP, l3, 32))
+				if (put(&o, 0, ETH_P_IP, l3, 32))
 					break;
 			} else {
 				ipv4_hdr(l3, &s4, &d4, 40, id, 0);
 				memcpy(l3 + 20, tcp, 20);
-				if (put(&o, ETH_P_IP, l3, 40))
+				if (put(&o, 0, ETH_P_IP, l3, 40))
 					break;
 			}
 		}

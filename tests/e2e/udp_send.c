@@ -19,14 +19,15 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "craft.h"
 
 #define MAX_COUNT	100
 #define MAX_PORTS	8
 #define MAX_SECONDS	60
-#define MAX_TAGS	16
+#define MAX_TAGS	CRAFT_TAGS_MAX
 #define MAX_DGRAM	9000	/* UDP payload bytes */
 #define MIN_FRAG	96	/* IPv6 bytes of one fragment */
-#define MAX_FRAG	1500
+#define MAX_FRAG	CRAFT_L3_MAX
 
 static void usage(FILE *to)
 {
@@ -49,18 +50,6 @@ static int bad(const char *what, const char *arg)
 {
 	fprintf(stderr, "udp_send: %s: '%s'\n", what, arg);
 	return 2;
-}
-
-static long number(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	return v;
 }
 
 static double now_s(void)
@@ -134,33 +123,6 @@ static int do_recv(int argc, char **argv)
 
 /* ---- sending ---- */
 
-static uint32_t sum16(const void *data, size_t len, uint32_t sum)
-{
-	const uint8_t *p = data;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-static int in_test_range(int v6, const void *a)
-{
-	const uint8_t *b = a;
-
-	if (!v6)
-		return b[0] == 198 && (b[1] & 0xfe) == 18;
-	return b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 2 && b[4] == 0 && b[5] == 0;
-}
-
 /* A UDP datagram (header and len - 8 payload bytes) at u, its checksum
  * over the pseudo-header of src and dst (alen bytes each). */
 static void udp_dgram(uint8_t *u, size_t len, const void *src, const void *dst, size_t alen,
@@ -184,58 +146,6 @@ static void udp_dgram(uint8_t *u, size_t len, const void *src, const void *dst, 
 	if (!c)
 		c = 0xffff;
 	u[6] = c >> 8, u[7] = c & 0xff;
-}
-
-struct out {
-	int fd;
-	struct sockaddr_ll to;
-	uint8_t mac_src[6], mac_dst[6];
-};
-
-static int out_open(struct out *o, const char *iface, const char *mac_text)
-{
-	unsigned int mac[6];
-	int used = 0;
-
-	if (sscanf(mac_text, "%2x:%2x:%2x:%2x:%2x:%2x%n", &mac[0], &mac[1], &mac[2], &mac[3],
-		   &mac[4], &mac[5], &used) != 6 || mac_text[used])
-		return bad("bad DST_MAC", mac_text);
-	for (int i = 0; i < 6; i++)
-		o->mac_dst[i] = (uint8_t)mac[i];
-	o->mac_src[0] = 0x02;	/* locally administered */
-	o->to.sll_family = AF_PACKET;
-	o->to.sll_ifindex = (int)if_nametoindex(iface);
-	o->to.sll_halen = 6;
-	memcpy(o->to.sll_addr, o->mac_dst, 6);
-	if (!o->to.sll_ifindex)
-		return bad("no such interface", iface);
-	o->fd = socket(AF_PACKET, SOCK_RAW, 0);
-	if (o->fd < 0) {
-		perror("udp_send: AF_PACKET socket");
-		return 1;
-	}
-	return 0;
-}
-
-/* Write Ethernet, tags 802.1Q tags of VLAN ID 0, EtherType et and l3. */
-static int put(struct out *o, unsigned int tags, uint16_t et, const uint8_t *l3, size_t len)
-{
-	static uint8_t f[14 + 4 * MAX_TAGS + MAX_FRAG];
-	size_t n = 12;
-
-	memcpy(f, o->mac_dst, 6);
-	memcpy(f + 6, o->mac_src, 6);
-	for (unsigned int i = 0; i < tags; i++, n += 4) {
-		f[n] = ETH_P_8021Q >> 8, f[n + 1] = ETH_P_8021Q & 0xff;
-		f[n + 2] = 0, f[n + 3] = 0;	/* PCP 0, DEI 0, VLAN ID 0 */
-	}
-	f[n] = et >> 8, f[n + 1] = et & 0xff;
-	memcpy(f + n + 2, l3, len);
-	if (sendto(o->fd, f, n + 2 + len, 0, (struct sockaddr *)&o->to, sizeof(o->to)) < 0) {
-		perror("udp_send: sendto");
-		return -1;
-	}
-	return 0;
 }
 
 /* addresses: SRC DST of one family, both in the test ranges */
@@ -269,7 +179,7 @@ static int do_vlan(int argc, char **argv)
 {
 	struct in6_addr s6, d6;
 	struct in_addr s4, d4;
-	struct out o = { .fd = -1 };
+	struct out o = { .prog = "udp_send", .fd = -1 };
 	uint8_t l3[64];
 	long tags, dport, count;
 	int v6, err, sent = 0;
@@ -328,7 +238,7 @@ static int do_frag(int argc, char **argv)
 	static uint8_t dgram[8 + MAX_DGRAM], l3[MAX_FRAG];
 	struct in6_addr s6, d6;
 	struct in_addr s4, d4;
-	struct out o = { .fd = -1 };
+	struct out o = { .prog = "udp_send", .fd = -1 };
 	long dport, count, size, frag, later_nh;
 	size_t len, per, off, n;
 	int v6, err = 0, sent = 0;
