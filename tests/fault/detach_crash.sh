@@ -30,7 +30,7 @@ netns_setup
 link_prog() { ip -n "$NS_RX" -j link show dev "$IF_RX" | jq -r '.[0].xdp.prog.id // .[0].xdp.attached[0].prog.id // empty'; }
 # shellcheck disable=SC2012 # pin names are plain
 pins() { ls "$SLUICE_PIN_ROOT/$IF_RX" 2>/dev/null | tr '\n' ' '; }
-policy_now() { sluice_rx -j limit list | jq -c 'map(del(.passed, .dropped))'; }
+policy_now() { sluice_rx -j limit list | jq -c 'map(del(.passed, .dropped, .would_drop, .would_drop_bytes))'; }
 
 # After the kill: what the link runs agrees with the pins and status.
 check_after_kill() { # WHAT
