@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Cluster-wide limits (issue 13) in the XDP program through
+ * Cluster-wide limits in the XDP program through
  * BPF_PROG_TEST_RUN with crafted frames: a --cluster rule's share as the
  * commit computes it from the agent's state (cluster_recommit), the hot
  * notices of its rejected buckets (hot_pop), and the leases the agent

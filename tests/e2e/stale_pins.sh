@@ -5,8 +5,8 @@
 # l4_unreadable was added): stats and query then refuse with exit 2 and one
 # line that names the map and says to detach; status says so for that
 # interface; detach still removes it all, and a new attach works.
-# Shown to fail with the build before the pins' layout was checked: stats
-# read the short array and failed with "cannot read counters: No such file
+# Can fail: a build that does not check the pins' layout reads the short
+# array in stats and fails with "cannot read counters: No such file
 # or directory", exit 1.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
