@@ -17,8 +17,9 @@ BENCH_GEN=xdp tools/bench-veth.sh
 echo
 
 # The receiver's NAPI thread, with a "sluice (before)" row: the
-# sluice binary of an earlier revision (by default the last one before the
-# datapath diet), built in a temporary worktree, loading its own program.
+# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 61d32b5:
+# the datapath before its per-packet cost was cut), built in a temporary
+# worktree, loading its own program.
 # BENCH_SLUICE_BEFORE=/path/to/sluice uses that binary instead; a clone
 # without the revision (shallow) runs without the row.
 rev=${SLUICE_NAPI_BEFORE:-61d32b5}
