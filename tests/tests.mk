@@ -73,7 +73,7 @@ TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/tes
 TEST_BINS	+= $(BUILD)/tests/test_algos
 # test_ban_sweep defines the sweep's ban_sweep_window (a weak symbol in user/ban.c).
 TEST_BINS	+= $(BUILD)/tests/test_ban_sweep
-# The cluster leases (issue 13): test_cluster drives --cluster rules, their
+# The cluster leases: test_cluster drives --cluster rules, their
 # shares, hot notices and leases (user/lease.c's writer) through the real
 # program, and under two CPUs at once through a variant built from
 # bpf/sluice.bpf.c by -D flags alone, whose lease credit is decremented by a
@@ -181,7 +181,7 @@ $(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/check.o,$(USER_OBJS
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice_check_racy
 
-# The sluice binary whose cluster agent grants with the seed's GET-then-SET
+# The sluice binary whose cluster agent grants with a GET-then-SET
 # read-modify-write instead of the Lua script, its syncs aligned across
 # hosts (SLUICE_CLUSTER_RACY): tests/cluster/race.sh shows that this build
 # over-admits one source flooding several hosts where the real one does not.

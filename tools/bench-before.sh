@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The XDP program's cost per packet, this tree next to an earlier revision
-# (by default the last one before policy model v2), for the plain CIDR
+# The XDP program's cost per packet, this tree next to another revision
+# (REV, default f81c630, whose rules are plain CIDRs only), for the plain CIDR
 # cases both bench_xdp binaries print. They run interleaved, three rounds
 # each, and the median of each is shown: one run, side by side, so the
 # machine's noise hits both alike.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench-check.sh (part of `make bench`, issue 12): what telling the
+# tools/bench-check.sh (part of `make bench`): what telling the
 # client costs, measured side by side in one run with Debian's wrk inside
 # the benchmark's namespaces (sluice attached to the server's veth all along):
 #  (a) checks per second `sluice check-server` answers on loopback: GET

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/bench-napi.sh: what a limiter costs the receiving CPU per packet,
-# measured on the receiver's own NAPI thread (issue 10's method). Two
+# measured on the receiver's own NAPI thread. Two
 # namespaces joined by a veth pair; the rx veth runs an XDP program (veth
 # has NAPI only then) in threaded NAPI mode, so its receive path is one
 # kthread, napi/IF-N, pinned to CPU 0; the generator, sluice-flood --xdp
@@ -497,7 +497,7 @@ for ref in bare min; do
 done
 if have sluice && have min; then
 	echo
-	printf '%-30s' "issue 10's aim, sluice/minimal"
+	printf '%-30s' "aim, sluice/minimal"
 	for nsrc in "${SOURCES[@]}"; do
 		case $nsrc in
 		1) aim=1.1 ;;

@@ -16,9 +16,10 @@ tools/bench-veth.sh
 BENCH_GEN=xdp tools/bench-veth.sh
 echo
 
-# The receiver's NAPI thread (issue 10), with a "sluice (before)" row: the
-# sluice binary of an earlier revision (by default the last one before the
-# datapath diet), built in a temporary worktree, loading its own program.
+# The receiver's NAPI thread, with a "sluice (before)" row: the
+# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 61d32b5:
+# the datapath before its per-packet cost was cut), built in a temporary
+# worktree, loading its own program.
 # BENCH_SLUICE_BEFORE=/path/to/sluice uses that binary instead; a clone
 # without the revision (shallow) runs without the row.
 rev=${SLUICE_NAPI_BEFORE:-61d32b5}
@@ -36,10 +37,10 @@ fi
 tools/bench-napi.sh
 echo
 
-# Issue 12: the check server on loopback, and nginx with auth_request to it
+# The check server on loopback, and nginx with auth_request to it
 # next to nginx alone and nginx's own limit_req.
 tools/bench-check.sh
 
-# Issue 13: a --cluster rule across 4 hosts and one real Redis: accuracy
+# A --cluster rule across 4 hosts and one real Redis: accuracy
 # and Redis commands per second per host.
 tools/bench-cluster.sh

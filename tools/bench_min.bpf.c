@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The floor sluice is measured against (issue 10): a minimal XDP token
+/* The floor sluice is measured against: a minimal XDP token
  * bucket. One LRU hash keyed by the source address holds one 8-byte TAT
  * (GCRA); a packet is one lookup and, when it is admitted, one CAS. No
  * counters, no policy: the benchmark counts packets outside the program. */

@@ -700,7 +700,7 @@ noscript:
 
 #else /* SLUICE_CLUSTER_RACY */
 
-/* The seed's read-modify-write, kept to show that the tests see a lost
+/* A plain read-modify-write, kept to show that the tests see a lost
  * update: one pipelined GET of every hot bucket's TAT, the GCRA computed
  * here with this host's CLOCK_REALTIME, then a second round trip of SETs.
  * Two hosts that GET between each other's GET and SET both spend the same

@@ -416,7 +416,7 @@ static void algo_scenarios(double base)
 }
 
 /*
- * --cluster rules (issue 13) against plain rules of the same numbers, the
+ * --cluster rules against plain rules of the same numbers, the
  * agent up with N = 1 (share: rate / 8, burst / 8, leased): a limited
  * source with no lease (its bucket looks a lease up, and every 64th drop
  * pushes a notice into a queue no agent pops here: full after the first
@@ -545,7 +545,7 @@ out_fx:
 	fixture_close(&fx);
 }
 
-/* The floor of issue 10, the minimal bucket, for sluice's plain limited
+/* The floor, the minimal bucket (tools/bench_min.bpf.c), for sluice's plain limited
  * rows (one known source, drop), each measured again beside it. */
 static void plain_min_rows(struct fixture *fx, double base)
 {
@@ -573,7 +573,7 @@ static void plain_min_rows(struct fixture *fx, double base)
 	bench_min_random_bpf__destroy(m);
 }
 
-/* The ban table (the check server's escalation, issue 12): what a packet
+/* The ban table (the check server's escalation): what a packet
  * pays while bans exist, against the plain limited rule `ref` it is judged
  * by otherwise, and what a banned source's packet costs. */
 static void ban_table_rows(struct fixture *fx, double base, double ref)

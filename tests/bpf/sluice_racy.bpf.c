@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* sluice's XDP program with the naive read-modify-write in place of the
  * compare-and-swap: TAT is read, the decision made, and the new TAT stored
- * whatever happened meanwhile, the lost update of the seed ("both read 99,
- * both admit"). Only the race test loads it, to show that it tells the two
+ * whatever happened meanwhile: the lost update ("both read 99, both
+ * admit"). Only the race test loads it, to show that it tells the two
  * apart. */
 #include <linux/types.h>
 

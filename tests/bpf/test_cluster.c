@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Cluster-wide limits (issue 13) in the XDP program through
+ * Cluster-wide limits in the XDP program through
  * BPF_PROG_TEST_RUN with crafted frames: a --cluster rule's share as the
  * commit computes it from the agent's state (cluster_recommit), the hot
  * notices of its rejected buckets (hot_pop), and the leases the agent
@@ -503,8 +503,8 @@ static void cluster_lease_spend(void)
 
 	/* expired: nothing, and notices again. The datapath reads expiry by
 	 * the coarse clock, which lags by a tick on an idle machine but by
-	 * tens of ms on a loaded VM whose ticks are late (CI saw 32 of 70
-	 * pass with tick + 1 ms); a second in the past is expired on any. */
+	 * tens of ms on a loaded VM whose ticks are late (there, with tick +
+	 * 1 ms, 32 of 70 can pass); a second in the past is expired on any. */
 	CHECK(grant(&k, idx, 100, mono_now_ns() - SEC, &old) == 0 && old == 0,
 	      "grant of an expired lease returned %llu", (unsigned long long)old);
 	expect_notices(&f, 70, &k, idx, "expired lease of 100, 70 sent");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The race of the seed, inside one host: one thread pinned to each CPU runs
+/* The lost-update race inside one host: one thread pinned to each CPU runs
  * BPF_PROG_TEST_RUN on the same source at once. No lost update may let
  * through more than the bucket allows, and the bucket is not starved. */
 #define _GNU_SOURCE

@@ -544,10 +544,11 @@ static void frame_short_tcp4(struct frame *f, const char *src, __u16 dport, size
 }
 
 /*
- * Issue 11: a frame whose L4 header cannot be read must not slip past a
- * rule that matches on L4 (README: "breaking a header is no way around a
- * limit"). Against the datapath before the fix (git stash bpf/) the cases
- * marked OLD fail: the frames pass as malformed or allowed.
+ * A frame whose L4 header cannot be read must not slip past a rule that
+ * matches on L4 (README: "breaking a header is no way around a limit").
+ * Against a datapath that passes such frames (as malformed, or as matching
+ * no L4 rule) the cases marked OLD fail: the frames pass as malformed or
+ * allowed.
  */
 static void l4_unreadable_ext_headers(void)
 {

@@ -11,8 +11,8 @@
 # gets in. SIGTERM: exit 0, the socket removed; SIGKILL: removed as well.
 # A stale socket left behind is replaced; a live one, or a file that is not
 # a socket, is refused (exit 1); bad combinations are usage errors.
-# Shown to fail on the build before the Unix socket: nobody got 200 from
-# 127.0.0.1:9465.
+# Can fail: a server that listens on TCP loopback answers nobody with 200
+# from 127.0.0.1:9465.
 set -euo pipefail
 # The ASan/UBSan build: a leak or overflow on any path here fails the test.
 SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
@@ -48,7 +48,7 @@ done
 [[ -s $CHECK_LOG ]] || fail "no startup line after 10 s"
 sleep 0.2
 
-# nobody over TCP loopback, where the server used to listen.
+# nobody over TCP loopback: the server listens on its Unix socket only.
 code=$(as_nobody curl -s --max-time 3 -o /dev/null -w '%{http_code}' -H 'X-Real-IP: 198.18.0.9' \
 	"http://127.0.0.1:$CHECK_PORT/check") || true
 assert_eq "$code" 000 "a process running as nobody asking 127.0.0.1:$CHECK_PORT (no TCP listener)"

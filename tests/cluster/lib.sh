@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # PH_*, RATE_*, OUT, ERR: for the scripts that source this
-# Helpers for the cluster tests (issue 13): a Redis namespace and H "hosts",
+# Helpers for the cluster tests: a Redis namespace and H "hosts",
 # each a namespace with sluice attached natively on the veth facing its own
 # client namespace, joined to Redis by a second veth on a bridge inside the
 # Redis namespace. Every client floods the SAME source at its host, so the

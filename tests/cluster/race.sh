@@ -2,7 +2,7 @@
 # cluster/race: the test can see a lost update. Four hosts flood one source
 # evenly for 5 s under a --cluster rule twice: first with
 # build/tests/sluice-racy-cluster as every host's agent (its Redis step is a
-# GET, the GCRA in C on the host's clock, then a SET: the seed's
+# GET, the GCRA in C on the host's clock, then a SET: a plain
 # read-modify-write, its syncs aligned so the hosts contend), then with the
 # real agent (one Lua script per grant). The racy agents must admit more
 # than the bound of cluster/accuracy, B + R x (t + 2S) + R x S/2 + R x S/D + H;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/l4_bypass (issue 11): breaking a header is no way around a rule that
+# e2e/l4_bypass: breaking a header is no way around a rule that
 # matches on L4. With `deny CIDR --proto tcp --dport PORT` and a listener on
 # PORT in the rx namespace, two crafted SYNs from the tx namespace must not
 # be answered: one behind 9 IPv6 destination-options headers (more than
@@ -8,8 +8,8 @@
 # the rx stack sends are counted by nftables at its output hook. Plain SYNs
 # to a second, unruled port are answered (the sender and the count work).
 #
-# Shown to fail against the datapath before the fix: SLUICE=path/to/an/old
-# build/sluice tests/e2e/l4_bypass.sh answers both attacks with SYN-ACKs
+# Can fail: with SLUICE=path/to/a/sluice whose datapath passes frames with
+# an unreadable L4 header, tests/e2e/l4_bypass.sh answers both attacks with SYN-ACKs
 # ("FAIL: SYN-ACKs to the 9-ext-header SYNs: got 3, want 0"; without that
 # check, the same for the tiny-fragment SYNs).
 set -euo pipefail

@@ -103,7 +103,7 @@ assert_eq "$(sluice_jq '.[] | select(.cidr == "default") | .rate' limit list)" 7
 [[ $(link_prog) != "$prog" ]] || fail "re-attach did not replace program $prog"
 ok "re-attach under ip netns exec replaced program $prog with $(link_prog)"
 
-# A bpffs mounted in there (what the old error message advised) is private
+# A bpffs mounted in there (a plausible fix a user might try) is private
 # to the command: the host's still wins.
 ip netns exec "$NS_RX" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec "$0" -j status' "$SLUICE" \
 	>"$(netns_tmp private.json)" || fail "status with a private bpffs failed"

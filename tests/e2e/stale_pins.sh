@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # e2e/stale_pins: pins left by another version of sluice (an upgrade without
 # a detach first) are named as such, not misread. One pinned map is swapped
-# for one of another layout (the counters array one reason short, as before
-# l4_unreadable was added): stats and query then refuse with exit 2 and one
+# for one of another layout (the counters array one reason short, as a
+# sluice with one drop reason fewer pins it): stats and query then refuse with exit 2 and one
 # line that names the map and says to detach; status says so for that
 # interface; detach still removes it all, and a new attach works.
-# Shown to fail with the build before the pins' layout was checked: stats
-# read the short array and failed with "cannot read counters: No such file
+# Can fail: a build that does not check the pins' layout reads the short
+# array in stats and fails with "cannot read counters: No such file
 # or directory", exit 1.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh

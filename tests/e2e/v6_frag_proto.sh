@@ -11,9 +11,8 @@
 # next header 6 (TCP) from 2001:2::1, once honest from 2001:2::3 (each
 # source has its own bucket): the counts must agree with that bound.
 #
-# Shown to fail against the datapath before the change: SLUICE=path/to/an/old
-# build/sluice tests/e2e/v6_frag_proto.sh receives 16 of the lying datagrams
-# (only first fragments were charged).
+# Can fail: with SLUICE=path/to/a/sluice whose datapath charges only first
+# fragments, tests/e2e/v6_frag_proto.sh receives 16 of the lying datagrams.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"

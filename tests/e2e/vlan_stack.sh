@@ -8,8 +8,8 @@
 # undenied source behind 1, 3, 4 and 8 tags must all arrive (the sender and
 # the receiver work, and the stack does strip that many tags).
 #
-# Shown to fail against the datapath before the change: SLUICE=path/to/an/old
-# build/sluice tests/e2e/vlan_stack.sh delivers the denied datagrams behind
+# Can fail: with SLUICE=path/to/a/sluice whose datapath walks fewer tags,
+# tests/e2e/vlan_stack.sh delivers the denied datagrams behind
 # 3 and more tags ("FAIL: denied source behind 3 tags: datagrams received:
 # got 20, want 0").
 set -euo pipefail

@@ -23,13 +23,12 @@
 # inactive slot was written, after the flip, after exit).
 # FAULT_KILLS (default 1000) sets the number of kills.
 #
-# Shown to fail (see the report of the faults branch) with a commit that
-# writes the active slot in place (store.c: slot = the active one): a kill
+# Can fail: with a commit that writes the active slot in place (store.c: slot = the active one): a kill
 # before the generation's store leaves the datapath judging by the new
 # rules while the generation says nothing changed (or by a mix of both).
-# Before the new-source budget moved into the policy slots, it failed here
-# too: a kill between the flip and the budget's stores left OLD's rules
-# with NEW's budget (policy show printed neither policy).
+# The new-source budget lives in the policy slots for the same reason: kept
+# outside them, a kill between the flip and the budget's stores leaves OLD's
+# rules with NEW's budget (policy show prints neither policy).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"

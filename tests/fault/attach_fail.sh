@@ -6,8 +6,8 @@
 # must exit 1 with one "sluice: ..." line, and leave no XDP program on the
 # link and no pin directory, so that a plain attach afterwards works.
 #
-# Shown to fail with the attach before this test, whose every K left its
-# program running on the link with all its pins though it said it failed:
+# Can fail: an attach that does not undo its steps leaves, at every K, its
+# program running on the link with all its pins though it says it failed:
 #   FAIL: the link's program after a failed attach (sluice: cannot write
 #   attach metadata: Cannot allocate memory): got 415319, want
 set -euo pipefail

@@ -17,7 +17,7 @@
 #     works (a program on the link, status attached with its id, the
 #     policy as before where the maps survived) and detach after it too.
 #
-# Shown to fail (see the report of the faults branch) with a detach that
+# Can fail: with a detach that
 # removes the pins before it takes the program off the link: killed after
 # the pins went, it leaves a program on the link that nothing manages.
 set -euo pipefail

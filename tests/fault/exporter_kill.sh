@@ -11,7 +11,7 @@
 #     once the flood is over the scraped packet counters equal `stats -j`.
 # (tests/exporter/robust.sh covers interfaces detached while scraped.)
 #
-# Shown to fail (see the report of the faults branch) by an exporter that
+# Can fail: by an exporter that
 # resets the counters it exports at startup (a zeroing write at start: the
 # scrape after the restart goes backwards).
 # shellcheck disable=SC2119,SC2153 # exporter_start takes no args here; FLOOD_PID is lib's

@@ -17,7 +17,7 @@
 #     a rule added to a full policy, too many port rules for one prefix:
 #     refused before anything is written (bad input: one line, exit 2).
 #
-# Shown to fail (see the report of the faults branch) with a commit that
+# Can fail: with a commit that
 # writes the active slot in place: a write failing half-way then leaves a
 # mix of both policies live (NEW's default with OLD's rules).
 set -euo pipefail

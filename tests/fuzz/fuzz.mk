@@ -1,7 +1,7 @@
-# libFuzzer targets for sluice's parsers (issue 11, "Parsers"): the rule
+# libFuzzer targets for sluice's parsers: the rule
 # parser, the policy-file parser, address/CIDR/number/duration parsing, the
 # exporter's HTTP request handling, and simulate's trace files (the other
-# file sluice reads); and the check server's request handling (issue 12).
+# file sluice reads); and the check server's request handling.
 # Included at the end of tests/tests.mk.
 #
 # The user objects are built again with clang, libFuzzer's coverage and

@@ -79,7 +79,7 @@
 # CLI bound to 1 ms. A build whose policy change hands a full new burst
 # instead of carrying the tokens (gcra_carry returning
 # gcra_tat_at(now, 0)), run as SLUICE=that/build/sluice, fails the bound
-# too. Outputs in the report of branch soak.
+# too.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"

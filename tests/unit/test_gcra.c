@@ -974,13 +974,13 @@ static void case_random_single_step(void)
 	}
 }
 
-/* ---- precision: admitted <= B + floor(R*t) + 1 at every rate (issue 6) ---- */
+/* ---- precision: admitted <= B + floor(R*t) + 1 at every rate ---- */
 
 /*
- * Issue 6, item 5: "T = floor(1e9/R) ns over-admits at high rates: R = 5e8+1
- * gives T = 1, so +100 %; 6e8 gives +66.7 %. ... Make admitted <= burst +
- * rate x t + 1 hold at every rate from 1 to 1e9 ... Unit tests at 1, 3, 7,
- * 3e8, 5e8+1, 6e8 and 1e9 per second, against the exact bound."
+ * An interval of T = floor(1e9/R) ns over-admits at high rates: R = 5e8+1
+ * gives T = 1, so +100 %; 6e8 gives +66.7 %. admitted <= burst + rate x t
+ * + 1 must hold at every rate from 1 to 1e9; checked at 1, 3, 7, 3e8, 5e8+1,
+ * 6e8 and 1e9 per second, against the exact bound.
  *
  * Each run starts from a fresh bucket at t0, opens with B+1 packets at t0
  * (so the burst is spent at once, the worst case for the upper bound), then
@@ -1159,14 +1159,14 @@ static void case_precision_bound(void)
 
 /*
  * The bug the precision case guards against, and proof that its check can
- * fail: the old interval T = floor(1e9/R) ns (64 * floor(1e9/R) units) on
+ * fail: a whole-nanosecond interval T = floor(1e9/R) ns (64 * floor(1e9/R) units) on
  * the same flood, through the same check, breaks the upper bound at 3e8
  * (T = 3 ns for 3.33: +11 %), 5e8+1 (T = 1 ns for 2: +100 %) and 6e8
  * (T = 1 ns for 1.67: +66.7 %). Measured: at 5e8+1 burst 2, 5 admitted in
  * the first 210 units (3.3 ns) against a bound of 2 + floor(1.64) + 1 = 4,
  * and 20001 over the 20 us run against 10002; at 6e8 burst 1000, 1003 in
  * 210 units against 1002 and 20999 in 20 us against 13000; at 3e8 burst 2,
- * 13 in 2112 units (33 ns) against 12. At 1e9, floor is exact and the old T
+ * 13 in 2112 units (33 ns) against 12. At 1e9, floor is exact and that T
  * keeps the bound. Only T differs from case_precision_bound.
  */
 static void case_precision_old_interval_over_admits(void)
