@@ -910,7 +910,7 @@ static int state_commit(struct agent *ag)
 	return cluster_recommit(&ag->m, &ag->st);
 }
 
-/* The bounds hold while S <= B/R (README): with a longer sync, Redis's
+/* The bounds hold while S <= B/R (doc/cluster.md): with a longer sync, Redis's
  * bucket fills up between two grants and the cluster admits less than the
  * rate. Said on stderr for each such rule, at each policy read. */
 static void warn_short_bursts(const struct agent *ag)

@@ -10,7 +10,7 @@
 #include "rule.h"
 
 #define WHY_LEN 512
-#define POLICY_LINE_MAX 1022	/* characters, without the newline (README) */
+#define POLICY_LINE_MAX 1022	/* characters, without the newline (doc/policy.md) */
 
 static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 {

@@ -360,7 +360,7 @@ struct sluice_bucket {
 /* Where a bucket's passed and dropped stop counting (about 4.3e9): below
  * 2^32 by more than any number of CPUs that add at once, so they never
  * wrap. 32 bits each keep the bucket at 24 bytes, so a table entry spans
- * two cache lines, never three (see README, "Memory"). */
+ * two cache lines, never three (see doc/design.md, "Memory per tracked source"). */
 #define SLUICE_SRC_COUNT_MAX		(0xffffffffU - 4096U)
 #define SLUICE_BOUND_IDX_MASK		0xffffULL
 #define SLUICE_BOUND_PENDING		0x10000ULL

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* A userspace reference classifier for the packet fuzzer: what sluice's
- * README and DESIGN.md say a frame's reason, source and bucket are, written
+ * doc/rules.md and doc/design.md say a frame's reason, source and bucket are, written
  * from them and the protocols' RFCs; it shares only include/sluice/ with
  * the XDP program. */
 #ifndef SLUICE_TEST_REFCLASS_H
@@ -31,7 +31,7 @@ struct ref_frame {
 	int later_frag;		/* IPv6, fragment offset != 0: no L4 facts */
 };
 
-/* Read a frame as the README's data flow describes. */
+/* Read a frame as doc/design.md's data flow describes. */
 void ref_parse_frame(const __u8 *p, size_t len, struct ref_frame *f);
 
 /* One rule as the reference sees it. */

@@ -2,7 +2,7 @@
 # What the CLI must do right, one check set per name:
 #   help        every command and subcommand has --help: exit 0, "Usage:"
 #   noargs      bare `sluice` (and `sluice limit`): usage on stderr, exit 2
-#   json        stats -j and limit list -j have DESIGN.md's shapes
+#   json        stats -j and limit list -j have the shapes doc/commands/README.md gives
 #   roundtrip   policy show, re-applied, gives the same policy back
 #   precedence  the most specific prefix wins in query, IPv4 and IPv6
 #   v6-not-v4   an IPv6 rule, even ::/0, never catches an IPv4 source

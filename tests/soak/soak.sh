@@ -23,21 +23,21 @@
 #   P0  limit set 198.19.1.0/29 --rate 2000 --burst 100
 #   P1  limit set 198.19.1.0/29 --rate 500 --burst 400
 # Both rates are above one coarse tick (250/s), so both rules keep the
-# precise clock and a span of t admits at most B + R.t + 1 (README, "The
+# precise clock and a span of t admits at most B + R.t + 1 (doc/design.md, "The
 # admission rule", Precision).
 #
 # The bound with a changing policy. Write c(t) for a bucket's tokens as a
 # real number (GCRA: c = (B.T - (max(TAT, now) - now)) / T, 0 <= c <= B of
 # the rule that judges it). An admission needs c >= 1 and takes 1; between
 # packets c grows at the rule's rate R (T rounded up: at most R), capped at
-# B. At a change the README's rule (and gcra_carry) gives
+# B. At a change doc/design.md's rule (and gcra_carry) gives
 # c_new = min(floor(c_old), B_new) <= c_old, as of the moment the new
 # policy took effect; a source idle across two changes keeps its debt
 # (gcra_carry_unknown), which again never adds tokens. So over [s, e]:
 #   admitted(s, e) <= c(s) + integral over [s, e] of R(t) dt + 1
 #                  <= B(s) + sum over the policies' spans of R_i . d_i + 1,
 # with B(s) the burst of the rule in force at s and the +1 for the rounding
-# of the precise clock (README). A change takes effect somewhere inside the
+# of the precise clock (doc/design.md). A change takes effect somewhere inside the
 # span of its `limit set` command (the CLI records the time, then flips), so
 # the check charges that span at the larger of the two rates and takes
 # B(s) as the larger burst of the rules that may be in force in

@@ -904,7 +904,7 @@ static __u64 rng_edgy(void)
 
 /*
  * One step from random states over the whole 64-bit range, against the
- * DESIGN formula in 128-bit arithmetic: admitted iff max(TAT,now)+T-now <=
+ * design formula (doc/design.md, "The admission rule") in 128-bit arithmetic: admitted iff max(TAT,now)+T-now <=
  * B*T, new TAT = min(max(TAT,now)+T, 2^64-1), wait = max(0, that - B*T).
  */
 static void case_random_single_step(void)
