@@ -63,13 +63,13 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 {
 	printf("%s: %ld sources tracked of %u\n", m->iface, sources,
 	       map_capacity(m->src_buckets));
-	printf("  %-6s %-14s %16s %18s%s\n", "ACTION", "REASON", "PACKETS", "BYTES",
+	printf("  %-6s %-18s %12s %18s%s\n", "ACTION", "REASON", "PACKETS", "BYTES",
 	       prev ? "         PKTS/S" : "");
 	for (int drop = 0; drop < 2; drop++)
 		for (__u32 r = 0; r < SLUICE_R_MAX; r++) {
 			if (sluice_reason_is_drop(r) != drop)
 				continue;
-			printf("  %-6s %-14s %16llu %18llu", drop ? "drop" : "pass",
+			printf("  %-6s %-18s %12llu %18llu", drop ? "drop" : "pass",
 			       reason_name(r), (unsigned long long)c[r].packets,
 			       (unsigned long long)c[r].bytes);
 			if (prev)
