@@ -282,6 +282,17 @@ static inline int run_frame(struct fixture *fx, const struct frame *f, __u32 rep
 	return (int)o.retval;
 }
 
+/* Send frame f n times, one run each; returns how many passed. */
+static inline __u64 send_n_frames(struct fixture *fx, const struct frame *f, unsigned int n)
+{
+	__u64 passed = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (run_frame(fx, f, 1, NULL) == XDP_PASS)
+			passed++;
+	return passed;
+}
+
 static inline void counters_now(struct fixture *fx, struct sluice_counter c[SLUICE_R_MAX])
 {
 	if (read_counters(&fx->m, c))

@@ -27,16 +27,6 @@ static int setup(const char *policy)
 	return fixture_policy(&fx, policy);
 }
 
-static __u64 send_n(const struct frame *f, unsigned int n)
-{
-	__u64 passed = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
-			passed++;
-	return passed;
-}
-
 static __u64 reason_delta(const struct sluice_counter *before, const struct sluice_counter *after,
 			  __u32 reason)
 {
@@ -112,12 +102,12 @@ static int try_fixed_boundary(void)
 	w = next_window(W, 150 * MS);	/* 50 ms left in window w */
 	counters_now(&fx, before);
 	t0 = mono_now_ns();
-	a = send_n(&f, 3 * N);
+	a = send_n_frames(&fx, &f, 3 * N);
 	t1 = mono_now_ns();
 	MISSED(win_index(t0, W) != w || win_index(t1, W) != w, "the first burst left its window");
 	sleep_until((w + 1) * W + MS);
 	t2 = mono_now_ns();
-	b = send_n(&f, 3 * N);
+	b = send_n_frames(&fx, &f, 3 * N);
 	t3 = mono_now_ns();
 	MISSED(win_index(t2, W) != w + 1 || win_index(t3, W) != w + 1,
 	       "the second burst left its window");
@@ -160,14 +150,14 @@ static int sw_offset_case(__u64 frac_num)
 	frame_udp_from(&f, "198.18.0.11");
 	w = next_window(W, 2 * MS);
 	t0 = mono_now_ns();
-	a = send_n(&f, 3 * N);
+	a = send_n_frames(&fx, &f, 3 * N);
 	t1 = mono_now_ns();
 	MISSED(win_index(t0, W) != w || win_index(t1, W) != w, "the full window left its window");
 	TCHECK(a == N, "%llu passed in a fresh window, want the budget %llu",
 	       (unsigned long long)a, (unsigned long long)N);
 	sleep_until((w + 1) * W + W * frac_num / 4);
 	t0 = mono_now_ns();
-	a = send_n(&f, 3 * N);
+	a = send_n_frames(&fx, &f, 3 * N);
 	t1 = mono_now_ns();
 	MISSED(win_index(t0, W) != w + 1 || win_index(t1, W) != w + 1,
 	       "the second burst left its window");
@@ -224,17 +214,17 @@ static void window_keying(void)
 		room_in_window(HOUR, 10 * SLUICE_NS_PER_SEC);
 		CHECK(setup(policy) == 0, "setup %s", policy);
 		frame_udp_from(&f, "198.18.5.1");
-		a = send_n(&f, 8);
+		a = send_n_frames(&fx, &f, 8);
 		frame_udp_from(&f, "198.18.5.2");
-		b = send_n(&f, 8);
+		b = send_n_frames(&fx, &f, 8);
 		CHECK(a == 8 && b == 2, "%s --per /24: %llu then %llu passed, want 8 then 2",
 		      algos[i], (unsigned long long)a, (unsigned long long)b);
 		frame_udp_from(&f, "198.18.6.1");
-		CHECK(send_n(&f, 12) == 12, "%s: another /24 is not in the rule", algos[i]);
+		CHECK(send_n_frames(&fx, &f, 12) == 12, "%s: another /24 is not in the rule", algos[i]);
 		frame_udp_from(&f, "198.18.64.1");
-		a = send_n(&f, 5);
+		a = send_n_frames(&fx, &f, 5);
 		frame_udp_from(&f, "198.18.127.9");
-		b = send_n(&f, 5);
+		b = send_n_frames(&fx, &f, 5);
 		CHECK(a == 5 && b == 2, "%s --per rule: %llu then %llu passed, want 5 then 2",
 		      algos[i], (unsigned long long)a, (unsigned long long)b);
 	}
@@ -262,11 +252,11 @@ static int ban_case(int sliding)
 	w = next_window(W, 2 * MS);
 	counters_now(&fx, before);
 	t0 = mono_now_ns();
-	a = send_n(&f, N);
+	a = send_n_frames(&fx, &f, N);
 	rejected_at = mono_now_ns();
-	over = send_n(&f, 1);
+	over = send_n_frames(&fx, &f, 1);
 	t1 = mono_now_ns();
-	during = send_n(&f, 10);
+	during = send_n_frames(&fx, &f, 10);
 	/* the ban's window is the one now + ban falls in, now read between
 	 * rejected_at and t1 */
 	MISSED(win_index(rejected_at + BAN, W) != win_index(t1 + BAN, W),
@@ -279,7 +269,7 @@ static int ban_case(int sliding)
 	/* a window later, still banned */
 	sleep_until((w + 1) * W + 50 * MS);
 	t0 = mono_now_ns();
-	during = send_n(&f, 10);
+	during = send_n_frames(&fx, &f, 10);
 	t1 = mono_now_ns();
 	MISSED(win_index(t0, W) != w + 1 || win_index(t1, W) != w + 1,
 	       "the check a window later left its window");
@@ -296,7 +286,7 @@ static int ban_case(int sliding)
 	free_w = win_index(rejected_at + BAN, W) + (sliding ? 2 : 1);
 	sleep_until(free_w * W + 2 * MS);
 	t0 = mono_now_ns();
-	a = send_n(&f, 2 * N);
+	a = send_n_frames(&fx, &f, 2 * N);
 	t1 = mono_now_ns();
 	MISSED(win_index(t0, W) != free_w || win_index(t1, W) != free_w,
 	       "the burst after the ban left its window");
@@ -337,7 +327,7 @@ static void monitor_with_windows(void)
 		CHECK(setup(policy) == 0, "setup");
 		frame_udp_from(&f, "198.18.0.13");
 		counters_now(&fx, before);
-		CHECK(send_n(&f, 25) == 25, "%s --monitor dropped a packet", algos[i]);
+		CHECK(send_n_frames(&fx, &f, 25) == 25, "%s --monitor dropped a packet", algos[i]);
 		counters_now(&fx, after);
 		CHECK(reason_delta(before, after, SLUICE_R_WITHIN_LIMIT) == 10 &&
 		      reason_delta(before, after, SLUICE_R_MONITORED) == 15,
@@ -357,7 +347,7 @@ static void bytes_fixed_window(void)
 	CHECK(setup("limit default --bytes 1000/h --algo fixed-window") == 0, "setup");
 	frame_l4(&f, "198.18.0.14", IPPROTO_UDP, sizeof(struct udphdr), 300);
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 5) == 3, "300-byte frames in a 1000-byte window: want 3");
+	CHECK(send_n_frames(&fx, &f, 5) == 3, "300-byte frames in a 1000-byte window: want 3");
 	counters_now(&fx, after);
 	CHECK(after[SLUICE_R_WITHIN_LIMIT].bytes - before[SLUICE_R_WITHIN_LIMIT].bytes == 900,
 	      "passed bytes %llu", (unsigned long long)(after[SLUICE_R_WITHIN_LIMIT].bytes -
@@ -365,9 +355,9 @@ static void bytes_fixed_window(void)
 	/* 100 bytes are left: a 100-byte frame fills the window exactly
 	 * (admitted while count + cost <= N), a second does not fit */
 	frame_l4(&f, "198.18.0.14", IPPROTO_UDP, sizeof(struct udphdr), 100);
-	CHECK(send_n(&f, 2) == 1, "a 100-byte frame in the last 100 bytes: want 1");
+	CHECK(send_n_frames(&fx, &f, 2) == 1, "a 100-byte frame in the last 100 bytes: want 1");
 	frame_udp_from(&f, "198.18.0.14");
-	CHECK(send_n(&f, 1) == 0, "a %zu-byte frame in a spent window", f.len);
+	CHECK(send_n_frames(&fx, &f, 1) == 0, "a %zu-byte frame in a spent window", f.len);
 	counters_now(&fx, after);
 	CHECK(after[SLUICE_R_WITHIN_LIMIT].bytes - before[SLUICE_R_WITHIN_LIMIT].bytes == 1000,
 	      "passed bytes %llu, want the budget of 1000",
@@ -388,14 +378,14 @@ static void policy_change_carries_share(void)
 	room_in_window(HOUR, 20 * SLUICE_NS_PER_SEC);
 	CHECK(setup("limit set 198.18.0.0/16 --rate 1/h --burst 10") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.15");
-	CHECK(send_n(&f, 4) == 4, "token bucket");
+	CHECK(send_n_frames(&fx, &f, 4) == 4, "token bucket");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 20/h --algo fixed-window") == 0,
 	      "to fixed-window");
-	CHECK(send_n(&f, 5) == 5, "fixed-window after the change");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "fixed-window after the change");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 40/h --algo sliding-window") ==
 	      0, "to sliding-window");
 	{
-		__u64 a = send_n(&f, 50);
+		__u64 a = send_n_frames(&fx, &f, 50);
 
 		CHECK(a == 14, "%llu passed after token bucket (6 of 10 left) -> fixed-window 20 "
 		      "(12, 5 sent) -> sliding-window 40: want 7/20 of 40 = 14",
@@ -403,11 +393,11 @@ static void policy_change_carries_share(void)
 	}
 	/* the fixed-window step alone, to the end */
 	CHECK(setup("limit set 198.18.0.0/16 --rate 1/h --burst 10") == 0, "setup");
-	CHECK(send_n(&f, 4) == 4, "token bucket");
+	CHECK(send_n_frames(&fx, &f, 4) == 4, "token bucket");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 20/h --algo fixed-window") == 0,
 	      "to fixed-window");
 	{
-		__u64 a = send_n(&f, 50);
+		__u64 a = send_n_frames(&fx, &f, 50);
 
 		CHECK(a == 12, "%llu passed after token bucket (6 of 10 left) -> fixed-window 20: "
 		      "want 12", (unsigned long long)a);
@@ -429,10 +419,10 @@ static void rate_raise_keeps_count(void)
 	room_in_window(HOUR, 20 * SLUICE_NS_PER_SEC);
 	CHECK(setup("limit set 198.18.0.0/16 --rate 20/h --algo fixed-window") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.16");
-	CHECK(send_n(&f, 5) == 5, "fixed-window");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "fixed-window");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 30/h --algo fixed-window") == 0,
 	      "raise");
-	a = send_n(&f, 50);
+	a = send_n_frames(&fx, &f, 50);
 	/* Every conversion must move the state word (a stale CAS must fail);
 	 * in window 0 (a machine up for less than an hour, CLOCK_MONOTONIC)
 	 * the word holds no tag, the re-encoded counts equal the old ones, and
@@ -442,18 +432,18 @@ static void rate_raise_keeps_count(void)
 	      (unsigned long long)a, (unsigned long long)want);
 
 	CHECK(setup("limit set 198.18.0.0/16 --rate 20/h --algo sliding-window") == 0, "setup");
-	CHECK(send_n(&f, 5) == 5, "sliding-window");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "sliding-window");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 40/h --algo sliding-window") ==
 	      0, "raise");
-	a = send_n(&f, 50);
+	a = send_n_frames(&fx, &f, 50);
 	CHECK(a == 35, "sliding-window 20 -> 40 with 5 used: %llu passed, want 40 - 5 = 35",
 	      (unsigned long long)a);
 	/* and lowering below the count leaves nothing */
 	CHECK(setup("limit set 198.18.0.0/16 --rate 20/h --algo fixed-window") == 0, "setup");
-	CHECK(send_n(&f, 15) == 15, "fixed-window");
+	CHECK(send_n_frames(&fx, &f, 15) == 15, "fixed-window");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 10/h --algo fixed-window") == 0,
 	      "lower");
-	a = send_n(&f, 10);
+	a = send_n_frames(&fx, &f, 10);
 	CHECK(a == 0, "fixed-window 20 -> 10 with 15 used: %llu passed, want 0",
 	      (unsigned long long)a);
 }

@@ -77,16 +77,6 @@ static int setup(const char *policy, __u32 mode, __u32 peers)
 	return setup_with(sluice_bpf__open, policy, mode, peers);
 }
 
-static __u64 send_n(const struct frame *f, unsigned int n)
-{
-	__u64 passed = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
-			passed++;
-	return passed;
-}
-
 static __u64 reason_delta(const struct sluice_counter *before, const struct sluice_counter *after,
 			  __u32 reason)
 {
@@ -290,8 +280,8 @@ static void cluster_none_is_plain(void)
 	counters_now(&fx, before);
 	s0 = mono_now_ns();
 	for (int i = 0; i < 30; i++) {
-		pa += send_n(&fp, 1);
-		ca += send_n(&fc, 1);
+		pa += send_n_frames(&fx, &fp, 1);
+		ca += send_n_frames(&fx, &fc, 1);
 	}
 	s1 = mono_now_ns();
 	printf("  30 each at once: plain %llu passed, cluster %llu\n", (unsigned long long)pa,
@@ -302,8 +292,8 @@ static void cluster_none_is_plain(void)
 	sleep_ns(350 * MS);
 	u0 = mono_now_ns();
 	for (int i = 0; i < 10; i++) {
-		pb += send_n(&fp, 1);
-		cb += send_n(&fc, 1);
+		pb += send_n_frames(&fx, &fp, 1);
+		cb += send_n_frames(&fx, &fc, 1);
 	}
 	u1 = mono_now_ns();
 	counters_now(&fx, after);
@@ -363,7 +353,7 @@ static int drops_notify(const struct frame *f, unsigned int n, const struct slui
 	for (unsigned int i = 1; i <= n; i++) {
 		unsigned int c;
 
-		CHECK_OR(-1, send_n(f, 1) == 0, "packet %u past the share passed", i);
+		CHECK_OR(-1, send_n_frames(&fx, f, 1) == 0, "packet %u past the share passed", i);
 		c = hot_drain(h, 4);
 		CHECK_OR(-1, c <= 1, "drop %u pushed %u notices", i, c);
 		if (!c)
@@ -403,7 +393,7 @@ static void cluster_up_share_and_notices(void)
 	if (check_failures)
 		return;
 	frame_udp_from(&f, "198.18.0.5");
-	CHECK(send_n(&f, 6) == 6, "the share's burst of 6");
+	CHECK(send_n_frames(&fx, &f, 6) == 6, "the share's burst of 6");
 	CHECK(hot_count() == 0, "notices before any drop");
 	n = drops_notify(&f, 130, &k, idx, which, 8);
 	if (n < 0)
@@ -418,7 +408,7 @@ static void cluster_up_share_and_notices(void)
 	check_share(idx, 20 * SLUICE_CLUSTER_LOCAL_DIV, SLUICE_POLICY_CLUSTER | SLUICE_POLICY_LEASED,
 		    "up, N=20");
 	frame_udp_from(&f, "198.18.0.6");
-	CHECK(send_n(&f, 1) == 1, "the share's burst of 1");
+	CHECK(send_n_frames(&fx, &f, 1) == 1, "the share's burst of 1");
 	n = drops_notify(&f, 2, &k2, idx, which, 8);
 	CHECK(n == 1 && which[0] == 1, "N=20: %d notices in 2 drops, want one at the first", n);
 }
@@ -430,7 +420,7 @@ static void expect_pass(const struct frame *f, unsigned int n, __u64 pass, const
 	__u64 got;
 
 	counters_now(&fx, before);
-	got = send_n(f, n);
+	got = send_n_frames(&fx, f, n);
 	counters_now(&fx, after);
 	printf("  %s: %llu of %u passed\n", what, (unsigned long long)got, n);
 	CHECK(got == pass, "%s: %llu of %u passed, want %llu", what, (unsigned long long)got, n,
@@ -553,7 +543,7 @@ static void keyed_case(const char *a, const char *b, const struct sluice_src_key
 	frame_udp_from(&fa, a);
 	frame_udp_from(&fb, b);
 	expect_pass(&fa, 6, 6, what);
-	CHECK(send_n(&fa, 1) == 0, "%s: past the share", what);
+	CHECK(send_n_frames(&fx, &fa, 1) == 0, "%s: past the share", what);
 	n = hot_drain(h, 4);
 	printf("  %s: notice key %s policy %u\n", what, n ? key_str(&h[0].key) : "-",
 	       n ? h[0].policy : 0);

@@ -26,17 +26,6 @@ static __u64 reason_delta(const struct sluice_counter *before, const struct slui
 	return after[reason].packets - before[reason].packets;
 }
 
-/* Send frame f n times, one run each; returns how many passed. */
-static __u64 send_n(const struct frame *f, unsigned int n)
-{
-	__u64 passed = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
-			passed++;
-	return passed;
-}
-
 /* 256 sources inside one /24 share one bucket under --per /24. */
 static void per_prefix_shares_bucket(void)
 {
@@ -48,13 +37,13 @@ static void per_prefix_shares_bucket(void)
 	for (unsigned int i = 0; i < 256; i++) {
 		snprintf(src, sizeof(src), "198.18.5.%u", i);
 		frame_udp_from(&f, src);
-		passed += send_n(&f, 2);
+		passed += send_n_frames(&fx, &f, 2);
 	}
 	CHECK(passed == 10, "%llu of 512 passed, want the /24's burst of 10",
 	      (unsigned long long)passed);
 	/* another /24 is not in the rule: the default (allow) passes it */
 	frame_udp_from(&f, "198.18.6.1");
-	CHECK(send_n(&f, 20) == 20, "a source outside the rule was limited");
+	CHECK(send_n_frames(&fx, &f, 20) == 20, "a source outside the rule was limited");
 }
 
 /* IPv6 sources of one /64 share; another /64 has its own bucket. */
@@ -64,11 +53,11 @@ static void per_prefix_v6(void)
 
 	CHECK(setup("limit set 2001:2::/48 --rate 1/h --burst 3 --per /64") == 0, "setup");
 	frame_udp_from(&f, "2001:2:0:1::1");
-	CHECK(send_n(&f, 2) == 2, "first source");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "first source");
 	frame_udp_from(&f, "2001:2:0:1::2");
-	CHECK(send_n(&f, 5) == 1, "a second source of the same /64 got more than the rest");
+	CHECK(send_n_frames(&fx, &f, 5) == 1, "a second source of the same /64 got more than the rest");
 	frame_udp_from(&f, "2001:2:0:2::1");
-	CHECK(send_n(&f, 5) == 3, "another /64 has a bucket of its own");
+	CHECK(send_n_frames(&fx, &f, 5) == 3, "another /64 has a bucket of its own");
 }
 
 /* --per rule: one bucket for the whole /16, whoever sends. */
@@ -82,7 +71,7 @@ static void per_rule_aggregate(void)
 	for (unsigned int i = 0; i < 300; i++) {
 		snprintf(src, sizeof(src), "198.18.%u.%u", i % 200, i / 2 % 250 + 1);
 		frame_udp_from(&f, src);
-		passed += send_n(&f, 1);
+		passed += send_n_frames(&fx, &f, 1);
 	}
 	CHECK(passed == 20, "%llu passed, want the rule's burst of 20", (unsigned long long)passed);
 }
@@ -95,11 +84,11 @@ static void per_rule_interface_wide(void)
 	CHECK(setup("limit set 0.0.0.0/0 --rate 1/h --burst 4 --per rule;"
 		    "limit set ::/0 --rate 1/h --burst 2 --per rule") == 0, "setup");
 	frame_udp_from(&f, "198.18.1.1");
-	CHECK(send_n(&f, 3) == 3, "v4 first");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "v4 first");
 	frame_udp_from(&f, "198.19.200.7");
-	CHECK(send_n(&f, 3) == 1, "v4 second source shares the interface's bucket");
+	CHECK(send_n_frames(&fx, &f, 3) == 1, "v4 second source shares the interface's bucket");
 	frame_udp_from(&f, "2001:2::9");
-	CHECK(send_n(&f, 3) == 2, "v6 has its own");
+	CHECK(send_n_frames(&fx, &f, 3) == 2, "v6 has its own");
 }
 
 /* --bytes: frames pass while their bytes fit the burst. */
@@ -111,14 +100,14 @@ static void bytes_limit(void)
 	CHECK(setup("limit default --bytes 1/m --burst 1000") == 0, "setup");
 	frame_l4(&f, "198.18.0.30", IPPROTO_UDP, sizeof(struct udphdr), 300);
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 5) == 3, "300-byte frames under a 1000-byte burst: want 3");
+	CHECK(send_n_frames(&fx, &f, 5) == 3, "300-byte frames under a 1000-byte burst: want 3");
 	counters_now(&fx, after);
 	CHECK(after[SLUICE_R_WITHIN_LIMIT].bytes - before[SLUICE_R_WITHIN_LIMIT].bytes == 900,
 	      "passed bytes %llu", (unsigned long long)(after[SLUICE_R_WITHIN_LIMIT].bytes -
 							before[SLUICE_R_WITHIN_LIMIT].bytes));
 	/* 100 bytes are left: a 60-byte frame fits, a second does not */
 	frame_l4(&f, "198.18.0.30", IPPROTO_UDP, sizeof(struct udphdr), 60);
-	CHECK(send_n(&f, 2) == 1, "a 60-byte frame in the last 100 bytes");
+	CHECK(send_n_frames(&fx, &f, 2) == 1, "a 60-byte frame in the last 100 bytes");
 }
 
 /* A port rule limits its port; other ports and protocols go to the
@@ -130,11 +119,11 @@ static void dport_rule(void)
 	CHECK(setup("limit set 198.18.0.0/16 --proto udp --dport 53 --rate 1/h --burst 2") == 0,
 	      "setup");
 	frame_udp_to(&f, "198.18.0.40", 53);
-	CHECK(send_n(&f, 5) == 2, "udp/53 is limited to its burst");
+	CHECK(send_n_frames(&fx, &f, 5) == 2, "udp/53 is limited to its burst");
 	frame_udp_to(&f, "198.18.0.40", 9);
-	CHECK(send_n(&f, 5) == 5, "udp/9 goes to the default (allow)");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "udp/9 goes to the default (allow)");
 	frame_tcp(&f, "198.18.0.40", 53, 0, 1);
-	CHECK(send_n(&f, 5) == 5, "tcp/53 goes to the default");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "tcp/53 goes to the default");
 }
 
 /* A port range; a later IPv4 fragment has no port and is not matched. */
@@ -146,15 +135,15 @@ static void dport_range_and_fragments(void)
 	CHECK(setup("limit set 198.18.0.0/16 --proto udp --dport 1000-2000 --rate 1/h --burst 1")
 	      == 0, "setup");
 	frame_udp_to(&f, "198.18.0.41", 1000);
-	CHECK(send_n(&f, 1) == 1, "low end");
+	CHECK(send_n_frames(&fx, &f, 1) == 1, "low end");
 	frame_udp_to(&f, "198.18.0.41", 2000);
-	CHECK(send_n(&f, 1) == 0, "high end shares the rule's bucket");
+	CHECK(send_n_frames(&fx, &f, 1) == 0, "high end shares the rule's bucket");
 	frame_udp_to(&f, "198.18.0.41", 2001);
-	CHECK(send_n(&f, 3) == 3, "2001 is outside");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "2001 is outside");
 	frame_udp_to(&f, "198.18.0.41", 1500);
 	ip = (struct iphdr *)(f.buf + sizeof(struct ethhdr));
 	ip->frag_off = htons(100);	/* a later fragment: no UDP header */
-	CHECK(send_n(&f, 3) == 3, "a later fragment has no port to match");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "a later fragment has no port to match");
 }
 
 /* One IPv6 fragment from src: a fragment header saying nh, at offset off
@@ -206,7 +195,7 @@ static __u64 send_fragmented(const char *src, __u8 later_nh, __u64 *whole)
 			__u32 n = dgram - off < per ? dgram - off : per;
 
 			frame_v6_frag(&f, src, off ? later_nh : IPPROTO_UDP, off, off + n < dgram, n);
-			got += send_n(&f, 1);
+			got += send_n_frames(&fx, &f, 1);
 		}
 		passed += got;
 		*whole += got == frags;
@@ -239,25 +228,25 @@ static void v6_later_fragments_follow_the_lead(void)
 	/* a deny lead drops every later fragment of its sources */
 	CHECK(setup("deny 2001:2::/48 --proto udp") == 0, "setup");
 	frame_v6_frag(&f, "2001:2::1", IPPROTO_TCP, 104, 1, 104);
-	CHECK(send_n(&f, 3) == 0, "a later fragment saying TCP passed a --proto udp deny");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a later fragment saying TCP passed a --proto udp deny");
 	frame_v6_frag(&f, "2001:2::1", IPPROTO_ICMPV6, 104, 0, 64);
-	CHECK(send_n(&f, 3) == 0, "a later fragment saying ICMPv6 passed a --proto udp deny");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a later fragment saying ICMPv6 passed a --proto udp deny");
 	/* the lead is the most specific L4 rule: the port rule here */
 	CHECK(setup("limit set 2001:2::/48 --proto udp --rate 1/h --burst 100;"
 		    "deny 2001:2::/48 --proto udp --dport 53") == 0, "setup");
 	frame_v6_frag(&f, "2001:2::1", IPPROTO_UDP, 104, 0, 64);
-	CHECK(send_n(&f, 3) == 0, "a later fragment was not judged by the port rule");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a later fragment was not judged by the port rule");
 	/* a source whose most specific rule has no match: as every packet of it */
 	CHECK(setup("deny 2001:2::/48 --proto udp; limit set 2001:2::1/128 --rate 1/h --burst 2")
 	      == 0, "setup");
 	frame_v6_frag(&f, "2001:2::1", IPPROTO_TCP, 104, 0, 64);
-	CHECK(send_n(&f, 5) == 2, "a later fragment under a plain rule: not its bucket");
+	CHECK(send_n_frames(&fx, &f, 5) == 2, "a later fragment under a plain rule: not its bucket");
 	/* IPv4 later fragments keep their protocol: a TCP one is not UDP's */
 	CHECK(setup("deny 198.18.0.0/16 --proto udp") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.9");
 	((struct iphdr *)(f.buf + sizeof(struct ethhdr)))->protocol = IPPROTO_TCP;
 	((struct iphdr *)(f.buf + sizeof(struct ethhdr)))->frag_off = htons(100);
-	CHECK(send_n(&f, 3) == 3, "an IPv4 later TCP fragment was judged as UDP");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "an IPv4 later TCP fragment was judged as UDP");
 }
 
 /* --syn limits new connections; ACKs of the same source pass. */
@@ -268,11 +257,11 @@ static void syn_rule(void)
 	CHECK(setup("limit default --rate 1/h --burst 100;"
 		    "limit set 198.18.0.0/16 --syn --rate 1/h --burst 3") == 0, "setup");
 	frame_tcp(&f, "198.18.0.50", 80, 1, 0);
-	CHECK(send_n(&f, 10) == 3, "SYNs limited to 3");
+	CHECK(send_n_frames(&fx, &f, 10) == 3, "SYNs limited to 3");
 	frame_tcp(&f, "198.18.0.50", 80, 0, 1);
-	CHECK(send_n(&f, 10) == 10, "ACKs go to the default's bucket");
+	CHECK(send_n_frames(&fx, &f, 10) == 10, "ACKs go to the default's bucket");
 	frame_tcp(&f, "198.18.0.50", 80, 1, 1);
-	CHECK(send_n(&f, 10) == 10, "SYN-ACK is not a new connection");
+	CHECK(send_n_frames(&fx, &f, 10) == 10, "SYN-ACK is not a new connection");
 }
 
 /* Precedence: the longest prefix whose match holds; at one prefix a port
@@ -286,13 +275,13 @@ static void match_precedence(void)
 		    "limit set 198.18.9.0/24 --proto udp --rate 1/h --burst 2;"
 		    "limit set 198.18.9.0/24 --rate 1/h --burst 3") == 0, "setup");
 	frame_udp_to(&f, "198.18.9.1", 53);
-	CHECK(send_n(&f, 5) == 1, "port rule");
+	CHECK(send_n_frames(&fx, &f, 5) == 1, "port rule");
 	frame_udp_to(&f, "198.18.9.1", 54);
-	CHECK(send_n(&f, 5) == 2, "protocol rule");
+	CHECK(send_n_frames(&fx, &f, 5) == 2, "protocol rule");
 	frame_tcp(&f, "198.18.9.1", 53, 0, 1);
-	CHECK(send_n(&f, 5) == 3, "the /24's rule without a match");
+	CHECK(send_n_frames(&fx, &f, 5) == 3, "the /24's rule without a match");
 	frame_udp_to(&f, "198.18.10.1", 53);
-	CHECK(send_n(&f, 9) == 7, "outside the /24: the /16");
+	CHECK(send_n_frames(&fx, &f, 9) == 7, "outside the /24: the /16");
 }
 
 /* A /24 with only a port rule falls back to the covering /16 for other
@@ -305,9 +294,9 @@ static void fallback_to_covering_prefix(void)
 		    "limit set 198.18.3.0/24 --proto udp --dport 53 --rate 1/h --burst 1") == 0,
 	      "setup");
 	frame_udp_to(&f, "198.18.3.3", 9);
-	CHECK(send_n(&f, 9) == 4, "udp/9 from the /24 is the /16's");
+	CHECK(send_n_frames(&fx, &f, 9) == 4, "udp/9 from the /24 is the /16's");
 	frame_udp_to(&f, "198.18.3.3", 53);
-	CHECK(send_n(&f, 9) == 1, "udp/53 from the /24 is the port rule's");
+	CHECK(send_n_frames(&fx, &f, 9) == 1, "udp/53 from the /24 is the port rule's");
 }
 
 /* --monitor drops nothing and counts as monitored exactly what the same
@@ -321,13 +310,13 @@ static void monitor_counts_would_drops(void)
 	CHECK(setup("limit default --rate 1/h --burst 4") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.60");
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 50) == 4, "without --monitor");
+	CHECK(send_n_frames(&fx, &f, 50) == 4, "without --monitor");
 	counters_now(&fx, after);
 	dropped = reason_delta(before, after, SLUICE_R_RATE_LIMITED);
 
 	CHECK(setup("limit default --rate 1/h --burst 4 --monitor") == 0, "setup");
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 50) == 50, "--monitor dropped a packet");
+	CHECK(send_n_frames(&fx, &f, 50) == 50, "--monitor dropped a packet");
 	counters_now(&fx, after);
 	CHECK(reason_delta(before, after, SLUICE_R_MONITORED) == dropped &&
 	      reason_delta(before, after, SLUICE_R_WITHIN_LIMIT) == 4,
@@ -354,11 +343,11 @@ static void ban_then_admit(void)
 	CHECK(setup("limit default --rate 1000 --burst 2 --ban 300ms") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.70");
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 2) == 2, "burst");
-	CHECK(send_n(&f, 1) == 0, "the packet over the limit");
-	CHECK(send_n(&f, 20) == 0, "banned");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "burst");
+	CHECK(send_n_frames(&fx, &f, 1) == 0, "the packet over the limit");
+	CHECK(send_n_frames(&fx, &f, 20) == 0, "banned");
 	sleep_ms(100);
-	CHECK(send_n(&f, 5) == 0, "still banned after 100 ms, though 1000/s would refill");
+	CHECK(send_n_frames(&fx, &f, 5) == 0, "still banned after 100 ms, though 1000/s would refill");
 	counters_now(&fx, after);
 	CHECK(reason_delta(before, after, SLUICE_R_RATE_LIMITED) == 1 &&
 	      reason_delta(before, after, SLUICE_R_BANNED) == 25,
@@ -366,10 +355,10 @@ static void ban_then_admit(void)
 	      (unsigned long long)reason_delta(before, after, SLUICE_R_RATE_LIMITED),
 	      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
 	sleep_ms(300);
-	CHECK(send_n(&f, 1) == 1, "admitted again after the ban");
+	CHECK(send_n_frames(&fx, &f, 1) == 1, "admitted again after the ban");
 	/* another source was never banned */
 	frame_udp_from(&f, "198.18.0.71");
-	CHECK(send_n(&f, 2) == 2, "another source");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "another source");
 }
 
 /* A change of --ban alone (removed, or a new length) is a change of the
@@ -386,14 +375,14 @@ static void ban_change_ends_ban(void)
 	for (unsigned int i = 0; i < 2; i++) {
 		CHECK(setup("limit set 198.18.0.73/32 --rate 10 --burst 2 --ban 1h") == 0, "setup");
 		frame_udp_from(&f, "198.18.0.73");
-		CHECK(send_n(&f, 3) == 2, "burst, then limited (and banned for 1 h)");
+		CHECK(send_n_frames(&fx, &f, 3) == 2, "burst, then limited (and banned for 1 h)");
 		sleep_ms(300);
-		CHECK(send_n(&f, 1) == 0, "banned, though 10/s refilled the burst");
+		CHECK(send_n_frames(&fx, &f, 1) == 0, "banned, though 10/s refilled the burst");
 		CHECK(fixture_policy(&fx, edits[i]) == 0, "%s", edits[i]);
 		/* empty at the change, then 10/s: the burst of 2 in 300 ms */
 		sleep_ms(300);
-		CHECK(send_n(&f, 2) == 2, "after '%s': still banned", edits[i]);
-		CHECK(send_n(&f, 1) == 0, "after '%s': more than the burst", edits[i]);
+		CHECK(send_n_frames(&fx, &f, 2) == 2, "after '%s': still banned", edits[i]);
+		CHECK(send_n_frames(&fx, &f, 1) == 0, "after '%s': more than the burst", edits[i]);
 	}
 }
 
@@ -411,20 +400,20 @@ static void unrelated_edit_keeps_tokens(void)
 
 	CHECK(setup("limit set 198.18.0.68/32 --rate 10 --burst 5") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.68");
-	CHECK(send_n(&f, 1) == 1, "one packet");
+	CHECK(send_n_frames(&fx, &f, 1) == 1, "one packet");
 	sleep_ms(1500);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.68/32 --rate 20 --burst 10") == 0, "raise");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.68/32 --rate 20 --burst 10;"
 			     "allow 198.19.5.0/24") == 0, "an unrelated allow");
 	counters_now(&fx, before);
-	passed = send_n(&f, 5);
+	passed = send_n_frames(&fx, &f, 5);
 	counters_now(&fx, after);
 	CHECK(passed == 5, "%llu of 5 passed after the unrelated allow (rate limited %llu)",
 	      (unsigned long long)passed,
 	      (unsigned long long)reason_delta(before, after, SLUICE_R_RATE_LIMITED));
 	/* and no more than the 5 and what 20/s refilled since the raise */
-	passed = send_n(&f, 20);
+	passed = send_n_frames(&fx, &f, 20);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	most = (__u64)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000) /
 	       50 + 2;
@@ -441,14 +430,14 @@ static void idle_across_changes_refills_since_the_last(void)
 
 	CHECK(setup("limit set 198.18.0.69/32 --rate 1/h --burst 5") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.69");
-	CHECK(send_n(&f, 6) == 5, "the burst of 5");
+	CHECK(send_n_frames(&fx, &f, 6) == 5, "the burst of 5");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 2/h --burst 5") == 0, "1st");
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 10 --burst 5") == 0, "2nd");
 	sleep_ms(600);	/* 6 at 10/s: the burst of 5 */
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.69/32 --rate 10 --burst 5;"
 			     "allow 198.19.5.0/24") == 0, "an unrelated allow");
-	CHECK(send_n(&f, 5) == 5, "refilled at 10/s since the last change of its rule");
-	CHECK(send_n(&f, 1) == 0, "more than the burst");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "refilled at 10/s since the last change of its rule");
+	CHECK(send_n_frames(&fx, &f, 1) == 0, "more than the burst");
 }
 
 /* --ban with --monitor: would-be bans pass as monitored. */
@@ -460,7 +449,7 @@ static void ban_monitored(void)
 	CHECK(setup("limit default --rate 1/h --burst 1 --ban 1h --monitor") == 0, "setup");
 	frame_udp_from(&f, "198.18.0.72");
 	counters_now(&fx, before);
-	CHECK(send_n(&f, 10) == 10, "monitor never drops");
+	CHECK(send_n_frames(&fx, &f, 10) == 10, "monitor never drops");
 	counters_now(&fx, after);
 	CHECK(reason_delta(before, after, SLUICE_R_MONITORED) == 9, "monitored %llu",
 	      (unsigned long long)reason_delta(before, after, SLUICE_R_MONITORED));
@@ -474,9 +463,9 @@ static void ban_per_prefix(void)
 	CHECK(setup("limit set 198.18.7.0/24 --rate 1/h --burst 1 --per /24 --ban 1h") == 0,
 	      "setup");
 	frame_udp_from(&f, "198.18.7.1");
-	CHECK(send_n(&f, 2) == 1, "burst, then limited (and banned)");
+	CHECK(send_n_frames(&fx, &f, 2) == 1, "burst, then limited (and banned)");
 	frame_udp_from(&f, "198.18.7.2");
-	CHECK(send_n(&f, 3) == 0, "the whole /24 is banned");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "the whole /24 is banned");
 }
 
 /* A source that moves from a per-source rule to a --per /24 rule (and
@@ -487,15 +476,15 @@ static void keying_follows_policy_changes(void)
 
 	CHECK(setup("limit default --rate 1/h --burst 2") == 0, "setup");
 	frame_udp_from(&f, "198.18.8.1");
-	CHECK(send_n(&f, 3) == 2, "per source");
+	CHECK(send_n_frames(&fx, &f, 3) == 2, "per source");
 	CHECK(fixture_policy(&fx, "limit set 198.18.8.0/24 --rate 1/h --burst 5 --per /24") == 0,
 	      "to --per /24");
-	CHECK(send_n(&f, 3) == 3, "the /24's fresh bucket");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "the /24's fresh bucket");
 	frame_udp_from(&f, "198.18.8.2");
-	CHECK(send_n(&f, 3) == 2, "shared with the /24");
+	CHECK(send_n_frames(&fx, &f, 3) == 2, "shared with the /24");
 	CHECK(fixture_policy(&fx, "limit default --rate 1/h --burst 2") == 0, "back");
 	frame_udp_from(&f, "198.18.8.1");
-	CHECK(send_n(&f, 3) == 0, "per source again: its own bucket, still empty");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "per source again: its own bucket, still empty");
 }
 
 /* A SYN from src behind n IPv6 destination-options headers (8 octets
@@ -560,7 +549,7 @@ static void l4_unreadable_ext_headers(void)
 	CHECK(setup("deny 2001:2::/48 --proto tcp") == 0, "setup");
 	frame_syn_behind_dstopts(&f, "2001:2::9", 9, 80);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 5) == 0, "a SYN behind 9 ext headers passed a --proto tcp deny");
+	CHECK(send_n_frames(&fx, &f, 5) == 0, "a SYN behind 9 ext headers passed a --proto tcp deny");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_L4_UNREADABLE) == 5 &&
 	      reason_delta(c0, c1, SLUICE_R_MALFORMED) == 0 &&
@@ -579,14 +568,14 @@ static void l4_unreadable_ext_headers(void)
 	/* 8 headers are walked: the SYN is read and denied */
 	frame_syn_behind_dstopts(&f, "2001:2::9", 8, 80);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 2) == 0, "a SYN behind 8 ext headers passed");
+	CHECK(send_n_frames(&fx, &f, 2) == 0, "a SYN behind 8 ext headers passed");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_DENIED) == 2, "8 ext headers: %llu denied, want 2",
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_DENIED));
 	/* another source, not covered by the rule: passes as malformed */
 	frame_syn_behind_dstopts(&f, "2001:3::9", 9, 80);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 2) == 2, "an uncovered source's malformed frame was dropped");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "an uncovered source's malformed frame was dropped");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_MALFORMED) == 2, "uncovered: %llu malformed, want 2",
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_MALFORMED));
@@ -596,7 +585,7 @@ static void l4_unreadable_ext_headers(void)
 	CHECK(setup("limit set 2001:2::/48 --rate 1/h --burst 2") == 0, "setup");
 	frame_syn_behind_dstopts(&f, "2001:2::9", 9, 80);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 5) == 2, "CIDR-wide limit: not its burst of 2");
+	CHECK(send_n_frames(&fx, &f, 5) == 2, "CIDR-wide limit: not its burst of 2");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_MALFORMED) == 2 &&
 	      reason_delta(c0, c1, SLUICE_R_RATE_LIMITED) == 3 &&
@@ -619,7 +608,7 @@ static void l4_unreadable_tiny_fragment(void)
 	CHECK(setup("deny 198.18.0.0/24 --proto tcp --dport 2222") == 0, "setup");
 	frame_short_tcp4(&f, "198.18.0.70", 2222, 8, 1, 0);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 3) == 0, "a tiny first fragment passed a --dport deny");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a tiny first fragment passed a --dport deny");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_L4_UNREADABLE) == 3,
 	      "tiny fragment: %llu l4_unreadable, want 3",
@@ -629,7 +618,7 @@ static void l4_unreadable_tiny_fragment(void)
 	ip = (struct iphdr *)(f.buf + sizeof(struct ethhdr));
 	ip->frag_off = htons(1);	/* offset 8 octets */
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 3) == 3, "a later fragment was dropped");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "a later fragment was dropped");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_ALLOWED) == 3, "later fragment: %llu allowed, want 3",
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_ALLOWED));}
@@ -645,20 +634,20 @@ static void l4_unreadable_padding(void)
 	frame_short_tcp4(&f, "198.18.0.70", 80, 8, 0, 60);
 	CHECK(f.len == 60, "frame of %zu bytes, want 60", f.len);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 3) == 0, "a TCP header in the padding was read");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a TCP header in the padding was read");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_L4_UNREADABLE) == 3,
 	      "padding: %llu l4_unreadable, want 3",
 	      (unsigned long long)reason_delta(c0, c1, SLUICE_R_L4_UNREADABLE));
 	/* the same as a first fragment */
 	frame_short_tcp4(&f, "198.18.0.70", 80, 8, 1, 60);
-	CHECK(send_n(&f, 2) == 0, "a first fragment's header in the padding was read");
+	CHECK(send_n_frames(&fx, &f, 2) == 0, "a first fragment's header in the padding was read");
 	/* a whole SYN: denied as ever; to another port: allowed */
 	frame_short_tcp4(&f, "198.18.0.70", 2222, 20, 0, 60);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 3) == 0, "a SYN to 2222 passed");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a SYN to 2222 passed");
 	frame_short_tcp4(&f, "198.18.0.70", 80, 20, 0, 60);
-	CHECK(send_n(&f, 3) == 3, "a SYN to 80 was dropped");
+	CHECK(send_n_frames(&fx, &f, 3) == 3, "a SYN to 80 was dropped");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_DENIED) == 3 &&
 	      reason_delta(c0, c1, SLUICE_R_ALLOWED) == 3 &&
@@ -682,9 +671,9 @@ static void l4_unreadable_v6_payload(void)
 	frame_udp_to(&f, "2001:2::10", 53);
 	((struct ipv6hdr *)(f.buf + sizeof(struct ethhdr)))->payload_len = htons(4);
 	counters_now(&fx, c0);
-	CHECK(send_n(&f, 2) == 0, "a UDP header past the IPv6 payload was read");
+	CHECK(send_n_frames(&fx, &f, 2) == 0, "a UDP header past the IPv6 payload was read");
 	((struct ipv6hdr *)(f.buf + sizeof(struct ethhdr)))->payload_len = 0;
-	CHECK(send_n(&f, 2) == 0, "a jumbogram's UDP header was not read");
+	CHECK(send_n_frames(&fx, &f, 2) == 0, "a jumbogram's UDP header was not read");
 	counters_now(&fx, c1);
 	CHECK(reason_delta(c0, c1, SLUICE_R_L4_UNREADABLE) == 2 &&
 	      reason_delta(c0, c1, SLUICE_R_DENIED) == 2,
@@ -722,9 +711,9 @@ static void request_rules_skip_packets(void)
 		    "limit set 198.19.0.0/16 --rate 1/h --burst 3;"
 		    "limit set 198.19.0.0/16 --requests 1/h --burst 1") == 0, "setup");
 	frame_udp_from(&f, "198.18.1.1");
-	CHECK(send_n(&f, 50) == 50, "a request rule limited packets");
+	CHECK(send_n_frames(&fx, &f, 50) == 50, "a request rule limited packets");
 	frame_udp_from(&f, "198.19.1.1");
-	CHECK(send_n(&f, 10) == 3, "the packet rule beside a request rule of the same CIDR");
+	CHECK(send_n_frames(&fx, &f, 10) == 3, "the packet rule beside a request rule of the same CIDR");
 	for (int i = 0; i < 2; i++) {
 		const char *cidr = i ? "198.19.0.0/16" : "198.18.0.0/16";
 		__u32 idx = request_rule_index(cidr);
@@ -778,13 +767,13 @@ static void ban_table(void)
 
 	counters_now(&fx, before);
 	frame_udp_from(&f, "198.18.1.1");
-	CHECK(send_n(&f, 7) == 0, "a banned source passed");
+	CHECK(send_n_frames(&fx, &f, 7) == 0, "a banned source passed");
 	frame_tcp(&f, "198.18.1.1", 80, 1, 0);
-	CHECK(send_n(&f, 3) == 0, "a banned source's SYN passed");
+	CHECK(send_n_frames(&fx, &f, 3) == 0, "a banned source's SYN passed");
 	frame_udp_from(&f, "198.18.1.2");
-	CHECK(send_n(&f, 5) == 5, "another source of the rule was banned");
+	CHECK(send_n_frames(&fx, &f, 5) == 5, "another source of the rule was banned");
 	frame_udp_from(&f, "2001:2::1");
-	CHECK(send_n(&f, 4) == 4, "an expired ban still dropped");
+	CHECK(send_n_frames(&fx, &f, 4) == 4, "an expired ban still dropped");
 	counters_now(&fx, after);
 	CHECK(reason_delta(before, after, SLUICE_R_BANNED) == 10, "%llu banned, want 10",
 	      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
@@ -794,9 +783,9 @@ static void ban_table(void)
 	/* The datapath looks only while the live bit is set. */
 	bans_word(false);
 	frame_udp_from(&f, "198.18.1.1");
-	CHECK(send_n(&f, 2) == 2, "looked up with the live bit clear");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "looked up with the live bit clear");
 	bans_word(true);
-	CHECK(send_n(&f, 2) == 0, "not banned again with the bit set");
+	CHECK(send_n_frames(&fx, &f, 2) == 0, "not banned again with the bit set");
 
 	/* The sweep keeps the live ban and removes the expired one. */
 	CHECK(ban_sweep(&w) == 1, "ban_sweep: want 1 live ban");
@@ -806,7 +795,7 @@ static void ban_table(void)
 	CHECK(map_delete(fx.m.bans, &k1) == 0, "delete");
 	CHECK(ban_sweep(&w) == 0, "ban_sweep: want none left");
 	CHECK(!(w.cfg->bans & SLUICE_BANS_LIVE), "the sweep left the bit set with no ban");
-	CHECK(send_n(&f, 2) == 2, "lifted ban still dropped");
+	CHECK(send_n_frames(&fx, &f, 2) == 2, "lifted ban still dropped");
 	ban_writer_close(&w);
 }
 

@@ -87,17 +87,6 @@ static void budget_spares_allow_and_deny(void)
 	CHECK(run_frame(&fx, &f, 10, NULL) == XDP_PASS, "allowed, budget or not");
 }
 
-/* Send frame f n times, one run each; returns how many passed. */
-static __u64 send_n(const struct frame *f, unsigned int n)
-{
-	__u64 passed = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		if (run_frame(&fx, f, 1, NULL) == XDP_PASS)
-			passed++;
-	return passed;
-}
-
 /* The reason of one run of frame f, and its action in *act. */
 static int reason_of(const struct frame *f, int *act)
 {
@@ -123,7 +112,7 @@ static int l4_rule_case(const char *policy, const char *with_l4)
 
 	CHECK_OR(-1, setup(TINY_TABLE, policy) == 0, "setup %s", policy);
 	frame_udp_from(&f, "198.18.0.20");
-	CHECK_OR(-1, send_n(&f, 4) == 3, "%s: the burst of 3", policy);
+	CHECK_OR(-1, send_n_frames(&fx, &f, 4) == 3, "%s: the burst of 3", policy);
 	CHECK_OR(-1, new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, 1) == 0, "budget");
 	frame_udp_from(&f, "198.19.0.1");
 	CHECK_OR(-1, run_frame(&fx, &f, 1, NULL) == XDP_PASS, "the budget's one");
@@ -138,7 +127,7 @@ static int l4_rule_case(const char *policy, const char *with_l4)
 		 "%s: the spent source's packet counted as %d (action %d), want rate_limited",
 		 with_l4, r, act);
 	CHECK_OR(-1, new_sources_write(&fx.m, 0, SLUICE_PERIOD_SEC, 0) == 0, "budget off");
-	CHECK_OR(-1, send_n(&f, 3) == 0, "%s: a fresh burst for a spent source", with_l4);
+	CHECK_OR(-1, send_n_frames(&fx, &f, 3) == 0, "%s: a fresh burst for a spent source", with_l4);
 	/* its home entry, left behind, its keyed one, and the budget's one */
 	CHECK_OR(-1, count_sources(&fx.m) == 3, "%ld entries in the table, want 3",
 		 count_sources(&fx.m));
