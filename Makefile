@@ -10,17 +10,22 @@ VERSION		:= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 BPF_CFLAGS	:= -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 		   -I include -I /usr/include/$(ARCH_TRIPLET)
 CFLAGS		?= -O2 -g
-CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) \
+USER_INC	= $(addprefix -iquote ,$(USER_DIRS))
+CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) $(USER_INC) \
 		   -DSLUICE_VERSION='"$(VERSION)"'
 LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) \
 		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) -lelf -lz -lpthread
 
-USER_SRCS	:= $(wildcard user/*.c)
+# user/: main.c, lib/ (the core every command uses), cmd/ (one file per
+# command object), daemon/ (the servers and agents). Headers are found by
+# name from any of these directories.
+USER_DIRS	:= $(shell find user -type d | sort)
+USER_SRCS	:= $(sort $(foreach d,$(USER_DIRS),$(wildcard $(d)/*.c)))
 USER_OBJS	:= $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 # Everything but main(), for tests that drive the core directly (they
 # define `struct options opts` themselves).
 USER_LIB_OBJS	:= $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
-HEADERS		:= $(wildcard include/sluice/*.h user/*.h)
+HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $(d)/*.h))
 # One skeleton per bpf/NAME.bpf.c, named NAME_bpf.
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
@@ -39,7 +44,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 .SECONDARY:
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
-	@mkdir -p $(BUILD)/user
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/sluice: $(USER_OBJS)
@@ -75,9 +80,9 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 
 check:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		-j $(NPROC) --inline-suppr -I include user/ tests/unit/
-	printf '%s\n' user/*.c | xargs -P $(NPROC) -n 4 sh -c \
-		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD)' clang-tidy
+		-j $(NPROC) --inline-suppr -I include $(addprefix -I ,$(USER_DIRS)) user/ tests/unit/
+	printf '%s\n' $(USER_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
+		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD) $(USER_INC)' clang-tidy
 
 clean:
 	rm -rf $(BUILD)

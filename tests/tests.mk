@@ -21,10 +21,10 @@ $(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
 
-# The Prometheus writer's golden-text tests: user/prom.c alone, no libbpf.
-$(BUILD)/tests/test_prom: tests/unit/test_prom.c user/prom.c user/prom.h $(TEST_HEADERS)
+# The Prometheus writer's golden-text tests: user/lib/prom.c alone, no libbpf.
+$(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) -I user tests/unit/test_prom.c user/prom.c -o $@
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_prom
 
 # Bounded traffic generator for the e2e tests and the demo.
@@ -71,10 +71,10 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUI
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos
-# test_ban_sweep defines the sweep's ban_sweep_window (a weak symbol in user/ban.c).
+# test_ban_sweep defines the sweep's ban_sweep_window (a weak symbol in user/cmd/ban.c).
 TEST_BINS	+= $(BUILD)/tests/test_ban_sweep
 # The cluster leases: test_cluster drives --cluster rules, their
-# shares, hot notices and leases (user/lease.c's writer) through the real
+# shares, hot notices and leases (user/daemon/cluster/lease.c's writer) through the real
 # program, and under two CPUs at once through a variant built from
 # bpf/sluice.bpf.c by -D flags alone, whose lease credit is decremented by a
 # plain store (read, then write credit - 1 whatever happened meanwhile):
@@ -173,10 +173,10 @@ include tests/fuzz/fuzz.mk
 # (SLUICE_CHECK_RACY): tests/check/concurrency.sh shows that this build
 # over-admits under concurrent checks of one source where the real one
 # does not.
-$(BUILD)/tests/check_racy.o: user/check.c $(HEADERS) $(SKELS)
+$(BUILD)/tests/check_racy.o: user/daemon/check/check.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DSLUICE_CHECK_RACY -c $< -o $@
-$(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/check.o,$(USER_OBJS)) \
+$(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/daemon/check/check.o,$(USER_OBJS)) \
 		$(BUILD)/tests/check_racy.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice_check_racy

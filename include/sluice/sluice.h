@@ -323,7 +323,7 @@ struct sluice_config {
 	 * bans. A writer adds its entry, then sets the bit and adds
 	 * SLUICE_BANS_WRITE in one CAS; the sweeper clears the bit by a CAS
 	 * from the value it read before finding the table empty, which fails
-	 * if any entry was added meanwhile (see user/ban.c). */
+	 * if any entry was added meanwhile (see user/cmd/ban.c). */
 	__u64 bans;
 	/* Nonzero while a policy may be leased (SLUICE_POLICY_LEASED): only
 	 * then does a rate-limited packet look for a lease. A commit sets it

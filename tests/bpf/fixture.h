@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "../../user/sluice.h"
-#include "../../user/rule.h"
+#include "sluice.h"
+#include "rule.h"
 #include "sluice.skel.h"
 
 struct options opts;
@@ -92,7 +92,7 @@ static inline void fixture_close(struct fixture *fx)
 }
 
 /* Parse a policy written as policy-file lines separated by ';' into p,
- * with the CLI's own rule parser (user/rule.c). */
+ * with the CLI's own rule parser (user/lib/rule.c). */
 static inline int fixture_parse_policy(const char *text, struct policy *p)
 {
 	char *copy = strdup(text), *save = NULL, *line, why[256];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The ban table's sweep (user/ban.c) against a ban written while it runs,
+/* The ban table's sweep (user/cmd/ban.c) against a ban written while it runs,
  * deterministically: ban_sweep_window, which the sweep calls between
  * reading an entry as expired and taking it out of the table, is defined
  * here and bans the same source again right there, as a check-server

@@ -6,7 +6,7 @@
 #include "fixture.h"
 #include "sluice/gcra.h"
 #include "check.h"
-#include "../../user/sources.h"
+#include "sources.h"
 #include "sluice_nobucket.skel.h"
 
 static struct fixture fx;

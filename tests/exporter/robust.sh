@@ -17,7 +17,7 @@ SLUICE_EXPORTER=${SLUICE_EXPORTER:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
 STALLED=40
-DEADLINE=5		# HTTP_DEADLINE_S in user/exporter.c
+DEADLINE=5		# HTTP_DEADLINE_S in user/daemon/exporter.c
 
 exporter_init exr
 [[ -x $HTTP_RAW ]] || fail "$HTTP_RAW not built: run make build/tests/http_raw"

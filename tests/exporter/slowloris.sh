@@ -12,7 +12,7 @@ set -euo pipefail
 SLUICE_EXPORTER=${SLUICE_EXPORTER:-$(dirname "$0")/../../build/asan/sluice}
 . "$(dirname "$0")/lib.sh"
 
-DEADLINE=5		# HTTP_DEADLINE_S in user/exporter.c
+DEADLINE=5		# HTTP_DEADLINE_S in user/daemon/exporter.c
 PER_ADDR=8		# HTTP_WAITING_PER_ADDR
 WAITING=128		# HTTP_WAITING_LIMIT
 EVERY=4

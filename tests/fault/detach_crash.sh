@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fault/detach_crash: a detach killed at any step leaves an interface that
 # sluice still manages (tests/e2e/attach_crash covers attach). The steps
-# are the test-only SLUICE_TEST_HOOK points in detach (user/attach.c):
+# are the test-only SLUICE_TEST_HOOK points in detach (user/cmd/attach.c):
 #   found          the program is found, nothing changed yet
 #   unlinked       the program is off the link, every pin still there
 #   unpinning      the first map's pin is removed

@@ -22,14 +22,14 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-# The exporter's and the check server's targets compile user/exporter.c
-# and user/check.c themselves (their request handling is static), so they
+# The exporter's and the check server's targets compile user/daemon/exporter.c
+# and user/daemon/check/check.c themselves (their request handling is static), so they
 # link every other object.
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
-$(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/exporter.o,$(FUZZ_USER_OBJS))
-$(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS))
+$(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out %/exporter.o,$(FUZZ_USER_OBJS))
+$(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out %/check.o,$(FUZZ_USER_OBJS))
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
 
 # `make fuzz [FUZZ_SECONDS=300]`: every parser target, then the packet
@@ -56,17 +56,18 @@ fuzz: $(FUZZ_BINS)
 PLANT_rule	:= s/if (strlen(s) >= sizeof(buf))$$/if (strlen(s) > sizeof(buf))/
 PLANT_parse	:= 0,/bit < 8 \* SLUICE_ADDR_LEN/s//bit + 1 < 8 * SLUICE_ADDR_LEN/
 PLANT_check	:= s/: ns_to_s_up(wait);$$/: wait \/ SLUICE_NS_PER_SEC;/
-$(BUILD)/fuzz/planted/%.c: user/%.c
+.SECONDEXPANSION:
+$(BUILD)/fuzz/planted/%.c: $$(filter %/$$*.c,$$(USER_SRCS))
 	@mkdir -p $(@D)
 	sed '$(PLANT_$*)' $< > $@
 	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to $<" >&2; rm -f $@; exit 1; }
 $(BUILD)/fuzz/planted/%.o: $(BUILD)/fuzz/planted/%.c $(HEADERS) $(SKELS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 $(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I user $< $(filter-out $(BUILD)/fuzz/user/$*.o,$(FUZZ_USER_OBJS)) \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(filter-out %/$*.o,$(FUZZ_USER_OBJS)) \
 		$(BUILD)/fuzz/planted/$*.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 # fuzz_check includes check.c: the planted copy is found first on the path.
 $(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) \
 		$(BUILD)/fuzz/planted/check.c
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I $(BUILD)/fuzz/planted -I user $< \
-		$(filter-out $(BUILD)/fuzz/user/check.o,$(FUZZ_USER_OBJS)) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+	$(FUZZ_CC) -iquote $(BUILD)/fuzz/planted $(FUZZ_CFLAGS) $< \
+		$(filter-out %/check.o,$(FUZZ_USER_OBJS)) -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer target: the check server's request handling (user/check.c,
+/* libFuzzer target: the check server's request handling (user/daemon/check/check.c,
  * compiled into this file: its handler is static) with everything under
  * it: the trust test, the address header, status=, X-Request-ID repeats,
  * the source table, judge(), the answer and /metrics. libmicrohttpd runs in
- * this thread with the servers' own callbacks and limits (user/httpd.c);
+ * this thread with the servers' own callbacks and limits (user/daemon/httpd.c);
  * each input is one selector byte, then the raw bytes a client sends on one
  * connection, handed over a socketpair with MHD_add_connection; the client
  * then shuts its side and reads every answer until the server closes.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer target: the exporter's request handling (user/exporter.c,
+/* libFuzzer target: the exporter's request handling (user/daemon/exporter.c,
  * compiled into this file: on_request is static). libmicrohttpd runs in
- * this thread with the servers' own callbacks and limits (user/httpd.c); each input is the raw bytes a client sends on one
+ * this thread with the servers' own callbacks and limits (user/daemon/httpd.c); each input is the raw bytes a client sends on one
  * connection, handed over a socketpair with MHD_add_connection. The client
  * then shuts its side: the server must answer sanely (an HTTP status line
  * with a status the exporter gives), close the connection, and print

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer target: the single-word parsers, user/parse.c (address, CIDR,
+/* libFuzzer target: the single-word parsers, user/lib/parse.c (address, CIDR,
  * source, number, interface name) and rule.c's rate, burst, duration and
  * window. The first byte picks the parser, the rest (to a NUL) is the word.
  * Whatever parses must format to text that parses to the same value; numbers

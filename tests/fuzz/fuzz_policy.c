@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: the policy-file parser, driven as `sluice policy check
- * FILE` (user/limit.c, through the CLI's own dispatch) on a file holding the
+ * FILE` (user/cmd/limit.c, through the CLI's own dispatch) on a file holding the
  * input. It must answer as the CLI contract says: exit 0 with one line on
  * stdout, or exit 2 with one line on stderr naming the file and line. A
  * model here, doc/policy.md's rules for policy files applied line by line

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer target: the rule parser (user/rule.c). Input without a NUL is
+/* libFuzzer target: the rule parser (user/lib/rule.c). Input without a NUL is
  * one policy-file line for rule_parse_line; input with NULs is a command
  * line split at them, for rule_parse_words. A rule that parses must format
  * back to words that parse to the same rule, and format to the same words

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: the other file sluice reads, a trace of arrival times
- * for `sluice simulate --trace FILE` (user/simulate.c, through the CLI's own
+ * for `sluice simulate --trace FILE` (user/cmd/simulate.c, through the CLI's own
  * dispatch). The first byte picks the limit simulated, the rest is the
  * file. A model of the trace format (--help: one time a line, seconds with
  * up to 9 fraction digits, below 2^58 ns, not decreasing, '#' comments, at

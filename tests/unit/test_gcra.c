@@ -33,7 +33,7 @@ static __u64 min_u64(__u64 a, __u64 b)
 }
 
 /* The largest burst the policy accepts at a rate: burst/rate <
- * SLUICE_BURST_SECONDS_MAX (user/policy.c), which keeps B*T below 2^56. */
+ * SLUICE_BURST_SECONDS_MAX (user/lib/policy.c), which keeps B*T below 2^56. */
 static __u64 burst_max_for(__u64 rate)
 {
 	return min_u64(SLUICE_BURST_MAX, rate * SLUICE_BURST_SECONDS_MAX - 1);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Golden-text tests of the Prometheus writer (user/prom.c): each case builds
+/* Golden-text tests of the Prometheus writer (user/lib/prom.c): each case builds
  * a scrape by hand, and the writer's output must equal
  * tests/unit/golden/NAME.prom byte for byte. When promtool is installed each
  * golden file must also pass `promtool check metrics` cleanly. Needs neither

@@ -33,9 +33,9 @@ static const char *algo_word(__u8 algo)
 						    : "token-bucket";
 }
 
-/* ---- limits as user/store.c builds them ---- */
+/* ---- limits as user/lib/store.c builds them ---- */
 
-/* Bits of a sliding window's counts for budget n (user/rule.c). */
+/* Bits of a sliding window's counts for budget n (user/lib/rule.c). */
 static __u8 count_bits(__u64 n)
 {
 	__u8 bits = 0;
@@ -979,7 +979,7 @@ static void case_bans(void)
 
 			if (algos[a] == SLUICE_ALGO_SLIDING_WINDOW &&
 			    sw_ban_windows(ban, W) > 1ULL << (sw_tag_bits(count_bits(N)) - 2))
-				continue;	/* user/rule.c refuses it */
+				continue;	/* user/lib/rule.c refuses it */
 			l = lim_of(algos[a], W, N, ban);
 			st = limit_ban_state(&l, now);
 			E = algos[a] == SLUICE_ALGO_TOKEN_BUCKET ? now + ban : (now + ban) / W * W;
