@@ -346,6 +346,18 @@ __u32 map_id(int fd)
 	return map_info(fd, &info) ? 0 : info.id;
 }
 
+bool maps_still_current(const struct sluice_maps *m)
+{
+	struct sluice_maps now;
+	bool same;
+
+	if (maps_try_open_ro(m->iface, &now))
+		return false;
+	same = map_id(now.config) == map_id(m->config);
+	maps_close(&now);
+	return same;
+}
+
 long walk_buckets(int fd, bucket_fn fn, void *ctx)
 {
 	struct sluice_src_key *keys = calloc(WALK_BATCH, sizeof(*keys));

@@ -257,6 +257,10 @@ int read_event(const struct sluice_maps *m, __u32 event, __u64 *out);
 long count_sources(const struct sluice_maps *m);
 __u32 map_capacity(int fd);
 __u32 map_id(int fd);
+/* Whether the interface m was opened on still has these maps (it was not
+ * detached, or detached and attached afresh, since): the daemons stop when
+ * it has not. */
+bool maps_still_current(const struct sluice_maps *m);
 /* Calls fn (if any) for each bucket of the source table, read in batches,
  * until fn returns non-zero. Returns the buckets visited, or -errno. */
 typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_bucket *b,

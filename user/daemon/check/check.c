@@ -23,6 +23,7 @@
 #include "httpd.h"
 #include "privdrop.h"
 #include "prom.h"
+#include "hash.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.0.0"
@@ -169,26 +170,6 @@ static __u64 div_up(__u64 a, __u64 b)
 static __u64 ns_to_s_up(__u64 ns)
 {
 	return div_up(ns, SLUICE_NS_PER_SEC);
-}
-
-static __u64 mix64(__u64 x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static __u64 hash_bytes(__u64 seed, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	__u64 h = seed;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL;
-	return mix64(h);
 }
 
 /* Whether the first plen bits of a and b agree. */
@@ -948,19 +929,6 @@ static void server_free(struct check_server *s)
 	free(s->pol);
 }
 
-/* Whether the interface still has the maps we serve (not detached, not
- * attached anew with other maps). */
-static bool still_attached(const struct check_server *s)
-{
-	struct sluice_maps now;
-	bool same;
-
-	if (maps_try_open_ro(s->m.iface, &now))
-		return false;
-	same = map_id(now.config) == map_id(s->m.config);
-	maps_close(&now);
-	return same;
-}
 
 /* Until SIGINT or SIGTERM (0), or the interface is detached (EXIT_RUNTIME):
  * a new policy within POLICY_POLL_NS of its commit, expired bans swept. */
@@ -984,7 +952,7 @@ static int serve(struct check_server *s, const sigset_t *stop)
 			if (policy_load(&s->m, np)) {
 				free(np);
 				np = NULL;
-				if (!still_attached(s))
+				if (!maps_still_current(&s->m))
 					break;
 				return runtime_err("cannot read the policy of %s", s->m.iface);
 			}
@@ -996,7 +964,7 @@ static int serve(struct check_server *s, const sigset_t *stop)
 		}
 		if (mono_now_ns() - last_sweep >= SWEEP_NS) {
 			last_sweep = mono_now_ns();
-			if (!still_attached(s))
+			if (!maps_still_current(&s->m))
 				break;
 			ban_sweep(&s->bans);
 		}

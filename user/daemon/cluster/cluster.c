@@ -24,6 +24,7 @@
 #include "cluster.h"
 #include "cluster_lua.h"
 #include "rule.h"
+#include "hash.h"
 
 #define REDIS_PORT_DEFAULT	6379
 #define REDIS_URL_IN_MAX	100	/* longest URL taken: its canonical form fits the state */
@@ -355,12 +356,7 @@ struct hot_set {
 
 static __u32 hot_hash(const struct sluice_src_key *k, __u32 policy)
 {
-	const unsigned char *b = (const unsigned char *)k;
-	__u64 h = 0xcbf29ce484222325ULL ^ policy;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL;
-	return (__u32)(h ^ (h >> 29)) & (HOT_SLOTS - 1);
+	return (__u32)hash_bytes(policy, k, sizeof(*k)) & (HOT_SLOTS - 1);
 }
 
 static void hot_reindex(struct hot_set *hs)
@@ -962,18 +958,6 @@ static int policy_refresh(struct agent *ag)
 	return 0;
 }
 
-/* Whether the interface still has the maps this agent writes. */
-static bool still_attached(const struct agent *ag)
-{
-	struct sluice_maps now;
-	bool same;
-
-	if (maps_try_open_ro(ag->m.iface, &now))
-		return false;
-	same = map_id(now.config) == map_id(ag->m.config);
-	maps_close(&now);
-	return same;
-}
 
 static void say_peers(const struct agent *ag)
 {
@@ -1153,7 +1137,7 @@ static int agent_loop(struct agent *ag, const sigset_t *stop)
 			return leave(ag);
 		if (mono_now_ns() - checked >= ATTACHED_CHECK_NS) {
 			checked = mono_now_ns();
-			if (!still_attached(ag))
+			if (!maps_still_current(&ag->m))
 				return runtime_err("%s was detached: its --cluster rules are gone; "
 						   "the agent stops (attach it again, then join again)",
 						   ag->m.iface);
