@@ -169,15 +169,16 @@ TEST_BINS	+= $(BUILD)/tests/udp_send
 # libFuzzer targets for the parsers, and `make fuzz` (tests/fuzz/).
 include tests/fuzz/fuzz.mk
 
-# The check server with each bucket judged outside its lock
-# (SLUICE_CHECK_RACY): tests/check/concurrency.sh shows that this build
-# over-admits under concurrent checks of one source where the real one
-# does not.
-$(BUILD)/tests/check_racy.o: user/daemon/check/check.c $(HEADERS) $(SKELS)
+# The check server with each bucket judged outside its lock: the sluice
+# binary linked with tests/check/racy_bucket.c in place of
+# user/daemon/check/bucket.c. tests/check/concurrency.sh shows that this
+# build over-admits under concurrent checks of one source where the real
+# one does not.
+$(BUILD)/tests/check_racy_bucket.o: tests/check/racy_bucket.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -DSLUICE_CHECK_RACY -c $< -o $@
-$(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/daemon/check/check.o,$(USER_OBJS)) \
-		$(BUILD)/tests/check_racy.o
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/tests/sluice_check_racy: $(filter-out $(BUILD)/user/daemon/check/bucket.o,$(USER_OBJS)) \
+		$(BUILD)/tests/check_racy_bucket.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice_check_racy
 

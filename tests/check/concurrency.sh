@@ -6,7 +6,7 @@
 # passed count (its metrics) lies within B + R x t + 1 and B + R x t - 2, t taken as wrk's
 # own run time for the lower bound and the wall time around wrk for the
 # upper one. Then the same against build/tests/sluice_check_racy, the
-# check server built with SLUICE_CHECK_RACY (tests/tests.mk), which judges
+# check server linked with tests/check/racy_bucket.c (tests/tests.mk), which judges
 # each bucket outside its lock: it must admit more than the bound (the
 # lost updates of unlocked read-judge-write), or this test could not tell
 # a racy server from a correct one.
