@@ -22,13 +22,13 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-# The exporter's and the check server's targets compile user/daemon/exporter.c
-# and user/daemon/check/check.c themselves (their request handling is static), so they
-# link every other object.
+# The exporter's target compiles user/daemon/exporter.c itself (its request
+# handling is static), so it links every other object; the check server's
+# calls its exported handler (check.h) and links them all.
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out %/exporter.o,$(FUZZ_USER_OBJS))
-$(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out %/check.o,$(FUZZ_USER_OBJS))
-$(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS)
+$(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h \
+		tests/fuzz/fuzz_check_answers.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
 
@@ -44,7 +44,7 @@ fuzz: $(FUZZ_BINS)
 # linked with a copy of one user/ file that has an off-by-one. fuzz_rule:
 # rule.c's --dport length check (a 16-character --dport overflows
 # parse_dport's buffer); fuzz_parse: parse.c's host-bit check skips the last
-# bit (198.18.0.1/24 passes as a CIDR); fuzz_check: check.c rounds a 429's
+# bit (198.18.0.1/24 passes as a CIDR); fuzz_check: judge.c rounds a 429's
 # Retry-After down (the wait in whole seconds, at least 1), so a client that
 # waits as told can get a second 429. Run them with
 #   make build/fuzz/planted/fuzz_rule build/fuzz/planted/fuzz_parse \
@@ -66,8 +66,13 @@ $(BUILD)/fuzz/planted/%.o: $(BUILD)/fuzz/planted/%.c $(HEADERS) $(SKELS)
 $(BUILD)/fuzz/planted/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/%.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(filter-out %/$*.o,$(FUZZ_USER_OBJS)) \
 		$(BUILD)/fuzz/planted/$*.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)
-# fuzz_check includes check.c: the planted copy is found first on the path.
-$(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS) \
-		$(BUILD)/fuzz/planted/check.c
-	$(FUZZ_CC) -iquote $(BUILD)/fuzz/planted $(FUZZ_CFLAGS) $< \
-		$(filter-out %/check.o,$(FUZZ_USER_OBJS)) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+# fuzz_check: the planted copy of user/daemon/check/judge.c, which holds the
+# Retry-After rounding, in place of its object.
+$(BUILD)/fuzz/planted/check_judge.c: user/daemon/check/judge.c
+	@mkdir -p $(@D)
+	sed '$(PLANT_check)' $< > $@
+	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to $<" >&2; rm -f $@; exit 1; }
+$(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h \
+		tests/fuzz/fuzz_check_answers.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/check_judge.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(filter-out %/check/judge.o,$(FUZZ_USER_OBJS)) \
+		$(BUILD)/fuzz/planted/check_judge.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer target: the check server's request handling (user/daemon/check/check.c,
- * compiled into this file: its handler is static) with everything under
+/* libFuzzer target: the check server's request handling (user/daemon/check/,
+ * through its exported handler check_on_request) with everything under
  * it: the trust test, the address header, status=, X-Request-ID repeats,
  * the source table, judge(), the answer and /metrics. libmicrohttpd runs in
  * this thread with the servers' own callbacks and limits (user/daemon/httpd.c);
@@ -12,8 +12,8 @@
  * 127.9.8.7, ::ffff:127.0.0.1, 127.0.0.1, 127.0.0.1 are trusted (the
  * default --trust, 127.0.0.0/8,::1/128); 198.18.255.1 and 2001:2:ffff::1
  * are not. The server has the request rules of fz_rules (parsed by
- * rule_parse_line and converted by check.c's own policy_add, indexes 1..)
- * and no interface: its ban writer (ban_writer_open) has a real BPF hash
+ * rule_parse_line and converted by the server's own check_policy_add,
+ * indexes 1..) and no interface: its ban writer (ban_writer_open) has a real BPF hash
  * map of the ban table's layout and an mmapped config array, made here
  * with bpf_map_create (as root, as CI runs the fuzz targets). State lives
  * on from input to input, as in a long-running server, on the real clock.
@@ -59,18 +59,16 @@
  * self-test. SLUICE_FUZZ_SHOW=1 prints each input's answers. */
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include <arpa/inet.h>
-#include <strings.h>
+#include "fuzz_check_answers.h"
+#include <signal.h>
 #include <bpf/bpf.h>
+#include "check.h"
+#include "hash.h"
 #include "rule.h"
-#include "check.c"
 
 #define FZ_SOURCES		1024U	/* --max-sources: small, so the table fills */
-#define FZ_CALLS_MAX		512U	/* handler calls of one input (4 KB of requests) */
-#define FZ_ANSWERS_MAX		(FZ_CALLS_MAX + 16)
 #define SHADOW_SLOTS		4096U
 #define SEEN_SLOTS		512U
-#define FIELD_MAX		128
 
 /* The request rules, and what the check server must say of them, worked
  * out by hand from the words: q the burst (token bucket) or the budget
@@ -130,14 +128,6 @@ static const struct {
 	{ "198.18.255.1", false }, { "2001:2:ffff::1", false },
 };
 
-/* An address as the check server must read it: IPv4 text, or IPv4-mapped
- * IPv6 text (::ffff:a.b.c.d), is an IPv4 source (v4-mapped), any other
- * IPv6 text an IPv6 one. */
-struct fz_addr {
-	__u8 family;
-	__u8 a[16];
-};
-
 /* What one handler call was asked and did, seen from here. */
 enum fz_kind { K_UNTRUSTED, K_BAD, K_JUDGED, K_METRICS, K_NOT_FOUND };
 struct fz_call {
@@ -153,14 +143,6 @@ struct fz_call {
 	struct rule_counts counts[FZ_NRULES];
 	__u64 ban_failures;
 	__u32 used;
-};
-
-/* An answer as read back. */
-struct fz_answer {
-	int status;
-	const char *head, *head_end;	/* status line .. the blank line */
-	const char *body;		/* NULL: none sent (HEAD) */
-	size_t body_len;
 };
 
 /* A bucket as the model counts it. */
@@ -201,36 +183,6 @@ static struct rule_counts snap_counts[SLUICE_MAX_POLICIES];
 static __u32 snap_used;
 
 /* --- the model --- */
-
-static bool model_addr(const char *s, struct fz_addr *out)
-{
-	struct in_addr v4;
-
-	memset(out, 0, sizeof(*out));
-	if (strchr(s, ':')) {
-		static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-		if (inet_pton(AF_INET6, s, out->a) != 1)
-			return false;
-		out->family = memcmp(out->a, mapped, sizeof(mapped)) ? SLUICE_FAMILY_V6
-								      : SLUICE_FAMILY_V4;
-		return true;
-	}
-	if (inet_pton(AF_INET, s, &v4) != 1)
-		return false;
-	out->family = SLUICE_FAMILY_V4;
-	out->a[10] = out->a[11] = 0xff;
-	memcpy(&out->a[12], &v4, 4);
-	return true;
-}
-
-static bool bits_equal(const __u8 *a, const __u8 *b, __u32 bits)
-{
-	for (__u32 i = 0; i < bits; i++)
-		if ((a[i / 8] ^ b[i / 8]) & (0x80 >> (i % 8)))
-			return false;
-	return true;
-}
 
 /* The longest prefix of the same family covering a, or -1. */
 static int model_rule(const struct fz_addr *a)
@@ -283,62 +235,47 @@ static struct seen *seen_of(const char *id, const struct fz_addr *a)
 
 /* --- watching the handler --- */
 
-/* A header's one value is read with the server's own one_header (a name
- * missing or repeated is NULL); the model judges the value. */
+/* A header's one value is read with the server's own check_one_header (a
+ * name missing or repeated is NULL); the model judges the value. */
 
-/* The server's handler, watched: what the request asks, by the model, and
- * what moved in the server while it answered. */
-static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, const char *url)
+/* What a request asks, by the model, into c. */
+static void fz_classify(struct fz_call *c, struct MHD_Connection *conn, const char *url)
 {
-	struct fz_call *c;
-	__u64 before[OUT_MAX];
-	struct rule_counts cbefore[FZ_NRULES];
-	__u32 used_before;
 	const char *mode, *addr, *id;
-	enum MHD_Result ret;
 
-	FUZZ_CHECK(ncalls < FZ_CALLS_MAX, "more than %u requests on one connection", FZ_CALLS_MAX);
-	c = &calls[ncalls++];
 	memset(c, 0, sizeof(*c));
 	c->rule = -1;
 	c->outcome = -1;
-	if (!strcmp(url, "/check")) {
-		mode = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
-		addr = one_header(conn, HEADER_DEFAULT);
-		c->mode403 = mode && !strcmp(mode, "403");
-		if (!peer_trusted)
-			c->kind = K_UNTRUSTED;
-		else if ((mode && strcmp(mode, "403") && strcmp(mode, "429")) || !addr ||
-			 !model_addr(addr, &c->src))
-			c->kind = K_BAD;
-		else
-			c->kind = K_JUDGED;
-		if (c->kind == K_JUDGED) {
-			c->rule = model_rule(&c->src);
-			id = one_header(conn, "X-Request-ID");
-			if (id && *id && strlen(id) <= REQUEST_ID_MAX) {
-				snprintf(c->id, sizeof(c->id), "%s", id);
-				for (const char *p = id; *p; p++)
-					if (*p <= ' ' || *p >= 127)
-						c->id[0] = '\0';
-			}
-		}
-	} else {
+	if (strcmp(url, "/check") != 0) {
 		c->kind = strcmp(url, "/metrics") ? K_NOT_FOUND : K_METRICS;
+		return;
 	}
-	memcpy(before, fz->answers, sizeof(before));
-	memcpy(cbefore, &fz->counts[1], sizeof(cbefore));
-	used_before = fz->used;
-	c->t0 = mono_now_ns();
-	ret = on_request(cls, conn, url);
-	c->t1 = mono_now_ns();
-	FUZZ_CHECK(ret == MHD_YES, "the handler could not answer %s", url);
-	memcpy(c->answers, fz->answers, sizeof(c->answers));
-	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
-	c->used = fz->used;
-	c->ban_failures = fz->ban_failures;
+	mode = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
+	addr = check_one_header(conn, HEADER_DEFAULT);
+	c->mode403 = mode && !strcmp(mode, "403");
+	if (!peer_trusted)
+		c->kind = K_UNTRUSTED;
+	else if ((mode && strcmp(mode, "403") && strcmp(mode, "429")) || !addr ||
+		 !model_addr(addr, &c->src))
+		c->kind = K_BAD;
+	else
+		c->kind = K_JUDGED;
+	if (c->kind == K_JUDGED) {
+		c->rule = model_rule(&c->src);
+		id = check_one_header(conn, "X-Request-ID");
+		if (id && *id && strlen(id) <= REQUEST_ID_MAX) {
+			snprintf(c->id, sizeof(c->id), "%s", id);
+			for (const char *p = id; *p; p++)
+				if (*p <= ' ' || *p >= 127)
+					c->id[0] = '\0';
+		}
+	}
+}
 
-	/* Exactly one answers counter moves for a /check, none otherwise. */
+/* Exactly one answers counter moves for a /check, none otherwise: the
+ * one that moved into c->outcome. */
+static void check_answers_moved(struct fz_call *c, const char *url, const __u64 *before)
+{
 	for (int o = 0; o < OUT_MAX; o++) {
 		__u64 d = fz->answers[o] - before[o];
 
@@ -352,7 +289,7 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	}
 	if (c->kind == K_METRICS || c->kind == K_NOT_FOUND) {
 		FUZZ_CHECK(c->outcome < 0, "%s moved answers{%s}", url, outcome_names[c->outcome]);
-		return ret;
+		return;
 	}
 	FUZZ_CHECK(c->outcome >= 0, "a /check moved no answers counter");
 	if (c->kind == K_UNTRUSTED)
@@ -365,8 +302,11 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 		FUZZ_CHECK(c->outcome != OUT_UNTRUSTED && c->outcome != OUT_BAD_REQUEST,
 			   "a good check from a trusted peer counted as %s",
 			   outcome_names[c->outcome]);
+}
 
-	/* Rule counters: only the judged rule's, by one; a repeat none. */
+/* Rule counters: only the judged rule's, by one; a repeat none. */
+static void check_rules_moved(struct fz_call *c, const struct rule_counts *cbefore)
+{
 	for (unsigned int i = 0; i < FZ_NRULES; i++) {
 		__u64 dp = c->counts[i].pass - cbefore[i].pass;
 		__u64 dl = c->counts[i].limited - cbefore[i].limited;
@@ -387,33 +327,67 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 			c->escalated = db == 1;
 		}
 	}
+}
+
+/* The escalation's ban: the home key, the rule's index, now + --ban. */
+static void check_escalation_ban(const struct fz_call *c)
+{
+	const struct fz_rule *r = &fz_rules[c->rule];
+	struct sluice_src_key k = { .family = c->src.family,
+				    .key_len = SLUICE_KEY_LEN_SOURCE,
+				    .policy = SLUICE_KEY_HOME };
+	struct sluice_ban b;
+
+	memcpy(k.a, c->src.a, sizeof(k.a));
+	FUZZ_CHECK(r->ban_ns, "rule %s has no --ban, yet banned", r->name);
+	FUZZ_CHECK(!bpf_map_lookup_elem(fz->bans.fd, &k, &b),
+		   "escalated by %s, yet not in the ban table", r->name);
+	FUZZ_CHECK(b.policy == (__u32)c->rule + 1, "ban of rule %u, want %d", b.policy,
+		   c->rule + 1);
+	FUZZ_CHECK(b.until_ns >= c->t0 + r->ban_ns && b.until_ns <= c->t1 + r->ban_ns,
+		   "ban until %llu, want %llu + [0, %llu]", (unsigned long long)b.until_ns,
+		   (unsigned long long)(c->t0 + r->ban_ns),
+		   (unsigned long long)(c->t1 - c->t0));
+	FUZZ_CHECK(__atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE) &
+			   SLUICE_BANS_LIVE, "a ban, and the config's bans word is not live");
+}
+
+/* The server's handler, watched: what the request asks, by the model, and
+ * what moved in the server while it answered. */
+static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, const char *url)
+{
+	struct fz_call *c;
+	__u64 before[OUT_MAX];
+	struct rule_counts cbefore[FZ_NRULES];
+	__u32 used_before;
+	enum MHD_Result ret;
+
+	FUZZ_CHECK(ncalls < FZ_CALLS_MAX, "more than %u requests on one connection", FZ_CALLS_MAX);
+	c = &calls[ncalls++];
+	fz_classify(c, conn, url);
+	memcpy(before, fz->answers, sizeof(before));
+	memcpy(cbefore, &fz->counts[1], sizeof(cbefore));
+	used_before = fz->used;
+	c->t0 = mono_now_ns();
+	ret = check_on_request(cls, conn, url);
+	c->t1 = mono_now_ns();
+	FUZZ_CHECK(ret == MHD_YES, "the handler could not answer %s", url);
+	memcpy(c->answers, fz->answers, sizeof(c->answers));
+	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
+	c->used = fz->used;
+	c->ban_failures = fz->ban_failures;
+
+	check_answers_moved(c, url, before);
+	if (c->kind == K_METRICS || c->kind == K_NOT_FOUND)
+		return ret;
+	check_rules_moved(c, cbefore);
 	if (c->kind != K_JUDGED || c->outcome == OUT_REPEAT || c->outcome == OUT_BANNED ||
 	    c->outcome == OUT_UNLIMITED)
 		FUZZ_CHECK(fz->used == used_before, "a %s check changed the table (%u -> %u)",
 			   outcome_names[c->outcome], used_before, fz->used);
 	FUZZ_CHECK(fz->used <= fz->cap, "%u entries of %u", fz->used, fz->cap);
-
-	/* The escalation's ban: the home key, the rule's index, now + --ban. */
-	if (c->escalated) {
-		const struct fz_rule *r = &fz_rules[c->rule];
-		struct sluice_src_key k = { .family = c->src.family,
-					    .key_len = SLUICE_KEY_LEN_SOURCE,
-					    .policy = SLUICE_KEY_HOME };
-		struct sluice_ban b;
-
-		memcpy(k.a, c->src.a, sizeof(k.a));
-		FUZZ_CHECK(r->ban_ns, "rule %s has no --ban, yet banned", r->name);
-		FUZZ_CHECK(!bpf_map_lookup_elem(fz->bans.fd, &k, &b),
-			   "escalated by %s, yet not in the ban table", r->name);
-		FUZZ_CHECK(b.policy == (__u32)c->rule + 1, "ban of rule %u, want %d", b.policy,
-			   c->rule + 1);
-		FUZZ_CHECK(b.until_ns >= c->t0 + r->ban_ns && b.until_ns <= c->t1 + r->ban_ns,
-			   "ban until %llu, want %llu + [0, %llu]", (unsigned long long)b.until_ns,
-			   (unsigned long long)(c->t0 + r->ban_ns),
-			   (unsigned long long)(c->t1 - c->t0));
-		FUZZ_CHECK(__atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE) &
-				   SLUICE_BANS_LIVE, "a ban, and the config's bans word is not live");
-	}
+	if (c->escalated)
+		check_escalation_ban(c);
 	return ret;
 }
 
@@ -442,146 +416,6 @@ static size_t exchange(const uint8_t *data, size_t size, const char *peer)
 		sslen = sizeof(*s4);
 	}
 	return fuzz_http_exchange(fz_d, (struct sockaddr *)&ss, sslen, data, size, resp);
-}
-
-/* The answers in r: each "HTTP/1.x NNN", header lines "Name: value", a
- * blank line and as many bytes of body as Content-Length says (none after
- * a HEAD: then the end, or the next answer). */
-static unsigned int parse_answers(const char *r, size_t len, struct fz_answer *out)
-{
-	unsigned int n = 0;
-	size_t at = 0;
-
-	while (at < len) {
-		const char *p = r + at, *end = strstr(p, "\r\n\r\n"), *line;
-		struct fz_answer *a = &out[n];
-		unsigned long body = 0;
-
-		FUZZ_CHECK(n < FZ_ANSWERS_MAX, "more than %u answers", FZ_ANSWERS_MAX);
-		FUZZ_CHECK(!strncmp(p, "HTTP/1.1 ", 9) || !strncmp(p, "HTTP/1.0 ", 9),
-			   "answer %u does not start with a status line: '%.60s'", n, p);
-		FUZZ_CHECK(sscanf(p + 9, "%3d", &a->status) == 1 && p[12] == ' ',
-			   "answer %u: no status", n);
-		FUZZ_CHECK(end, "answer %u: headers without their end", n);
-		a->head = p;
-		a->head_end = end + 2;
-		for (line = strstr(p, "\r\n") + 2; line < a->head_end; line = strstr(line, "\r\n") + 2) {
-			const char *colon = memchr(line, ':', (size_t)(strstr(line, "\r\n") - line));
-			char name[64];
-			size_t nl;
-
-			FUZZ_CHECK(colon && colon > line && colon[1] == ' ',
-				   "answer %u: header line '%.60s'", n, line);
-			nl = (size_t)(colon - line);
-			FUZZ_CHECK(nl < sizeof(name), "answer %u: header name '%.60s'", n, line);
-			memcpy(name, line, nl);
-			name[nl] = '\0';
-			FUZZ_CHECK(httpd_is_token(name), "answer %u: header name '%s'", n, name);
-			if (!strcasecmp(name, "Content-Length"))
-				body = strtoul(colon + 2, NULL, 10);
-		}
-		at = (size_t)(end + 4 - r);
-		a->body = NULL;
-		a->body_len = 0;
-		if (at < len && strncmp(r + at, "HTTP/1.", 7) != 0) {
-			a->body = r + at;
-			a->body_len = body;
-			at += body;
-		}
-		FUZZ_CHECK(at <= len, "answer %u: %lu bytes of body promised, %zu sent", n, body,
-			   len - (size_t)(end + 4 - r));
-		n++;
-	}
-	return n;
-}
-
-/* The value of the answer's header name into buf ("" when absent); a
- * header given twice fails. */
-static const char *answer_header(const struct fz_answer *a, const char *name, char *buf)
-{
-	size_t nl = strlen(name);
-	unsigned int seen_n = 0;
-
-	buf[0] = '\0';
-	for (const char *line = strstr(a->head, "\r\n") + 2; line < a->head_end;
-	     line = strstr(line, "\r\n") + 2) {
-		const char *eol = strstr(line, "\r\n");
-		size_t vl;
-
-		if (strncasecmp(line, name, nl) || line[nl] != ':')
-			continue;
-		vl = (size_t)(eol - line) - nl - 2;
-		FUZZ_CHECK(vl < FIELD_MAX, "%s: too long", name);
-		memcpy(buf, line + nl + 2, vl);
-		buf[vl] = '\0';
-		seen_n++;
-	}
-	FUZZ_CHECK(seen_n <= 1, "%s given %u times", name, seen_n);
-	return buf;
-}
-
-/* A whole decimal number at *p (no sign, no space), past it. */
-static bool take_u64(const char **p, __u64 *v)
-{
-	const char *s = *p;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	*v = 0;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		FUZZ_CHECK(*v <= (SLUICE_U64_MAX - 9) / 10, "a number past 2^64: '%s'", *p);
-		*v = *v * 10 + (__u64)(*s - '0');
-	}
-	*p = s;
-	return true;
-}
-
-/* "NAME";K1=N;K2=N exactly (the draft's item with two parameters). */
-static bool parse_field(const char *v, const char *k1, const char *k2, char *name, __u64 *a,
-			__u64 *b)
-{
-	const char *q;
-
-	if (*v++ != '"' || !(q = strchr(v, '"')) || q == v || (size_t)(q - v) >= FIELD_MAX)
-		return false;
-	memcpy(name, v, (size_t)(q - v));
-	name[q - v] = '\0';
-	v = q + 1;
-	if (strncmp(v, ";", 1) || strncmp(v + 1, k1, 2) || !(v += 3, take_u64(&v, a)))
-		return false;
-	if (strncmp(v, ";", 1) || strncmp(v + 1, k2, 2) || !(v += 3, take_u64(&v, b)))
-		return false;
-	return !*v;
-}
-
-static bool has_body(const struct fz_answer *a, const char *text)
-{
-	return a->body && a->body_len == strlen(text) && !memcmp(a->body, text, a->body_len);
-}
-
-static bool body_has(const struct fz_answer *a, const char *text)
-{
-	return a->body && memmem(a->body, a->body_len, text, strlen(text));
-}
-
-/* One /metrics series' value on the page (which must hold it), by the
- * whole line up to the value. */
-static __u64 page_value(const struct fz_answer *a, const char *series)
-{
-	const char *p = a->body, *end = a->body + a->body_len;
-	size_t sl = strlen(series);
-	__u64 v;
-
-	for (; p < end; p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1) {
-		if ((size_t)(end - p) > sl + 1 && !memcmp(p, series, sl) && p[sl] == ' ') {
-			p += sl + 1;
-			FUZZ_CHECK(take_u64(&p, &v) && *p == '\n', "/metrics: '%s' has no value",
-				   series);
-			return v;
-		}
-	}
-	FUZZ_CHECK(false, "/metrics has no '%s'", series);
-	return 0;
 }
 
 /* /metrics: Prometheus text, every line a comment or NAME{LABELS} VALUE,
@@ -632,50 +466,59 @@ static void check_metrics(const struct fz_call *c, const struct fz_answer *a)
 		   FZ_SOURCES, "tracked_sources_capacity");
 }
 
-/* A judged /check's answer a, by the model. */
-static void check_judged(const struct fz_call *c, const struct fz_answer *a)
+/* A judged answer's RateLimit-Policy, RateLimit and Retry-After, read. */
+struct fz_fields {
+	char policy[FIELD_MAX], limit[FIELD_MAX], retry[FIELD_MAX], name[FIELD_MAX];
+	__u64 q, w, rem, t, ra;
+	bool fields;			/* RateLimit-Policy or RateLimit */
+};
+
+static void read_fields(const struct fz_answer *a, int o, struct fz_fields *f)
 {
-	char policy[FIELD_MAX], limit[FIELD_MAX], retry[FIELD_MAX], name[FIELD_MAX],
-		name2[FIELD_MAX];
-	const struct fz_rule *r = c->rule >= 0 ? &fz_rules[c->rule] : NULL;
-	int o = c->outcome, over = c->mode403 ? 403 : 429;
-	__u64 q = 0, w = 0, rem = 0, t = 0, ra = 0;
-	bool fields;
-	struct shadow *sh;
-	struct seen *sn;
+	char name2[FIELD_MAX];
 
-	answer_header(a, "RateLimit-Policy", policy);
-	answer_header(a, "RateLimit", limit);
-	answer_header(a, "Retry-After", retry);
-	fields = policy[0] || limit[0];
-	if (fields) {
-		FUZZ_CHECK(parse_field(policy, "q=", "w=", name, &q, &w),
-			   "RateLimit-Policy '%s'", policy);
-		FUZZ_CHECK(parse_field(limit, "r=", "t=", name2, &rem, &t), "RateLimit '%s'", limit);
-		FUZZ_CHECK(!strcmp(name, name2), "RateLimit-Policy of %s, RateLimit of %s", name,
-			   name2);
+	memset(f, 0, sizeof(*f));
+	answer_header(a, "RateLimit-Policy", f->policy);
+	answer_header(a, "RateLimit", f->limit);
+	answer_header(a, "Retry-After", f->retry);
+	f->fields = f->policy[0] || f->limit[0];
+	if (f->fields) {
+		FUZZ_CHECK(parse_field(f->policy, "q=", "w=", f->name, &f->q, &f->w),
+			   "RateLimit-Policy '%s'", f->policy);
+		FUZZ_CHECK(parse_field(f->limit, "r=", "t=", name2, &f->rem, &f->t),
+			   "RateLimit '%s'", f->limit);
+		FUZZ_CHECK(!strcmp(f->name, name2), "RateLimit-Policy of %s, RateLimit of %s",
+			   f->name, name2);
 	}
-	if (retry[0]) {
-		const char *p = retry;
+	if (f->retry[0]) {
+		const char *p = f->retry;
 
-		FUZZ_CHECK(take_u64(&p, &ra) && !*p, "Retry-After '%s'", retry);
-		FUZZ_CHECK(ra >= 1, "Retry-After %llu", (unsigned long long)ra);
+		FUZZ_CHECK(take_u64(&p, &f->ra) && !*p, "Retry-After '%s'", f->retry);
+		FUZZ_CHECK(f->ra >= 1, "Retry-After %llu", (unsigned long long)f->ra);
 	}
 	if (a->status == 429 || a->status == 403)
-		FUZZ_CHECK(retry[0], "a %d without Retry-After (%s)", a->status, outcome_names[o]);
+		FUZZ_CHECK(f->retry[0], "a %d without Retry-After (%s)", a->status, outcome_names[o]);
+}
 
-	if (o == OUT_REPEAT) {
+/* A repeat gets the first answer again (true: nothing more to check); an
+ * answer to a usable X-Request-ID is remembered for its repeats. */
+static bool check_repeat(const struct fz_call *c, const struct fz_answer *a,
+			 const struct fz_fields *f)
+{
+	struct seen *sn;
+
+	if (c->outcome == OUT_REPEAT) {
 		FUZZ_CHECK(c->id[0], "a repeat without a usable X-Request-ID");
 		sn = seen_of(c->id, &c->src);
 		if (!strcmp(sn->id, c->id) && !memcmp(&sn->src, &c->src, sizeof(c->src)) &&
 		    c->t0 - sn->t1 < REPEAT_NS) {
-			FUZZ_CHECK(a->status == sn->status && !strcmp(policy, sn->policy) &&
-				   !strcmp(limit, sn->limit) && !strcmp(retry, sn->retry),
+			FUZZ_CHECK(a->status == sn->status && !strcmp(f->policy, sn->policy) &&
+				   !strcmp(f->limit, sn->limit) && !strcmp(f->retry, sn->retry),
 				   "repeat of '%s': %d '%s' '%s' '%s', first %d '%s' '%s' '%s'",
-				   c->id, a->status, policy, limit, retry, sn->status, sn->policy,
-				   sn->limit, sn->retry);
+				   c->id, a->status, f->policy, f->limit, f->retry, sn->status,
+				   sn->policy, sn->limit, sn->retry);
 		}
-		return;
+		return true;
 	}
 	if (c->id[0]) {
 		sn = seen_of(c->id, &c->src);
@@ -683,24 +526,80 @@ static void check_judged(const struct fz_call *c, const struct fz_answer *a)
 		sn->src = c->src;
 		sn->t1 = c->t1;
 		sn->status = a->status;
-		snprintf(sn->policy, sizeof(sn->policy), "%s", policy);
-		snprintf(sn->limit, sizeof(sn->limit), "%s", limit);
-		snprintf(sn->retry, sizeof(sn->retry), "%s", retry);
+		snprintf(sn->policy, sizeof(sn->policy), "%s", f->policy);
+		snprintf(sn->limit, sizeof(sn->limit), "%s", f->limit);
+		snprintf(sn->retry, sizeof(sn->retry), "%s", f->retry);
 	}
+	return false;
+}
 
+/* A 429 (403) of rule r: its Retry-After, and never early. */
+static void check_limited(const struct fz_call *c, const struct fz_answer *a,
+			  const struct fz_fields *f, const struct fz_rule *r, struct shadow *sh)
+{
+	int over = c->mode403 ? 403 : 429;
+	__u64 ra = f->ra;
+	__u64 most = c->escalated ? (r->ban_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
+		     r->window ? (2 * r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
+				 (r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC;
+
+	FUZZ_CHECK(!r->monitor, "a --monitor rule limited");
+	FUZZ_CHECK(a->status == over, "limited: %d, want %d", a->status, over);
+	FUZZ_CHECK(c->escalated ? ra == most : ra <= most,
+		   "Retry-After %llu of %s (%s), want %s%llu", (unsigned long long)ra,
+		   r->name, c->escalated ? "escalated" : "limited",
+		   c->escalated ? "" : "at most ", (unsigned long long)most);
+	/* Never early: from the end of a 429's call plus its
+	 * Retry-After on, with nothing admitted meanwhile, the bucket
+	 * admits (its wait is not longer, and only an admission
+	 * lengthens it). */
+	FUZZ_CHECK(!sh->due_ns || c->t0 < sh->due_ns,
+		   "%s: a 429 %.3f s after an earlier 429's Retry-After ran out, nothing "
+		   "admitted since", r->name, (double)(c->t0 - sh->due_ns) / 1e9);
+	if (!c->escalated && (!sh->due_ns || c->t1 + ra * SLUICE_NS_PER_SEC < sh->due_ns))
+		sh->due_ns = c->t1 + ra * SLUICE_NS_PER_SEC;
+}
+
+/* Admitted: within the bound since the bucket's first admission. */
+static void check_admitted(const struct fz_call *c, const struct fz_rule *r, struct shadow *sh)
+{
+	__u64 el, bound;
+
+	if (!sh->admitted)
+		sh->first_ns = c->t0;
+	sh->admitted++;
+	sh->due_ns = 0;
+	el = c->t1 - sh->first_ns;
+	bound = r->window ? r->n * (el / r->per_ns + 2) : r->n + el / r->per_ns + 1;
+	FUZZ_CHECK(sh->admitted <= bound, "%s: %llu admitted in %.3f s, at most %llu",
+		   r->name, (unsigned long long)sh->admitted, (double)el / 1e9,
+		   (unsigned long long)bound);
+}
+
+/* A judged /check's answer a, by the model. */
+static void check_judged(const struct fz_call *c, const struct fz_answer *a)
+{
+	const struct fz_rule *r = c->rule >= 0 ? &fz_rules[c->rule] : NULL;
+	int o = c->outcome, over = c->mode403 ? 403 : 429;
+	struct fz_fields f;
+	struct shadow *sh;
+
+	read_fields(a, o, &f);
+	if (check_repeat(c, a, &f))
+		return;
 	switch (o) {
 	case OUT_UNLIMITED:
 		FUZZ_CHECK(!r, "unlimited, yet %s covers the client", r->name);
-		FUZZ_CHECK(a->status == 200 && !fields && !retry[0],
-			   "unlimited: %d '%s' '%s'", a->status, policy, retry);
+		FUZZ_CHECK(a->status == 200 && !f.fields && !f.retry[0],
+			   "unlimited: %d '%s' '%s'", a->status, f.policy, f.retry);
 		return;
 	case OUT_BANNED:
 		FUZZ_CHECK(r && r->ban_ns, "banned, yet no --ban rule covers the client");
-		FUZZ_CHECK(a->status == over && !fields, "banned: %d '%s'", a->status, policy);
+		FUZZ_CHECK(a->status == over && !f.fields, "banned: %d '%s'", a->status, f.policy);
 		return;
 	case OUT_TABLE_FULL:
-		FUZZ_CHECK(r && a->status == over && !fields && ra == 1,
-			   "table full: %d '%s' '%s'", a->status, policy, retry);
+		FUZZ_CHECK(r && a->status == over && !f.fields && f.ra == 1,
+			   "table full: %d '%s' '%s'", a->status, f.policy, f.retry);
 		return;
 	case OUT_OK:
 	case OUT_MONITORED:
@@ -710,53 +609,24 @@ static void check_judged(const struct fz_call *c, const struct fz_answer *a)
 		FUZZ_CHECK(false, "a judged check counted as %s", outcome_names[o]);
 	}
 	FUZZ_CHECK(r, "%s, yet no rule covers the client", outcome_names[o]);
-	FUZZ_CHECK(fields, "%s by %s without the RateLimit fields", outcome_names[o], r->name);
-	FUZZ_CHECK(!strcmp(name, r->name), "judged by %s, want %s", name, r->name);
-	FUZZ_CHECK(!strcmp(policy, r->policy), "RateLimit-Policy '%s', want '%s'", policy,
+	FUZZ_CHECK(f.fields, "%s by %s without the RateLimit fields", outcome_names[o], r->name);
+	FUZZ_CHECK(!strcmp(f.name, r->name), "judged by %s, want %s", f.name, r->name);
+	FUZZ_CHECK(!strcmp(f.policy, r->policy), "RateLimit-Policy '%s', want '%s'", f.policy,
 		   r->policy);
-	FUZZ_CHECK(rem <= q && t >= 1 && t <= w, "RateLimit '%s' under '%s'", limit, policy);
+	FUZZ_CHECK(f.rem <= f.q && f.t >= 1 && f.t <= f.w, "RateLimit '%s' under '%s'", f.limit,
+		   f.policy);
 	sh = shadow_of(c->rule, &c->src);
 	if (o == OUT_LIMITED) {
-		__u64 most = c->escalated ? (r->ban_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
-			     r->window ? (2 * r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC :
-					 (r->per_ns + SLUICE_NS_PER_SEC - 1) / SLUICE_NS_PER_SEC;
-
-		FUZZ_CHECK(!r->monitor, "a --monitor rule limited");
-		FUZZ_CHECK(a->status == over, "limited: %d, want %d", a->status, over);
-		FUZZ_CHECK(c->escalated ? ra == most : ra <= most,
-			   "Retry-After %llu of %s (%s), want %s%llu", (unsigned long long)ra,
-			   r->name, c->escalated ? "escalated" : "limited",
-			   c->escalated ? "" : "at most ", (unsigned long long)most);
-		/* Never early: from the end of a 429's call plus its
-		 * Retry-After on, with nothing admitted meanwhile, the bucket
-		 * admits (its wait is not longer, and only an admission
-		 * lengthens it). */
-		FUZZ_CHECK(!sh->due_ns || c->t0 < sh->due_ns,
-			   "%s: a 429 %.3f s after an earlier 429's Retry-After ran out, nothing "
-			   "admitted since", r->name, (double)(c->t0 - sh->due_ns) / 1e9);
-		if (!c->escalated && (!sh->due_ns || c->t1 + ra * SLUICE_NS_PER_SEC < sh->due_ns))
-			sh->due_ns = c->t1 + ra * SLUICE_NS_PER_SEC;
+		check_limited(c, a, &f, r, sh);
 		return;
 	}
-	FUZZ_CHECK(a->status == 200 && !retry[0], "%s: %d, Retry-After '%s'", outcome_names[o],
-		   a->status, retry);
+	FUZZ_CHECK(a->status == 200 && !f.retry[0], "%s: %d, Retry-After '%s'", outcome_names[o],
+		   a->status, f.retry);
 	if (o == OUT_MONITORED) {
 		FUZZ_CHECK(r->monitor, "monitored by %s, not a --monitor rule", r->name);
 		return;
 	}
-	/* Admitted: within the bound since the bucket's first admission. */
-	if (!sh->admitted)
-		sh->first_ns = c->t0;
-	sh->admitted++;
-	sh->due_ns = 0;
-	{
-		__u64 el = c->t1 - sh->first_ns;
-		__u64 bound = r->window ? r->n * (el / r->per_ns + 2) : r->n + el / r->per_ns + 1;
-
-		FUZZ_CHECK(sh->admitted <= bound, "%s: %llu admitted in %.3f s, at most %llu",
-			   r->name, (unsigned long long)sh->admitted, (double)el / 1e9,
-			   (unsigned long long)bound);
-	}
+	check_admitted(c, r, sh);
 }
 
 /* The answers against the handler calls, in order. */
@@ -928,7 +798,7 @@ static void make_policy(struct check_policy *p)
 			   verb == RULE_SET && r.unit == SLUICE_UNIT_REQUESTS,
 			   "rule '%s': %s", fr->line, why);
 		r.index = i + 1;	/* as a commit numbers them */
-		policy_add(p, &r);
+		check_policy_add(p, &r);
 		snprintf(net, sizeof(net), "%s", fr->name);
 		slash = strchr(net, '/');
 		*slash = '\0';
@@ -984,14 +854,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!resp || !fz)
 		abort();
 	fz->header = HEADER_DEFAULT;
-	if (parse_trust(TRUST_DEFAULT, fz))
+	if (check_parse_trust(TRUST_DEFAULT, fz))
 		abort();
 	make_maps(&fz->m);
 	fz->pol = malloc(sizeof(*fz->pol));
 	if (!fz->pol)
 		abort();
 	make_policy(fz->pol);
-	if (table_init(fz, FZ_SOURCES) || ban_writer_open(&fz->m, &fz->bans))
+	if (check_table_init(fz, FZ_SOURCES) || ban_writer_open(&fz->m, &fz->bans))
 		abort();
 	snap_e = malloc((size_t)FZ_SOURCES * sizeof(*snap_e));
 	snap_rep = malloc(REPEAT_SLOTS * sizeof(*snap_rep));
@@ -1001,7 +871,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fz->http.name = "check-server";
 	fz->http.not_allowed = "405 method not allowed: checks and metrics are read with GET\n";
 	fz->http.handler = fz_on_request;
-	fz->http.gateway = gateway_peer;
+	fz->http.gateway = check_gateway_peer;
 	fz->http.cls = fz;
 	if (httpd_init(&fz->http))
 		abort();
