@@ -11,7 +11,8 @@ TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer
 
 # Unit tests: one self-contained C file each, the math with a fake clock.
-UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c,$(wildcard tests/unit/test_*.c))
+UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_table.c tests/unit/test_check_prom.c,\
+		     $(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
 
 TEST_BINS	:= $(UNIT_TEST_BINS)
@@ -26,6 +27,22 @@ $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_prom
+
+# The LRU hash table (user/lib/table.c) alone.
+$(BUILD)/tests/test_table: tests/unit/test_table.c user/lib/table.c user/lib/table.h user/lib/hash.h \
+		$(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_table.c user/lib/table.c -o $@
+TEST_BINS	+= $(BUILD)/tests/test_table
+
+# The check server's /metrics text against its golden file: its writer
+# (user/daemon/check/metrics.c) over user/lib/prom.c, no libbpf.
+$(BUILD)/tests/test_check_prom: tests/unit/test_check_prom.c user/daemon/check/metrics.c \
+		user/daemon/check/metrics.h user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_check_prom.c user/daemon/check/metrics.c \
+		user/lib/prom.c -o $@
+TEST_BINS	+= $(BUILD)/tests/test_check_prom
 
 # Bounded traffic generator for the e2e tests and the demo.
 $(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c tools/flood_src.h

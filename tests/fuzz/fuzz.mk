@@ -28,7 +28,7 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
 $(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out %/exporter.o,$(FUZZ_USER_OBJS))
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h \
-		tests/fuzz/fuzz_check_answers.h $(FUZZ_USER_OBJS)
+		$(wildcard tests/fuzz/fuzz_check_*.h) $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
 
@@ -73,6 +73,6 @@ $(BUILD)/fuzz/planted/check_judge.c: user/daemon/check/judge.c
 	sed '$(PLANT_check)' $< > $@
 	@! cmp -s $< $@ || { echo "fuzz.mk: the planted bug no longer applies to $<" >&2; rm -f $@; exit 1; }
 $(BUILD)/fuzz/planted/fuzz_check: tests/fuzz/fuzz_check.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h \
-		tests/fuzz/fuzz_check_answers.h $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/check_judge.o
+		$(wildcard tests/fuzz/fuzz_check_*.h) $(FUZZ_USER_OBJS) $(BUILD)/fuzz/planted/check_judge.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(filter-out %/check/judge.o,$(FUZZ_USER_OBJS)) \
 		$(BUILD)/fuzz/planted/check_judge.o -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -60,6 +60,7 @@
 #include "fuzz.h"
 #include "fuzz_http.h"
 #include "fuzz_check_answers.h"
+#include "fuzz_check_rules.h"
 #include <signal.h>
 #include <bpf/bpf.h>
 #include "check.h"
@@ -69,47 +70,6 @@
 #define FZ_SOURCES		1024U	/* --max-sources: small, so the table fills */
 #define SHADOW_SLOTS		4096U
 #define SEEN_SLOTS		512U
-
-/* The request rules, and what the check server must say of them, worked
- * out by hand from the words: q the burst (token bucket) or the budget
- * rate x window, w the time to refill q (burst x period / rate) or the
- * window, rounded up. */
-struct fz_rule {
-	const char *line;	/* as a policy file says it */
-	const char *name;	/* its CIDR: the RateLimit name */
-	const char *policy;	/* RateLimit-Policy */
-	bool window;		/* a window algorithm, else a token bucket */
-	__u64 n;		/* burst, or budget per window */
-	__u64 per_ns;		/* one more every per_ns, or the window */
-	__u32 key_bits;		/* each bucket's bits of the 128-bit form */
-	__u64 ban_ns;		/* --ban */
-	bool monitor;
-};
-
-#define S(x)	((x) * SLUICE_NS_PER_SEC)
-#define MS(x)	((x) * 1000000ULL)
-static const struct fz_rule fz_rules[] = {
-	{ "limit set 198.18.0.0/15 --requests 20/s --burst 5", "198.18.0.0/15",
-	  "\"198.18.0.0/15\";q=5;w=1", false, 5, MS(50), 128, 0, false },
-	{ "limit set 198.18.0.0/24 --requests 2/s --burst 2 --ban 2s --ban-after 3",
-	  "198.18.0.0/24", "\"198.18.0.0/24\";q=2;w=1", false, 2, MS(500), 128, S(2), false },
-	{ "limit set 198.18.1.0/24 --requests 4/s --algo fixed-window --window 500ms",
-	  "198.18.1.0/24", "\"198.18.1.0/24\";q=2;w=1", true, 2, MS(500), 128, 0, false },
-	{ "limit set 198.18.2.0/24 --requests 3/s --algo sliding-window --window 1s --ban 1s "
-	  "--ban-after 2", "198.18.2.0/24", "\"198.18.2.0/24\";q=3;w=1", true, 3, S(1), 128, S(1),
-	  false },
-	{ "limit set 198.18.3.0/24 --requests 5/s --burst 3 --per rule", "198.18.3.0/24",
-	  "\"198.18.3.0/24\";q=3;w=1", false, 3, MS(200), 96 + 24, 0, false },
-	{ "limit set 198.18.4.0/24 --requests 1/s --monitor", "198.18.4.0/24",
-	  "\"198.18.4.0/24\";q=1;w=1", false, 1, S(1), 128, 0, true },
-	{ "limit set 2001:2::/48 --requests 10/s --burst 4 --per /64 --ban 1s --ban-after 4",
-	  "2001:2::/48", "\"2001:2::/48\";q=4;w=1", false, 4, MS(100), 64, S(1), false },
-	{ "limit set 2001:2:0:1::/64 --requests 30/m --burst 2", "2001:2:0:1::/64",
-	  "\"2001:2:0:1::/64\";q=2;w=4", false, 2, S(2), 128, 0, false },
-	{ "limit set 198.19.0.0/16 --requests 2/s --per /24 --ban 1s --ban-after 1",
-	  "198.19.0.0/16", "\"198.19.0.0/16\";q=2;w=1", false, 2, MS(500), 96 + 24, S(1), false },
-};
-#define FZ_NRULES	(sizeof(fz_rules) / sizeof(fz_rules[0]))
 
 /* Each rule's CIDR, read from its name by inet_pton. */
 static struct {
@@ -176,7 +136,7 @@ static unsigned int shadow_used;
 static struct seen seen[SEEN_SLOTS];
 static __u64 last_sweep;
 /* An untrusted input's "before". */
-static struct check_entry *snap_e;
+static struct table snap_t;	/* its links, keys and values */
 static struct repeat_slot *snap_rep;
 static __u64 snap_answers[OUT_MAX], snap_bans_word, snap_ban_failures;
 static struct rule_counts snap_counts[SLUICE_MAX_POLICIES];
@@ -367,14 +327,14 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	fz_classify(c, conn, url);
 	memcpy(before, fz->answers, sizeof(before));
 	memcpy(cbefore, &fz->counts[1], sizeof(cbefore));
-	used_before = fz->used;
+	used_before = fz->t.used;
 	c->t0 = mono_now_ns();
 	ret = check_on_request(cls, conn, url);
 	c->t1 = mono_now_ns();
 	FUZZ_CHECK(ret == MHD_YES, "the handler could not answer %s", url);
 	memcpy(c->answers, fz->answers, sizeof(c->answers));
 	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
-	c->used = fz->used;
+	c->used = fz->t.used;
 	c->ban_failures = fz->ban_failures;
 
 	check_answers_moved(c, url, before);
@@ -383,9 +343,9 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	check_rules_moved(c, cbefore);
 	if (c->kind != K_JUDGED || c->outcome == OUT_REPEAT || c->outcome == OUT_BANNED ||
 	    c->outcome == OUT_UNLIMITED)
-		FUZZ_CHECK(fz->used == used_before, "a %s check changed the table (%u -> %u)",
-			   outcome_names[c->outcome], used_before, fz->used);
-	FUZZ_CHECK(fz->used <= fz->cap, "%u entries of %u", fz->used, fz->cap);
+		FUZZ_CHECK(fz->t.used == used_before, "a %s check changed the table (%u -> %u)",
+			   outcome_names[c->outcome], used_before, fz->t.used);
+	FUZZ_CHECK(fz->t.used <= fz->t.cap, "%u entries of %u", fz->t.used, fz->t.cap);
 	if (c->escalated)
 		check_escalation_ban(c);
 	return ret;
@@ -704,20 +664,24 @@ static void check_exchange(const char *r, size_t len)
 
 static void snapshot(void)
 {
-	memcpy(snap_e, fz->e, (size_t)fz->cap * sizeof(*fz->e));
+	memcpy(snap_t.links, fz->t.links, FZ_SOURCES * sizeof(*snap_t.links));
+	memcpy(snap_t.keys, fz->t.keys, FZ_SOURCES * sizeof(struct check_key));
+	memcpy(snap_t.vals, fz->t.vals, FZ_SOURCES * sizeof(struct check_entry));
 	memcpy(snap_rep, fz->repeats, REPEAT_SLOTS * sizeof(*fz->repeats));
 	memcpy(snap_answers, fz->answers, sizeof(snap_answers));
 	memcpy(snap_counts, fz->counts, sizeof(snap_counts));
-	snap_used = fz->used;
+	snap_used = fz->t.used;
 	snap_ban_failures = fz->ban_failures;
 	snap_bans_word = __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE);
 }
 
 static void check_unchanged(void)
 {
-	FUZZ_CHECK(fz->used == snap_used, "an untrusted peer changed the table: %u -> %u entries",
-		   snap_used, fz->used);
-	FUZZ_CHECK(!memcmp(snap_e, fz->e, (size_t)fz->cap * sizeof(*fz->e)),
+	FUZZ_CHECK(fz->t.used == snap_used, "an untrusted peer changed the table: %u -> %u entries",
+		   snap_used, fz->t.used);
+	FUZZ_CHECK(!memcmp(snap_t.links, fz->t.links, FZ_SOURCES * sizeof(*snap_t.links)) &&
+		   !memcmp(snap_t.keys, fz->t.keys, FZ_SOURCES * sizeof(struct check_key)) &&
+		   !memcmp(snap_t.vals, fz->t.vals, FZ_SOURCES * sizeof(struct check_entry)),
 		   "an untrusted peer changed the source table");
 	FUZZ_CHECK(!memcmp(snap_rep, fz->repeats, REPEAT_SLOTS * sizeof(*fz->repeats)),
 		   "an untrusted peer changed the repeats");
@@ -863,9 +827,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	make_policy(fz->pol);
 	if (check_table_init(fz, FZ_SOURCES) || ban_writer_open(&fz->m, &fz->bans))
 		abort();
-	snap_e = malloc((size_t)FZ_SOURCES * sizeof(*snap_e));
 	snap_rep = malloc(REPEAT_SLOTS * sizeof(*snap_rep));
-	if (!snap_e || !snap_rep)
+	if (table_init(&snap_t, FZ_SOURCES, sizeof(struct check_key), sizeof(struct check_entry),
+		       0) || !snap_rep)
 		abort();
 	pthread_mutex_init(&fz->lock, NULL);
 	fz->http.name = "check-server";

@@ -13,6 +13,7 @@
 #include "sluice/algo.h"
 #include "httpd.h"
 #include "metrics.h"
+#include "table.h"
 
 #define HEADER_DEFAULT		"X-Real-IP"
 #define TRUST_DEFAULT		"127.0.0.0/8,::1/128"
@@ -24,7 +25,7 @@
 #define REPEAT_SLOTS		4096U
 #define REPEAT_NS		(5ULL * SLUICE_NS_PER_SEC)
 #define REQUEST_ID_MAX		64
-#define NIL			0xffffffffU
+#define NIL			TABLE_NIL
 
 /* One answer to GET /check, kept for repeats of its X-Request-ID. */
 struct answer {
@@ -57,22 +58,20 @@ struct check_policy {
 	struct check_rule rules[SLUICE_MAX_POLICIES];
 };
 
-/* An entry of the source table: a bucket (a source masked to its rule's
- * key length, keyed with the rule's index, as the datapath keys buckets),
- * or, for a rule whose buckets are wider than one address, one address's
- * streak of rejected requests (the escalation counts per address). */
+/* An entry of the source table (table.h): a bucket (a source masked to
+ * its rule's key length, keyed with the rule's index, as the datapath keys
+ * buckets), or, for a rule whose buckets are wider than one address, one
+ * address's streak of rejected requests (the escalation counts per
+ * address). */
 enum { KIND_BUCKET, KIND_STREAK };
 struct check_key {
 	struct sluice_src_key src;
 	__u32 kind;
 };
 struct check_entry {
-	struct check_key key;
 	__u64 state;			/* the algorithm's word (bucket) */
 	__u64 idle_at;			/* from then on it holds nothing worth keeping */
 	__u32 rejected;			/* requests rejected in a row */
-	__u32 hnext;			/* hash chain */
-	__u32 prev, next;		/* LRU list, or the free list (next) */
 };
 
 /* A repeat's slot: the answer given to (id, source). */
@@ -99,11 +98,7 @@ struct check_server {
 	/* Everything below, and the policy, under lock. */
 	pthread_mutex_t lock;
 	struct check_policy *pol;
-	struct check_entry *e;
-	__u32 cap, used, free_head;
-	__u32 *heads;
-	__u32 hmask;
-	__u32 lru_head, lru_tail;	/* most and least recently used */
+	struct table t;			/* struct check_key to struct check_entry */
 	__u64 no_idle_until;		/* none of the full table is idle before then */
 	struct repeat_slot *repeats;
 	/* Atomic counters. */
@@ -151,10 +146,13 @@ void check_policy_apply(struct check_server *s, struct check_policy *np, __u64 n
 
 /* entries.c: the source table, under the lock. */
 int check_table_init(struct check_server *s, __u32 cap);
-__u32 check_entry_find(const struct check_server *s, const struct check_key *k);
 __u32 check_entry_get(struct check_server *s, const struct check_key *k, __u64 now);
-void check_entry_release(struct check_server *s, __u32 i);
 __u64 check_idle_time(const struct sluice_limit *l, __u64 st, __u64 now);
+
+static inline struct check_entry *check_entry_at(const struct check_server *s, __u32 i)
+{
+	return table_val(&s->t, i);
+}
 
 /* bucket.c: one request judged against a bucket's state st, with
  * s->lock held; SLUICE_JUDGE_*, the new state in *next. */

@@ -41,9 +41,9 @@ static void judge(struct check_server *s, const struct check_rule *r, __u32 idx,
 		a->retry_s = 1;
 		return;
 	}
-	st = s->e[bi].state;
+	st = check_entry_at(s, bi)->state;
 	verdict = check_bucket_judge(s, &r->l, st, now, &next);
-	b = &s->e[bi];
+	b = check_entry_at(s, bi);
 	if (verdict == SLUICE_JUDGE_ADMITTED)
 		b->state = st = next;
 	b->idle_at = check_idle_time(&r->l, b->state, now);
@@ -56,9 +56,9 @@ static void judge(struct check_server *s, const struct check_rule *r, __u32 idx,
 	streak = b;
 	if (r->key_len < SLUICE_KEY_LEN_SOURCE) {
 		si = verdict == SLUICE_JUDGE_ADMITTED || r->monitor || !r->ban_ns ?
-			     check_entry_find(s, &k) : check_entry_get(s, &k, now);
-		streak = si == NIL ? NULL : &s->e[si];
-		b = &s->e[bi];
+			     table_find(&s->t, &k) : check_entry_get(s, &k, now);
+		streak = si == NIL ? NULL : check_entry_at(s, si);
+		b = check_entry_at(s, bi);
 	}
 
 	if (verdict == SLUICE_JUDGE_ADMITTED) {

@@ -110,18 +110,19 @@ void check_policy_apply(struct check_server *s, struct check_policy *np, __u64 n
 			__atomic_store_n(&s->counts[idx].bans, 0, __ATOMIC_RELAXED);
 		}
 	}
-	for (__u32 i = s->lru_head, next; i != NIL; i = next) {
-		struct check_entry *e = &s->e[i];
-		__u32 idx = e->key.src.policy;
+	for (__u32 i = table_lru_first(&s->t), next; i != NIL; i = next) {
+		const struct check_key *k = table_key(&s->t, i);
+		struct check_entry *e = check_entry_at(s, i);
+		__u32 idx = k->src.policy;
 		const struct check_rule *o = &op->rules[idx], *n = &np->rules[idx];
 
-		next = e->next;
+		next = table_lru_next(&s->t, i);
 		if (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)) != 0 ||
 		    o->key_len != n->key_len) {
-			check_entry_release(s, i);
+			table_remove(&s->t, i);
 			continue;
 		}
-		if (e->key.kind != KIND_BUCKET || same_limit(&o->l, &n->l))
+		if (k->kind != KIND_BUCKET || same_limit(&o->l, &n->l))
 			continue;
 		e->state = limit_rebind(e->state, now, 1, SLUICE_ACT_LIMIT, &o->l,
 					SLUICE_ACT_LIMIT, &n->l);

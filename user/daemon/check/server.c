@@ -195,7 +195,7 @@ static void sample_rules(const struct check_server *s, const struct check_policy
 static char *render_metrics(struct check_server *s, size_t *len)
 {
 	struct check_prom pr = { .version = SLUICE_VERSION, .iface = s->m.iface,
-				 .capacity = s->cap };
+				 .capacity = s->t.cap };
 	struct check_prom_rule *rules = malloc(SLUICE_MAX_POLICIES * sizeof(*rules));
 	struct check_policy *p = malloc(sizeof(*p));
 	char *body = NULL;
@@ -208,7 +208,7 @@ static char *render_metrics(struct check_server *s, size_t *len)
 	if (p && rules) {
 		pthread_mutex_lock(&s->lock);
 		memcpy(p, s->pol, sizeof(*p));
-		pr.tracked = s->used;
+		pr.tracked = s->t.used;
 		pthread_mutex_unlock(&s->lock);
 		sample_rules(s, p, rules);
 		pr.rules = rules;
@@ -304,8 +304,7 @@ int check_parse_trust(const char *spec, struct check_server *s)
 
 static void server_free(struct check_server *s)
 {
-	free(s->e);
-	free(s->heads);
+	table_free(&s->t);
 	free(s->repeats);
 	free(s->pol);
 }
