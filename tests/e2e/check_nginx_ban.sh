@@ -11,8 +11,8 @@
 #
 # It can fail: against a check server that never escalates (ban_put left
 # out, or the rule without --ban) the ignoring client gets 429s to the end
-# and no connection fails (tried: with judge()'s ban_put call in
-# user/daemon/check/check.c disabled, SLUICE=that build's sluice fails it with "a request
+# and no connection fails (tried: with check_escalate()'s ban_put call in
+# user/daemon/check/escalation.c disabled, SLUICE=that build's sluice fails it with "a request
 # of the ignoring client that failed (its line): got 0, want >= 1"); against one that bans on the 5th refusal (or the
 # 7th) the run of 429s before the ban is 5 (or 7); a ban that does not
 # expire, or an XDP program that does not drop banned sources, fails the

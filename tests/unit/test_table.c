@@ -166,10 +166,10 @@ static void case_random_against_reference(void)
 		for (__u32 m = 0; m < KEYS; m++)
 			held += last_use[m] != 0;
 		while (held > CAP) {
-			__u32 oldest = KEYS;
+			__u32 oldest = 0;
 
-			for (__u32 m = 0; m < KEYS; m++)
-				if (last_use[m] && (oldest == KEYS || last_use[m] < last_use[oldest]))
+			for (__u32 m = 1; m < KEYS; m++)
+				if (last_use[m] && (!last_use[oldest] || last_use[m] < last_use[oldest]))
 					oldest = m;
 			last_use[oldest] = 0;
 			held--;
