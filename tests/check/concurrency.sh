@@ -6,10 +6,10 @@
 # passed count (its metrics) lies within B + R x t + 1 and B + R x t - 2, t taken as wrk's
 # own run time for the lower bound and the wall time around wrk for the
 # upper one. Then the same against build/tests/sluice_check_racy, the
-# check server linked with tests/check/racy_bucket.c (tests/tests.mk), which judges
-# each bucket outside its lock: it must admit more than the bound (the
-# lost updates of unlocked read-judge-write), or this test could not tell
-# a racy server from a correct one.
+# check server linked with tests/check/racy_bucket.c (tests/tests.mk),
+# which judges each bucket outside its lock: it must admit more than the
+# bound (the lost updates of unlocked read-judge-write), or this test
+# could not tell a racy server from a correct one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -5,7 +5,9 @@
  * source with the datapath's math (algo.h), 200 or 429 with Retry-After
  * and the RateLimit fields, and a source that keeps going after its 429s
  * banned in XDP (ban_put). Served by libmicrohttpd's thread pool (httpd.c)
- * as an unprivileged user; GET /metrics tells what it answered. */
+ * as an unprivileged user; GET /metrics tells what it answered. This file
+ * holds the command, its options, the serve loop and the HTTP handlers;
+ * check.h names the other parts. */
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
@@ -422,7 +424,8 @@ static int check_options(const struct cli_args *a, struct check_setup *cs)
 }
 
 /* The rest of the options, into s and cs; 0 or the exit code. */
-static int check_setup(const struct cli_args *a, struct check_server *s, struct check_setup *cs)
+static int check_configure(const struct cli_args *a, struct check_server *s,
+			   struct check_setup *cs)
 {
 	const char *user = a->val[CO_USER] ? a->val[CO_USER] : RUN_AS_USER_DEFAULT;
 	const char *group = a->val[CO_GROUP] ? a->val[CO_GROUP] : RUN_AS_GROUP_DEFAULT;
@@ -537,7 +540,7 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return runtime_err("out of memory");
-	err = check_setup(a, s, &cs);
+	err = check_configure(a, s, &cs);
 	/* As root: the maps, the ban writer, the socket; then down to USER for
 	 * good. The descriptors keep working, so only the two it writes (the
 	 * ban table and the config word that tells the datapath to look at
