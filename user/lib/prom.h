@@ -75,6 +75,13 @@ struct prom_scrape {
 void prom_label(FILE *f, const char *name, const char *val, bool last);
 void prom_family(FILE *f, const char *name, const char *type, const char *help);
 
+/* One sample: NAME{LABEL="VALUE",...} then the value as fmt prints it;
+ * labels are name, value pairs ending with NULL (PROM_LABELS), and NULL
+ * or none gives NAME VALUE. */
+#define PROM_LABELS(...)	((const char *const[]){ __VA_ARGS__, NULL })
+void prom_sample(FILE *f, const char *name, const char *const *labels, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Writes the exposition text of s to f; 0, or -1 if f reports an error. */
 int prom_write(FILE *f, const struct prom_scrape *s);
 
