@@ -159,6 +159,7 @@ struct family {
 	void (*once)(FILE *f, const struct family *fam, const struct prom_scrape *s);
 	void (*each)(FILE *f, const struct family *fam, const struct prom_iface *i);
 	bool bytes;			/* the bytes twin of a packets family */
+	bool cluster;			/* the cluster agent's: only where one has run */
 };
 
 void prom_sample(FILE *f, const char *name, const char *const *labels, const char *fmt, ...)
@@ -293,6 +294,64 @@ static void put_duration(FILE *f, const struct family *fam, const struct prom_sc
 	prom_sample(f, fam->name, NULL, "%.6f", s->duration_s);
 }
 
+/* --- the cluster agent's, of the interfaces where one has run --- */
+
+static void put_cluster_up(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct prom_cluster *c = &i->cluster;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%s",
+		    c->st.mode == SLUICE_CLUSTER_UP && c->alive ? "1" : "0");
+}
+
+static void put_cluster_peers(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct sluice_cluster_state *st = &i->cluster.st;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)(st->peers ? st->peers : 1));
+}
+
+static void put_cluster_syncs(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct sluice_cluster_state *st = &i->cluster.st;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "result", "ok"), "%llu",
+		    (unsigned long long)st->syncs);
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "result", "failed"), "%llu",
+		    (unsigned long long)st->sync_failures);
+}
+
+static void put_cluster_grants(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.grants);
+}
+
+static void put_cluster_granted(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.granted);
+}
+
+static void put_cluster_leases(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.leases);
+}
+
+static void put_cluster_redis_ops(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.redis_ops);
+}
+
+static void put_cluster_fallback(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%.6f",
+		    i->cluster.fallback_s);
+}
+
 /* --- the families, in the order they are written --- */
 
 static const struct family families[] = {
@@ -341,18 +400,49 @@ static const struct family families[] = {
 	  "Pin directories that could not be read during this scrape.", .once = put_skipped },
 	{ "sluice_scrape_duration_seconds", "gauge", "Time this scrape took to read the maps.",
 	  .once = put_duration },
+	{ "sluice_cluster_up", "gauge",
+	  "1 while the cluster agent runs and Redis answers; 0 in fallback (limit / N) or with the agent gone.",
+	  .each = put_cluster_up, .cluster = true },
+	{ "sluice_cluster_peers", "gauge",
+	  "Hosts in the cluster (N) as the agent last saw them; --cluster rules share by it.",
+	  .each = put_cluster_peers, .cluster = true },
+	{ "sluice_cluster_syncs_total", "counter",
+	  "Sync intervals of the agent, by whether Redis answered.",
+	  .each = put_cluster_syncs, .cluster = true },
+	{ "sluice_cluster_lease_grants_total", "counter",
+	  "Leases the agent wrote into the datapath: one per hot bucket per sync.",
+	  .each = put_cluster_grants, .cluster = true },
+	{ "sluice_cluster_leased_units_total", "counter",
+	  "Tokens (packets) granted by Redis to this host in leases.",
+	  .each = put_cluster_granted, .cluster = true },
+	{ "sluice_cluster_leases", "gauge", "Hot buckets holding a lease now.",
+	  .each = put_cluster_leases, .cluster = true },
+	{ "sluice_cluster_redis_ops_total", "counter", "Commands the agent sent to Redis.",
+	  .each = put_cluster_redis_ops, .cluster = true },
+	{ "sluice_cluster_fallback_seconds_total", "counter",
+	  "Time spent in fallback (Redis not answering), the current period included.",
+	  .each = put_cluster_fallback, .cluster = true },
 };
 
+/* The cluster families only when an agent has run on some interface, so
+ * that pages without one have none of them. */
 int prom_write(FILE *f, const struct prom_scrape *s)
 {
+	bool agents = false;
+
+	for (size_t i = 0; i < s->nifaces; i++)
+		agents |= s->ifaces[i].cluster.present;
 	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
 		const struct family *fam = &families[k];
 
+		if (fam->cluster && !agents)
+			continue;
 		prom_family(f, fam->name, fam->type, fam->help);
 		if (fam->once)
 			fam->once(f, fam, s);
 		for (size_t i = 0; fam->each && i < s->nifaces; i++)
-			fam->each(f, fam, &s->ifaces[i]);
+			if (!fam->cluster || s->ifaces[i].cluster.present)
+				fam->each(f, fam, &s->ifaces[i]);
 	}
 	return ferror(f) ? -1 : 0;
 }

@@ -42,6 +42,14 @@ struct prom_rule {
 	struct sluice_policy_counter c;
 };
 
+/* An interface's cluster agent (cluster join), as its state map holds it. */
+struct prom_cluster {
+	bool present;			/* an agent has run on it */
+	bool alive;			/* cluster_agent_alive() */
+	struct sluice_cluster_state st;
+	double fallback_s;		/* the current period included */
+};
+
 /* One interface, sampled in one go: its series are all or nothing. */
 struct prom_iface {
 	char name[IF_NAMESIZE];
@@ -58,6 +66,7 @@ struct prom_iface {
 	__u64 budget_burst;
 	struct prom_rule *rules;	/* the default first, then the rules */
 	unsigned int nrules;
+	struct prom_cluster cluster;
 };
 
 /* One whole scrape. */
