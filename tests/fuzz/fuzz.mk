@@ -22,11 +22,9 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-# The exporter's and the check server's targets compile user/daemon/exporter.c
-# and user/daemon/check/check.c themselves (their request handling is static), so they
-# link every other object.
+# The check server's target compiles user/daemon/check/check.c itself (its
+# request handling is static), so it links every other object.
 FUZZ_OBJS	= $(FUZZ_USER_OBJS)
-$(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out %/exporter.o,$(FUZZ_USER_OBJS))
 $(BUILD)/fuzz/fuzz_check: FUZZ_OBJS = $(filter-out %/check.o,$(FUZZ_USER_OBJS))
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h $(FUZZ_USER_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)

@@ -12,6 +12,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "cluster.h"
+#include "exporter.h"
 #include "httpd.h"
 #include "privdrop.h"
 #include "prom.h"
@@ -35,13 +36,6 @@ static const char index_page[] =
 	"<body><h1>sluice exporter</h1>\n"
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
-
-/* Shared by every server thread: srcs is set before the server starts
- * and only read afterwards; log_requests is switched off once, atomically. */
-struct exporter {
-	struct src_counter *srcs;	/* NULL: count by walking the table */
-	struct httpd http;
-};
 
 static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
 {
@@ -234,6 +228,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return httpd_reply_page(conn, metrics_type, body, len);
 }
 
+void exporter_http_init(struct exporter *ex)
+{
+	memset(ex, 0, sizeof(*ex));
+	ex->http.name = "exporter";
+	ex->http.handler = on_request;
+	ex->http.not_allowed = EXPORTER_NOT_ALLOWED;
+	ex->http.cls = ex;
+}
+
 /* Positions in exporter_opts. */
 enum { EO_LISTEN, EO_USER, EO_GROUP };
 
@@ -247,10 +250,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	const char *listen_spec = a->val[EO_LISTEN] ? a->val[EO_LISTEN] : LISTEN_DEFAULT;
 	const char *user = a->val[EO_USER] ? a->val[EO_USER] : RUN_AS_USER_DEFAULT;
 	const char *group = a->val[EO_GROUP] ? a->val[EO_GROUP] : RUN_AS_GROUP_DEFAULT;
-	struct exporter ex = {
-		.http = { .name = "exporter", .handler = on_request,
-			  .not_allowed = EXPORTER_NOT_ALLOWED },
-	};
+	struct exporter ex;
 	struct sockaddr_storage ss;
 	char bound[HTTPD_ADDR_STR_MAX], privs[160];
 	unsigned int nifaces = 0, nskipped = 0;
@@ -262,6 +262,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	int fd, sig, err;
 
 	(void)c;
+	exporter_http_init(&ex);
 	if (opts.json)
 		return usage_err("the exporter has no JSON output: drop -j");
 	if (!httpd_parse_listen(listen_spec, &ss, &sslen))
@@ -285,7 +286,6 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	}
 	/* Server threads inherit this mask; only sigwait() below sees them. */
 	httpd_block_signals(&stop);
-	ex.http.cls = &ex;
 	err = httpd_start(&ex.http, fd, HTTP_THREADS, bound);
 	if (err) {
 		src_counter_close(ex.srcs);
