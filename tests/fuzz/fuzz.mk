@@ -22,14 +22,11 @@ $(FUZZ_USER_OBJS): $(BUILD)/fuzz/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-# The exporter's target compiles user/daemon/exporter.c itself (its request
-# handling is static), so it links every other object; the check server's
-# calls its exported handler (check.h) and links them all.
-FUZZ_OBJS	= $(FUZZ_USER_OBJS)
-$(BUILD)/fuzz/fuzz_exporter: FUZZ_OBJS = $(filter-out %/exporter.o,$(FUZZ_USER_OBJS))
+# Every target links all the user objects: the exporter's and the check
+# server's call their exported handlers (exporter.h, check.h).
 $(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_http.h \
 		$(wildcard tests/fuzz/fuzz_check_*.h) $(FUZZ_USER_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_USER_OBJS) -o $@ $(FUZZ_LDFLAGS) $(LIBS)
 TEST_BINS	+= $(FUZZ_BINS)
 
 # `make fuzz [FUZZ_SECONDS=300]`: every parser target, then the packet

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: the exporter's request handling (user/daemon/exporter.c,
- * compiled into this file: on_request is static). libmicrohttpd runs in
- * this thread with the servers' own callbacks and limits (user/daemon/httpd.c); each input is the raw bytes a client sends on one
- * connection, handed over a socketpair with MHD_add_connection. The client
- * then shuts its side: the server must answer sanely (an HTTP status line
- * with a status the exporter gives), close the connection, and print
- * nothing. No interface is attached (the pin root does not exist), so
- * /metrics is the scrape of zero interfaces. */
+ * set up by exporter_http_init). libmicrohttpd runs in this thread with
+ * the servers' own callbacks and limits (user/daemon/httpd.c); each input
+ * is the raw bytes a client sends on one connection, handed over a
+ * socketpair with MHD_add_connection. The client then shuts its side:
+ * the server must answer sanely (an HTTP status line with a status the
+ * exporter gives), close the connection, and print nothing. No interface
+ * is attached (the pin root does not exist), so /metrics is the scrape of
+ * zero interfaces. */
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include "exporter.c"
-
+#include "exporter.h"
 
 static struct exporter fz_ex;
 static struct MHD_Daemon *fz_d;
@@ -92,10 +92,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* No pins: a bpffs that does not exist (never the host's real one). */
 	opts.bpffs = "/nonexistent/sluice-fuzz-exporter";
 	resp = malloc(FUZZ_RESPONSE_MAX + 1);
-	fz_ex.http.name = "exporter";
-	fz_ex.http.not_allowed = EXPORTER_NOT_ALLOWED;
-	fz_ex.http.handler = on_request;
-	fz_ex.http.cls = &fz_ex;
+	exporter_http_init(&fz_ex);
 	if (!resp || httpd_init(&fz_ex.http))
 		abort();
 	fz_ex.http.log_requests = getenv("SLUICE_DEBUG") != NULL;

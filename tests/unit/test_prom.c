@@ -369,6 +369,49 @@ static void case_label_escaping(void)
 	check_golden("label_escaping", &s);
 }
 
+/* The cluster agent's families: only for the interfaces where an agent
+ * has run, after the datapath's. eth1's agent is up with Redis answering
+ * and has not yet seen its peers (N is 1); eth2 never had one; eth3's is
+ * in fallback and has stopped answering its heartbeat. */
+static void case_cluster(void)
+{
+	struct prom_rule r[3] = { rule_allow("default"), rule_allow("default"),
+				  rule_allow("default") };
+	struct prom_iface ifc[3];
+	struct prom_cluster *c;
+	struct prom_scrape s;
+
+	for (unsigned int i = 0; i < ARRAY_LEN(ifc); i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "eth%u", i + 1);
+		iface_init(&ifc[i], name, 10 + i);
+		fill_reasons(&ifc[i], i);
+		ifc[i].rules = &r[i];
+		ifc[i].nrules = 1;
+	}
+	c = &ifc[0].cluster;
+	c->present = true;
+	c->alive = true;
+	c->st.mode = SLUICE_CLUSTER_UP;
+	c->st.syncs = 1200;
+	c->st.sync_failures = 0;
+	c->st.grants = 340;
+	c->st.granted = 34000;
+	c->st.leases = 17;
+	c->st.redis_ops = 2400;
+	c = &ifc[2].cluster;
+	c->present = true;
+	c->st.mode = SLUICE_CLUSTER_FALLBACK;
+	c->st.peers = 3;
+	c->st.syncs = 18446744073709551615ULL;
+	c->st.sync_failures = 9;
+	c->st.redis_ops = 1;
+	c->fallback_s = 12.25;
+	s = scrape_of(ifc, ARRAY_LEN(ifc));
+	check_golden("cluster", &s);
+}
+
 /* A stream that cannot be written: prom_write says so. */
 static void case_write_error(void)
 {
@@ -390,6 +433,7 @@ static const struct test_case cases[] = {
 	{ "two_ifaces", case_two_ifaces },
 	{ "rules_with_matches", case_rules_with_matches },
 	{ "label_escaping", case_label_escaping },
+	{ "cluster", case_cluster },
 	{ "write_error", case_write_error },
 };
 

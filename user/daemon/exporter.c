@@ -12,6 +12,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "cluster.h"
+#include "exporter.h"
 #include "httpd.h"
 #include "privdrop.h"
 #include "prom.h"
@@ -35,13 +36,6 @@ static const char index_page[] =
 	"<body><h1>sluice exporter</h1>\n"
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
-
-/* Shared by every server thread: srcs is set before the server starts
- * and only read afterwards; log_requests is switched off once, atomically. */
-struct exporter {
-	struct src_counter *srcs;	/* NULL: count by walking the table */
-	struct httpd http;
-};
 
 static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
 {
@@ -108,14 +102,7 @@ out:
 }
 
 /* An interface's cluster agent (cluster join), sampled with its other series. */
-struct cluster_sample {
-	bool present;			/* an agent has run on it */
-	bool alive;
-	struct sluice_cluster_state st;
-	double fallback_s;		/* the current period included */
-};
-
-static void sample_cluster(const struct sluice_maps *m, struct cluster_sample *cs)
+static void sample_cluster(const struct sluice_maps *m, struct prom_cluster *cs)
 {
 	__u64 now = mono_now_ns();
 
@@ -129,8 +116,7 @@ static void sample_cluster(const struct sluice_maps *m, struct cluster_sample *c
 
 /* Everything about one interface, or -1 if its pins could not be read
  * (detached meanwhile, say): then it is left out of this scrape. */
-static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s,
-			struct cluster_sample *cs)
+static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s)
 {
 	struct sluice_counter c[SLUICE_R_MAX];
 	struct sluice_maps m;
@@ -156,7 +142,7 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
 	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
 		goto out;
-	sample_cluster(&m, cs);
+	sample_cluster(&m, &s->cluster);
 	err = 0;
 out:
 	maps_close(&m);
@@ -165,99 +151,6 @@ out:
 		s->rules = NULL;
 	}
 	return err;
-}
-
-/* One sample of a cluster family: NAME{interface="IF"[,result="R"]} V. */
-static void cluster_line(FILE *f, const char *name, const char *iface, const char *result,
-			 const char *value)
-{
-	fprintf(f, "%s{", name);
-	prom_label(f, "interface", iface, !result);
-	if (result)
-		prom_label(f, "result", result, true);
-	fprintf(f, "} %s\n", value);
-}
-
-static const char *u64_text(__u64 v, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu", (unsigned long long)v);
-	return buf;
-}
-
-/* The sluice_cluster_* families, for the interfaces where an agent has run
- * (none at all when no agent ever ran, so pages without one are as before). */
-static void put_cluster(FILE *f, const struct prom_iface *s, const struct cluster_sample *cs,
-			size_t n)
-{
-	static const struct {
-		const char *name, *type, *help;
-	} fam[] = {
-		{ "sluice_cluster_up", "gauge",
-		  "1 while the cluster agent runs and Redis answers; 0 in fallback (limit / N) or with the agent gone." },
-		{ "sluice_cluster_peers", "gauge",
-		  "Hosts in the cluster (N) as the agent last saw them; --cluster rules share by it." },
-		{ "sluice_cluster_syncs_total", "counter",
-		  "Sync intervals of the agent, by whether Redis answered." },
-		{ "sluice_cluster_lease_grants_total", "counter",
-		  "Leases the agent wrote into the datapath: one per hot bucket per sync." },
-		{ "sluice_cluster_leased_units_total", "counter",
-		  "Tokens (packets) granted by Redis to this host in leases." },
-		{ "sluice_cluster_leases", "gauge",
-		  "Hot buckets holding a lease now." },
-		{ "sluice_cluster_redis_ops_total", "counter",
-		  "Commands the agent sent to Redis." },
-		{ "sluice_cluster_fallback_seconds_total", "counter",
-		  "Time spent in fallback (Redis not answering), the current period included." },
-	};
-	char v[32];
-	bool any = false;
-
-	for (size_t i = 0; i < n; i++)
-		any |= cs[i].present;
-	if (!any)
-		return;
-	for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
-		prom_family(f, fam[k].name, fam[k].type, fam[k].help);
-		for (size_t i = 0; i < n; i++) {
-			const struct sluice_cluster_state *st = &cs[i].st;
-			const char *name = s[i].name;
-
-			if (!cs[i].present)
-				continue;
-			switch (k) {
-			case 0:
-				cluster_line(f, fam[k].name, name, NULL,
-					     st->mode == SLUICE_CLUSTER_UP && cs[i].alive ? "1" : "0");
-				break;
-			case 1:
-				cluster_line(f, fam[k].name, name, NULL,
-					     u64_text(st->peers ? st->peers : 1, v, sizeof(v)));
-				break;
-			case 2:
-				cluster_line(f, fam[k].name, name, "ok", u64_text(st->syncs, v, sizeof(v)));
-				cluster_line(f, fam[k].name, name, "failed",
-					     u64_text(st->sync_failures, v, sizeof(v)));
-				break;
-			case 3:
-				cluster_line(f, fam[k].name, name, NULL, u64_text(st->grants, v, sizeof(v)));
-				break;
-			case 4:
-				cluster_line(f, fam[k].name, name, NULL, u64_text(st->granted, v, sizeof(v)));
-				break;
-			case 5:
-				cluster_line(f, fam[k].name, name, NULL, u64_text(st->leases, v, sizeof(v)));
-				break;
-			case 6:
-				cluster_line(f, fam[k].name, name, NULL,
-					     u64_text(st->redis_ops, v, sizeof(v)));
-				break;
-			default:
-				snprintf(v, sizeof(v), "%.6f", cs[i].fallback_s);
-				cluster_line(f, fam[k].name, name, NULL, v);
-				break;
-			}
-		}
-	}
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -272,7 +165,6 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
 	struct prom_scrape scrape = { .version = SLUICE_VERSION };
 	struct prom_iface *s = NULL;
-	struct cluster_sample *cs = NULL;
 	unsigned int skipped = 0;
 	__u64 t0 = mono_now_ns();
 	size_t n = 0;
@@ -286,13 +178,12 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	count = list_attached(names, MAX_IFACES);
 	qsort(names, (size_t)count, sizeof(*names), name_cmp);	/* stable output order */
 	s = calloc(count ? (size_t)count : 1, sizeof(*s));
-	cs = calloc(count ? (size_t)count : 1, sizeof(*cs));
-	if (!s || !cs)
+	if (!s)
 		goto out;
 	for (int i = 0; i < count; i++) {
 		if (opts.iface && strcmp(opts.iface, names[i]) != 0)
 			continue;
-		if (sample_iface(ex, names[i], &s[n], &cs[n]))
+		if (sample_iface(ex, names[i], &s[n]))
 			skipped++;
 		else
 			n++;
@@ -305,9 +196,6 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	scrape.skipped = skipped;
 	scrape.duration_s = (double)(mono_now_ns() - t0) / SLUICE_NS_PER_SEC;
 	err = prom_write(f, &scrape);
-	put_cluster(f, s, cs, n);
-	if (ferror(f))
-		err = -1;
 	if (fclose(f) || err) {
 		free(body);
 		body = NULL;
@@ -319,7 +207,6 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 out:
 	for (size_t i = 0; i < n; i++)
 		free(s[i].rules);
-	free(cs);
 	free(s);
 	free(names);
 	return body;
@@ -341,6 +228,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return httpd_reply_page(conn, metrics_type, body, len);
 }
 
+void exporter_http_init(struct exporter *ex)
+{
+	memset(ex, 0, sizeof(*ex));
+	ex->http.name = "exporter";
+	ex->http.handler = on_request;
+	ex->http.not_allowed = EXPORTER_NOT_ALLOWED;
+	ex->http.cls = ex;
+}
+
 /* Positions in exporter_opts. */
 enum { EO_LISTEN, EO_USER, EO_GROUP };
 
@@ -354,10 +250,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	const char *listen_spec = a->val[EO_LISTEN] ? a->val[EO_LISTEN] : LISTEN_DEFAULT;
 	const char *user = a->val[EO_USER] ? a->val[EO_USER] : RUN_AS_USER_DEFAULT;
 	const char *group = a->val[EO_GROUP] ? a->val[EO_GROUP] : RUN_AS_GROUP_DEFAULT;
-	struct exporter ex = {
-		.http = { .name = "exporter", .handler = on_request,
-			  .not_allowed = EXPORTER_NOT_ALLOWED },
-	};
+	struct exporter ex;
 	struct sockaddr_storage ss;
 	char bound[HTTPD_ADDR_STR_MAX], privs[160];
 	unsigned int nifaces = 0, nskipped = 0;
@@ -369,6 +262,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	int fd, sig, err;
 
 	(void)c;
+	exporter_http_init(&ex);
 	if (opts.json)
 		return usage_err("the exporter has no JSON output: drop -j");
 	if (!httpd_parse_listen(listen_spec, &ss, &sslen))
@@ -392,7 +286,6 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	}
 	/* Server threads inherit this mask; only sigwait() below sees them. */
 	httpd_block_signals(&stop);
-	ex.http.cls = &ex;
 	err = httpd_start(&ex.http, fd, HTTP_THREADS, bound);
 	if (err) {
 		src_counter_close(ex.srcs);

@@ -3,6 +3,7 @@
  * out. The exporter samples the maps; this only formats, so that golden
  * files can pin its output down byte for byte. */
 #include <netinet/in.h>
+#include <stdarg.h>
 #include "prom.h"
 
 /* Longest label value we build ourselves: "65535-65535", "18446744073709551615/h". */
@@ -114,12 +115,13 @@ static void seconds_value(__u64 ns, char *buf, size_t len)
 	snprintf(buf + n, len - (size_t)n, ".%0*llu", digits, (unsigned long long)frac);
 }
 
-static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom_rule *r)
+static void put_rule_info(FILE *f, const char *name, const struct prom_iface *i,
+			  const struct prom_rule *r)
 {
 	bool limit = is_limit(r);
 	char v[PROM_VAL_LEN];
 
-	fputs("sluice_rule_info{", f);
+	fprintf(f, "%s{", name);
 	put_rule_identity(f, i, r, true);
 	prom_label(f, "kind", r->kind, false);
 	prom_label(f, "unit", !limit ? "" : r->unit == SLUICE_UNIT_BYTES ? "bytes" :
@@ -148,169 +150,299 @@ static void put_rule_info(FILE *f, const struct prom_iface *i, const struct prom
 	fputs("} 1\n", f);
 }
 
-/* --- the families --- */
+/* --- the samples of each family --- */
 
-static void put_reason_family(FILE *f, const struct prom_scrape *s, bool bytes)
+/* One family: its HELP and TYPE, then its samples, written by one of
+ * once (for the whole scrape) or each (for each interface). */
+struct family {
+	const char *name, *type, *help;
+	void (*once)(FILE *f, const struct family *fam, const struct prom_scrape *s);
+	void (*each)(FILE *f, const struct family *fam, const struct prom_iface *i);
+	bool bytes;			/* the bytes twin of a packets family */
+	bool cluster;			/* the cluster agent's: only where one has run */
+};
+
+void prom_sample(FILE *f, const char *name, const char *const *labels, const char *fmt, ...)
 {
-	const char *name = bytes ? "sluice_bytes_total" : "sluice_packets_total";
+	va_list ap;
 
-	prom_family(f, name, "counter", bytes ?
-		   "Bytes seen by the XDP program, by what it did and why." :
-		   "Packets seen by the XDP program, by what it did and why.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		const struct prom_iface *ifc = &s->ifaces[i];
+	fputs(name, f);
+	if (labels && labels[0]) {
+		fputc('{', f);
+		for (const char *const *l = labels; l[0]; l += 2)
+			prom_label(f, l[0], l[1], !l[2]);
+		fputc('}', f);
+	}
+	fputc(' ', f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
 
-		for (unsigned int k = 0; k < ifc->nreasons; k++) {
-			const struct prom_reason *r = &ifc->reasons[k];
+static void put_build_info(FILE *f, const struct family *fam, const struct prom_scrape *s)
+{
+	prom_sample(f, fam->name, PROM_LABELS("version", s->version), "1");
+}
 
-			fprintf(f, "%s{", name);
-			prom_label(f, "interface", ifc->name, false);
-			prom_label(f, "action", r->drop ? "drop" : "pass", false);
-			prom_label(f, "reason", r->name, true);
-			fprintf(f, "} %llu\n",
-				(unsigned long long)(bytes ? r->c.bytes : r->c.packets));
-		}
+static void put_program_info(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	char id[16];
+
+	snprintf(id, sizeof(id), "%u", i->prog_id);
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "mode", i->mode,
+					      "prog_id", id,
+					      "libxdp", i->multiprog ? "dispatcher" : "single"), "1");
+}
+
+static void put_reasons(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	for (unsigned int k = 0; k < i->nreasons; k++) {
+		const struct prom_reason *r = &i->reasons[k];
+
+		prom_sample(f, fam->name, PROM_LABELS("interface", i->name,
+						      "action", r->drop ? "drop" : "pass",
+						      "reason", r->name),
+			    "%llu", (unsigned long long)(fam->bytes ? r->c.bytes : r->c.packets));
 	}
 }
 
-static void put_policy_family(FILE *f, const struct prom_scrape *s, bool bytes)
+static void put_tracked_sources(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
-	const char *name = bytes ? "sluice_policy_bytes_total" : "sluice_policy_packets_total";
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%ld", i->sources);
+}
 
-	prom_family(f, name, "counter", bytes ?
-		   "Bytes decided by each rule of the live policy, passed or dropped." :
-		   "Packets decided by each rule of the live policy, passed or dropped.");
-	for (size_t i = 0; i < s->nifaces; i++)
-		for (unsigned int k = 0; k < s->ifaces[i].nrules; k++)
-			for (int drop = 0; drop < 2; drop++) {
-				const struct prom_rule *r = &s->ifaces[i].rules[k];
-				const struct sluice_policy_counter *c = &r->c;
-				__u64 v = bytes ? (drop ? c->drop_bytes : c->pass_bytes) :
-						  (drop ? c->drop_packets : c->pass_packets);
+static void put_capacity(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%u", i->capacity);
+}
 
-				fprintf(f, "%s{", name);
-				put_rule_identity(f, &s->ifaces[i], r, true);
-				prom_label(f, "action", drop ? "drop" : "pass", true);
-				fprintf(f, "} %llu\n", (unsigned long long)v);
-			}
+static void put_new_sources(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->new_sources);
+}
+
+/* Entries taken less those still tracked. */
+static void put_evictions(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	long tracked = i->sources > 0 ? i->sources : 0;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    i->new_sources > (__u64)tracked ?
+		    (unsigned long long)(i->new_sources - (__u64)tracked) : 0ULL);
+}
+
+static void put_budget_rate(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%.17g",
+		    i->budget_period ? (double)i->budget_rate / i->budget_period : 0.0);
+}
+
+static void put_budget_burst(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->budget_burst);
+}
+
+static void put_rules_info(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	for (unsigned int k = 0; k < i->nrules; k++)
+		put_rule_info(f, fam->name, i, &i->rules[k]);
+}
+
+/* Each rule's passed and dropped. */
+static void put_policy(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	for (unsigned int k = 0; k < i->nrules; k++)
+		for (int drop = 0; drop < 2; drop++) {
+			const struct sluice_policy_counter *c = &i->rules[k].c;
+			__u64 v = fam->bytes ? (drop ? c->drop_bytes : c->pass_bytes) :
+					       (drop ? c->drop_packets : c->pass_packets);
+
+			fprintf(f, "%s{", fam->name);
+			put_rule_identity(f, i, &i->rules[k], true);
+			prom_label(f, "action", drop ? "drop" : "pass", true);
+			fprintf(f, "} %llu\n", (unsigned long long)v);
+		}
 }
 
 /* The dry run per rule: of a --monitor rule's passed, those enforcing
  * would have dropped. A subset of its action="pass" series, so a family of
  * its own (summing sluice_policy_packets_total stays right). */
-static void put_monitor_family(FILE *f, const struct prom_scrape *s, bool bytes)
+static void put_monitored(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
-	const char *name = bytes ? "sluice_policy_monitored_bytes_total" :
-				   "sluice_policy_monitored_packets_total";
+	for (unsigned int k = 0; k < i->nrules; k++) {
+		const struct prom_rule *r = &i->rules[k];
 
-	prom_family(f, name, "counter", bytes ?
-		   "Bytes each --monitor rule passed that enforcing it would have dropped." :
-		   "Packets each --monitor rule passed that enforcing it would have dropped.");
-	for (size_t i = 0; i < s->nifaces; i++)
-		for (unsigned int k = 0; k < s->ifaces[i].nrules; k++) {
-			const struct prom_rule *r = &s->ifaces[i].rules[k];
-
-			if (!r->monitor)
-				continue;
-			fprintf(f, "%s{", name);
-			put_rule_identity(f, &s->ifaces[i], r, false);
-			fprintf(f, "} %llu\n", (unsigned long long)(bytes ? r->c.monitor_bytes :
-									     r->c.monitor_packets));
-		}
+		if (!r->monitor)
+			continue;
+		fprintf(f, "%s{", fam->name);
+		put_rule_identity(f, i, r, false);
+		fprintf(f, "} %llu\n", (unsigned long long)(fam->bytes ? r->c.monitor_bytes :
+								     r->c.monitor_packets));
+	}
 }
 
+static void put_skipped(FILE *f, const struct family *fam, const struct prom_scrape *s)
+{
+	prom_sample(f, fam->name, NULL, "%u", s->skipped);
+}
+
+static void put_duration(FILE *f, const struct family *fam, const struct prom_scrape *s)
+{
+	prom_sample(f, fam->name, NULL, "%.6f", s->duration_s);
+}
+
+/* --- the cluster agent's, of the interfaces where one has run --- */
+
+static void put_cluster_up(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct prom_cluster *c = &i->cluster;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%s",
+		    c->st.mode == SLUICE_CLUSTER_UP && c->alive ? "1" : "0");
+}
+
+static void put_cluster_peers(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct sluice_cluster_state *st = &i->cluster.st;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)(st->peers ? st->peers : 1));
+}
+
+static void put_cluster_syncs(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	const struct sluice_cluster_state *st = &i->cluster.st;
+
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "result", "ok"), "%llu",
+		    (unsigned long long)st->syncs);
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "result", "failed"), "%llu",
+		    (unsigned long long)st->sync_failures);
+}
+
+static void put_cluster_grants(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.grants);
+}
+
+static void put_cluster_granted(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.granted);
+}
+
+static void put_cluster_leases(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.leases);
+}
+
+static void put_cluster_redis_ops(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->cluster.st.redis_ops);
+}
+
+static void put_cluster_fallback(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%.6f",
+		    i->cluster.fallback_s);
+}
+
+/* --- the families, in the order they are written --- */
+
+static const struct family families[] = {
+	{ "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.",
+	  .once = put_build_info },
+	{ "sluice_program_info", "gauge", "The XDP program attached to each interface; always 1.",
+	  .each = put_program_info },
+	{ "sluice_packets_total", "counter",
+	  "Packets seen by the XDP program, by what it did and why.", .each = put_reasons },
+	{ "sluice_bytes_total", "counter",
+	  "Bytes seen by the XDP program, by what it did and why.", .each = put_reasons,
+	  .bytes = true },
+	{ "sluice_tracked_sources", "gauge",
+	  "Buckets in the source table now: one per tracked source, prefix or rule.",
+	  .each = put_tracked_sources },
+	{ "sluice_tracked_sources_capacity", "gauge",
+	  "Size of the source table; past it the least recently seen bucket is evicted.",
+	  .each = put_capacity },
+	{ "sluice_new_sources_total", "counter",
+	  "Entries the source table took for sources (or keyed prefixes) never seen before.",
+	  .each = put_new_sources },
+	{ "sluice_source_evictions_total", "counter",
+	  "Entries evicted to make room: entries taken less those still tracked.",
+	  .each = put_evictions },
+	{ "sluice_new_source_budget_per_second", "gauge",
+	  "New sources the source table admits per second (limit new-sources); 0 is off.",
+	  .each = put_budget_rate },
+	{ "sluice_new_source_budget_burst", "gauge",
+	  "New sources the budget admits at once; 0 when it is off.", .each = put_budget_burst },
+	{ "sluice_rule_info", "gauge",
+	  "Each rule of the live policy, by its CIDR and match, and what it does; always 1.",
+	  .each = put_rules_info },
+	{ "sluice_policy_packets_total", "counter",
+	  "Packets decided by each rule of the live policy, passed or dropped.",
+	  .each = put_policy },
+	{ "sluice_policy_bytes_total", "counter",
+	  "Bytes decided by each rule of the live policy, passed or dropped.",
+	  .each = put_policy, .bytes = true },
+	{ "sluice_policy_monitored_packets_total", "counter",
+	  "Packets each --monitor rule passed that enforcing it would have dropped.",
+	  .each = put_monitored },
+	{ "sluice_policy_monitored_bytes_total", "counter",
+	  "Bytes each --monitor rule passed that enforcing it would have dropped.",
+	  .each = put_monitored, .bytes = true },
+	{ "sluice_scrape_skipped_interfaces", "gauge",
+	  "Pin directories that could not be read during this scrape.", .once = put_skipped },
+	{ "sluice_scrape_duration_seconds", "gauge", "Time this scrape took to read the maps.",
+	  .once = put_duration },
+	{ "sluice_cluster_up", "gauge",
+	  "1 while the cluster agent runs and Redis answers; 0 in fallback (limit / N) or with the agent gone.",
+	  .each = put_cluster_up, .cluster = true },
+	{ "sluice_cluster_peers", "gauge",
+	  "Hosts in the cluster (N) as the agent last saw them; --cluster rules share by it.",
+	  .each = put_cluster_peers, .cluster = true },
+	{ "sluice_cluster_syncs_total", "counter",
+	  "Sync intervals of the agent, by whether Redis answered.",
+	  .each = put_cluster_syncs, .cluster = true },
+	{ "sluice_cluster_lease_grants_total", "counter",
+	  "Leases the agent wrote into the datapath: one per hot bucket per sync.",
+	  .each = put_cluster_grants, .cluster = true },
+	{ "sluice_cluster_leased_units_total", "counter",
+	  "Tokens (packets) granted by Redis to this host in leases.",
+	  .each = put_cluster_granted, .cluster = true },
+	{ "sluice_cluster_leases", "gauge", "Hot buckets holding a lease now.",
+	  .each = put_cluster_leases, .cluster = true },
+	{ "sluice_cluster_redis_ops_total", "counter", "Commands the agent sent to Redis.",
+	  .each = put_cluster_redis_ops, .cluster = true },
+	{ "sluice_cluster_fallback_seconds_total", "counter",
+	  "Time spent in fallback (Redis not answering), the current period included.",
+	  .each = put_cluster_fallback, .cluster = true },
+};
+
+/* The cluster families only when an agent has run on some interface, so
+ * that pages without one have none of them. */
 int prom_write(FILE *f, const struct prom_scrape *s)
 {
-	char id[16];
+	bool agents = false;
 
-	prom_family(f, "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.");
-	fputs("sluice_build_info{", f);
-	prom_label(f, "version", s->version, true);
-	fputs("} 1\n", f);
-
-	prom_family(f, "sluice_program_info", "gauge",
-		   "The XDP program attached to each interface; always 1.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		const struct prom_iface *ifc = &s->ifaces[i];
-
-		snprintf(id, sizeof(id), "%u", ifc->prog_id);
-		fputs("sluice_program_info{", f);
-		prom_label(f, "interface", ifc->name, false);
-		prom_label(f, "mode", ifc->mode, false);
-		prom_label(f, "prog_id", id, false);
-		prom_label(f, "libxdp", ifc->multiprog ? "dispatcher" : "single", true);
-		fputs("} 1\n", f);
-	}
-
-	put_reason_family(f, s, false);
-	put_reason_family(f, s, true);
-
-	prom_family(f, "sluice_tracked_sources", "gauge",
-		   "Buckets in the source table now: one per tracked source, prefix or rule.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		fputs("sluice_tracked_sources{", f);
-		prom_label(f, "interface", s->ifaces[i].name, true);
-		fprintf(f, "} %ld\n", s->ifaces[i].sources);
-	}
-	prom_family(f, "sluice_tracked_sources_capacity", "gauge",
-		   "Size of the source table; past it the least recently seen bucket is evicted.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		fputs("sluice_tracked_sources_capacity{", f);
-		prom_label(f, "interface", s->ifaces[i].name, true);
-		fprintf(f, "} %u\n", s->ifaces[i].capacity);
-	}
-
-	prom_family(f, "sluice_new_sources_total", "counter",
-		   "Entries the source table took for sources (or keyed prefixes) never seen before.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		fputs("sluice_new_sources_total{", f);
-		prom_label(f, "interface", s->ifaces[i].name, true);
-		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].new_sources);
-	}
-	prom_family(f, "sluice_source_evictions_total", "counter",
-		   "Entries evicted to make room: entries taken less those still tracked.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		const struct prom_iface *ifc = &s->ifaces[i];
-		long tracked = ifc->sources > 0 ? ifc->sources : 0;
-
-		fputs("sluice_source_evictions_total{", f);
-		prom_label(f, "interface", ifc->name, true);
-		fprintf(f, "} %llu\n", ifc->new_sources > (__u64)tracked ?
-			(unsigned long long)(ifc->new_sources - (__u64)tracked) : 0ULL);
-	}
-	prom_family(f, "sluice_new_source_budget_per_second", "gauge",
-		   "New sources the source table admits per second (limit new-sources); 0 is off.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		const struct prom_iface *ifc = &s->ifaces[i];
-
-		fputs("sluice_new_source_budget_per_second{", f);
-		prom_label(f, "interface", ifc->name, true);
-		fprintf(f, "} %.17g\n", ifc->budget_period ?
-			(double)ifc->budget_rate / ifc->budget_period : 0.0);
-	}
-	prom_family(f, "sluice_new_source_budget_burst", "gauge",
-		   "New sources the budget admits at once; 0 when it is off.");
-	for (size_t i = 0; i < s->nifaces; i++) {
-		fputs("sluice_new_source_budget_burst{", f);
-		prom_label(f, "interface", s->ifaces[i].name, true);
-		fprintf(f, "} %llu\n", (unsigned long long)s->ifaces[i].budget_burst);
-	}
-
-	prom_family(f, "sluice_rule_info", "gauge",
-		   "Each rule of the live policy, by its CIDR and match, and what it does; always 1.");
 	for (size_t i = 0; i < s->nifaces; i++)
-		for (unsigned int k = 0; k < s->ifaces[i].nrules; k++)
-			put_rule_info(f, &s->ifaces[i], &s->ifaces[i].rules[k]);
-	put_policy_family(f, s, false);
-	put_policy_family(f, s, true);
-	put_monitor_family(f, s, false);
-	put_monitor_family(f, s, true);
+		agents |= s->ifaces[i].cluster.present;
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		const struct family *fam = &families[k];
 
-	prom_family(f, "sluice_scrape_skipped_interfaces", "gauge",
-		   "Pin directories that could not be read during this scrape.");
-	fprintf(f, "sluice_scrape_skipped_interfaces %u\n", s->skipped);
-	prom_family(f, "sluice_scrape_duration_seconds", "gauge",
-		   "Time this scrape took to read the maps.");
-	fprintf(f, "sluice_scrape_duration_seconds %.6f\n", s->duration_s);
+		if (fam->cluster && !agents)
+			continue;
+		prom_family(f, fam->name, fam->type, fam->help);
+		if (fam->once)
+			fam->once(f, fam, s);
+		for (size_t i = 0; fam->each && i < s->nifaces; i++)
+			if (!fam->cluster || s->ifaces[i].cluster.present)
+				fam->each(f, fam, &s->ifaces[i]);
+	}
 	return ferror(f) ? -1 : 0;
 }

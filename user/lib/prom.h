@@ -42,6 +42,14 @@ struct prom_rule {
 	struct sluice_policy_counter c;
 };
 
+/* An interface's cluster agent (cluster join), as its state map holds it. */
+struct prom_cluster {
+	bool present;			/* an agent has run on it */
+	bool alive;			/* cluster_agent_alive() */
+	struct sluice_cluster_state st;
+	double fallback_s;		/* the current period included */
+};
+
 /* One interface, sampled in one go: its series are all or nothing. */
 struct prom_iface {
 	char name[IF_NAMESIZE];
@@ -58,6 +66,7 @@ struct prom_iface {
 	__u64 budget_burst;
 	struct prom_rule *rules;	/* the default first, then the rules */
 	unsigned int nrules;
+	struct prom_cluster cluster;
 };
 
 /* One whole scrape. */
@@ -74,6 +83,13 @@ struct prom_scrape {
  * check server's page too. */
 void prom_label(FILE *f, const char *name, const char *val, bool last);
 void prom_family(FILE *f, const char *name, const char *type, const char *help);
+
+/* One sample: NAME{LABEL="VALUE",...} then the value as fmt prints it;
+ * labels are name, value pairs ending with NULL (PROM_LABELS), and NULL
+ * or none gives NAME VALUE. */
+#define PROM_LABELS(...)	((const char *const[]){ __VA_ARGS__, NULL })
+void prom_sample(FILE *f, const char *name, const char *const *labels, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Writes the exposition text of s to f; 0, or -1 if f reports an error. */
 int prom_write(FILE *f, const struct prom_scrape *s);

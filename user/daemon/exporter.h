@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The exporter's HTTP side: its shared state and the setup that points a
+ * server at its pages (/, /metrics, a 404 for the rest), for
+ * `sluice exporter` and for a server driven without a socket. */
+#ifndef SLUICE_EXPORTER_H
+#define SLUICE_EXPORTER_H
+
+#include "httpd.h"
+
+struct src_counter;
+
+/* Shared by every server thread: srcs is set before the server starts
+ * and only read afterwards; log_requests is switched off once, atomically. */
+struct exporter {
+	struct src_counter *srcs;	/* NULL: count by walking the table */
+	struct httpd http;
+};
+
+/* ex->http answers with the exporter's pages, read from the pins at each
+ * request (name, handler, cls and the 405's body set); ex->srcs NULL. */
+void exporter_http_init(struct exporter *ex);
+
+#endif /* SLUICE_EXPORTER_H */
