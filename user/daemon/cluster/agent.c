@@ -158,11 +158,11 @@ static int agent_loop(struct agent *ag, const sigset_t *stop)
 
 /* Opens the interface's maps and the agent's tables, and clears the leases
  * a killed agent left; refuses when an agent already runs there (its state
- * into old). 0 with *out set, or the exit code. */
+ * into old). 0 with *out set, or the exit code with *out left NULL. */
 static int agent_open(const char *iface, __u64 sync_ms, struct sluice_cluster_state *old,
 		      struct agent **out)
 {
-	struct agent *ag = NULL;
+	struct agent *ag;
 	int err;
 
 	ag = calloc(1, sizeof(*ag));
@@ -244,7 +244,7 @@ int agent_run(const char *iface, const struct redis_url *url, const char *node, 
 	int err;
 
 	err = agent_open(iface, sync_ms, &old, &ag);
-	if (err)
+	if (!ag)
 		return err;
 	agent_setup(ag, url, node, sync_ms, &old);
 	/* A write to a Redis that went away must fail, not kill the agent. */

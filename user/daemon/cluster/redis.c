@@ -82,8 +82,10 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 
 	*out = NULL;
 	for (;;) {
-		if (redisGetReplyFromReader(r->c, &rep) != REDIS_OK)
-			return redis_fail(r, "reading");
+		if (redisGetReplyFromReader(r->c, &rep) != REDIS_OK) {
+			redis_fail(r, "reading");
+			return -1;
+		}
 		if (rep)
 			break;
 		now = mono_now_ns();
@@ -93,16 +95,22 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 			redis_close(r);
 			return -1;
 		}
-		if (redisSetTimeout(r->c, tv_of(deadline - now)) != REDIS_OK)
-			return redis_fail(r, "reading");
+		if (redisSetTimeout(r->c, tv_of(deadline - now)) != REDIS_OK) {
+			redis_fail(r, "reading");
+			return -1;
+		}
 		if (!done) {
 			/* What is still buffered of the commands goes first. */
-			if (redisBufferWrite(r->c, &done) != REDIS_OK)
-				return redis_fail(r, "sending");
+			if (redisBufferWrite(r->c, &done) != REDIS_OK) {
+				redis_fail(r, "sending");
+				return -1;
+			}
 			continue;
 		}
-		if (redisBufferRead(r->c) != REDIS_OK)
-			return redis_fail(r, "reading");
+		if (redisBufferRead(r->c) != REDIS_OK) {
+			redis_fail(r, "reading");
+			return -1;
+		}
 	}
 	*out = rep;
 	return 0;
@@ -110,8 +118,10 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 
 int redis_append(struct redis *r, int argc, const char **argv)
 {
-	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK)
-		return redis_fail(r, "sending");
+	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK) {
+		redis_fail(r, "sending");
+		return -1;
+	}
 	(*r->ops)++;
 	return 0;
 }

@@ -23,8 +23,6 @@ int parse_url(const char *s, struct redis_url *u);
 /* 1 to 63 of [A-Za-z0-9._-]. */
 bool node_name_ok(const char *s);
 
-/* --- Redis: one connection, every read bounded by the sync's deadline --- */
-
 struct redis {
 	redisContext *c;		/* NULL when not connected */
 	struct redis_url url;
