@@ -201,12 +201,15 @@ TEST_BINS	+= $(BUILD)/tests/sluice_check_racy
 
 # The sluice binary whose cluster agent grants with a GET-then-SET
 # read-modify-write instead of the Lua script, its syncs aligned across
-# hosts (SLUICE_CLUSTER_RACY): tests/cluster/race.sh shows that this build
-# over-admits one source flooding several hosts where the real one does not.
-RACY_CLUSTER_OBJS	:= $(patsubst user/%.c,$(BUILD)/racy-cluster/%.o,$(USER_SRCS))
-$(RACY_CLUSTER_OBJS): $(BUILD)/racy-cluster/%.o: user/%.c $(HEADERS) $(SKELS)
+# hosts: the same objects as build/sluice with tests/cluster/racy_grant.c
+# linked in place of user/daemon/cluster/grant.c. tests/cluster/race.sh
+# shows that this build over-admits one source flooding several hosts where
+# the real one does not.
+$(BUILD)/tests/racy_grant.o: tests/cluster/racy_grant.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -DSLUICE_CLUSTER_RACY -c $< -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
+RACY_CLUSTER_OBJS	:= $(filter-out $(BUILD)/user/daemon/cluster/grant.o,$(USER_OBJS)) \
+			   $(BUILD)/tests/racy_grant.o
 $(BUILD)/tests/sluice-racy-cluster: $(RACY_CLUSTER_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)

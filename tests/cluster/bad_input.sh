@@ -86,10 +86,7 @@ while True:
     c.close()
 ' "$REDIS_ADDR" "$reply" &
 		CL_PIDS+=($!)
-		for ((i = 0; i < 50; i++)); do
-			ip netns exec "${NS_H[1]}" timeout 1 bash -c "echo >/dev/tcp/$REDIS_ADDR/6390" 2>/dev/null && break
-			sleep 0.1
-		done
+		wait_listen 1 "$REDIS_ADDR" 6390
 		expect_exit 1 "join a server answering '$reply'" hs 1 cluster join "redis://$REDIS_ADDR:6390" --node h1 --sync "$SYNC_MS"
 		assert_eq "$(cstatus 1 .agent_alive)" false "after the not-Redis server: agent_alive"
 		[[ $(cstatus 1 .mode) != up ]] || fail "after the not-Redis server: mode up"
@@ -115,8 +112,7 @@ join_to_fallback() { # URL SYNC_MS LOG
 	end=$(calc "$t0 + 3")
 	while [[ $(cfield 1 mode) != fallback ]]; do
 		kill -0 "$pid" 2>/dev/null || fail "join $1 --sync $2 exited: $(cat "$3")"
-		awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
-			fail "join $1 --sync $2: not in fallback after 3 s: $(hs 1 -j cluster status)"
+		past "$end" && fail "join $1 --sync $2: not in fallback after 3 s: $(hs 1 -j cluster status)"
 		sleep 0.02
 	done
 	ok "join $1 --sync $2: status fallback after $(calc "($(now) - $t0) * 1000" %.0f) ms"

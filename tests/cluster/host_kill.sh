@@ -27,19 +27,12 @@ cluster_up_flooding ck "$NH" host_kill
 t_kill=$(now)
 agent_kill 1
 # Its process is gone: status says the agent is not alive (the pid check).
-while [[ $(cfield 1 agent_alive) != false ]]; do
-	awk -v a="$(now)" -v b="$(calc "$t_kill + 7")" 'BEGIN { exit !(a > b) }' &&
-		fail "host 1: agent_alive still true 7 s after its agent was killed: $(hs 1 -j cluster status)"
-	sleep 0.05
-done
+wait_field 1 agent_alive false "$(calc "$t_kill + 7")" 0.05 \
+	"host 1: agent_alive still true 7 s after its agent was killed"
 echo "RESULT host_kill: host 1's status says agent_alive false $(calc "($(now) - $t_kill) * 1000" %.0f) ms after the kill"
 # The peers' count: host 2 polled alone (one status read per ~50 ms), then all three.
-end=$(calc "$t_kill + 5")
-while [[ $(cfield 2 peers) != $((NH - 1)) ]]; do
-	awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
-		fail "host 2 still sees $(cstatus 2 .peers) peers 5 s after host 1's agent was killed"
-	sleep 0.02
-done
+wait_field 2 peers $((NH - 1)) "$(calc "$t_kill + 5")" 0.02 \
+	"host 2 does not see $((NH - 1)) peers 5 s after host 1's agent was killed"
 lat=$(calc "($(now) - $t_kill) * 1000" %.0f)
 wait_cluster up $((NH - 1)) 2 2 3 4
 echo "RESULT host_kill: host 2 sees $((NH - 1)) peers ${lat} ms after host 1's agent was killed"

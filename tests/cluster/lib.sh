@@ -22,6 +22,9 @@
 #   agent_stop N, agent_kill N     SIGTERM (must exit 0) / SIGKILL
 #   cstatus N FILTER           jq -r FILTER over `cluster status -j` of host N
 #   wait_cluster MODE PEERS SECS [HOSTS...]   until every host says so
+#   wait_field N KEY VALUE END POLL WHAT   until host N's status says KEY VALUE
+#   wait_listen N ADDR PORT    until host N can connect to ADDR:PORT
+#   past END                   whether now() is past END
 #   nft_count_add NAME SRC     a counter on every host for UDP from SRC
 #   nft_count N NAME           host N's counter
 #   flood_at N FILE ARGS...    bounded sluice-flood from client N at host N (bg)
@@ -257,7 +260,7 @@ wait_cluster() { # MODE PEERS SECS [HOSTS...]
 			fi
 		done
 		((all)) && return 0
-		if awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }'; then
+		if past "$end"; then
 			for n in "${hosts[@]}"; do
 				echo "host $n: $(hs "$n" -j cluster status 2>&1)" >&2
 			done
@@ -265,6 +268,32 @@ wait_cluster() { # MODE PEERS SECS [HOSTS...]
 		fi
 		sleep 0.05
 	done
+}
+
+# Whether now() is past END (seconds, now()'s clock).
+past() { # END
+	awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a > b) }'
+}
+
+# Polls host N's `cluster status` (cfield) every POLL seconds until KEY is
+# VALUE; fails with WHAT and the status once now() is past END.
+wait_field() { # N KEY VALUE END POLL WHAT
+	while [[ $(cfield "$1" "$2") != "$3" ]]; do
+		past "$4" && fail "$6: $(hs "$1" -j cluster status)"
+		sleep "$5"
+	done
+	return 0
+}
+
+# Waits (at most 50 tries) until host N can connect to ADDR:PORT, a server
+# the test started in the background.
+wait_listen() { # N ADDR PORT
+	local i
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "${NS_H[$1]}" timeout 1 bash -c "echo >/dev/tcp/$2/$3" 2>/dev/null && break
+		sleep 0.1
+	done
+	return 0
 }
 
 nft_count_add() { # NAME SRC: on every host

@@ -30,12 +30,7 @@ table inet sluice_cl_part {
 	}
 }
 EOF
-end=$(calc "$t_cut + 3")
-while [[ $(cfield 1 mode) != fallback ]]; do
-	awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
-		fail "host 1 not in fallback 3 s after the partition: $(hs 1 -j cluster status)"
-	sleep 0.01
-done
+wait_field 1 mode fallback "$(calc "$t_cut + 3")" 0.01 "host 1 not in fallback 3 s after the partition"
 read -r lat lo hi <<<"$(fallback_after 1 "$t_cut")"
 echo "RESULT partition: host 1 in fallback ${lat} ms after its traffic to Redis was dropped (between $lo and $hi)"
 assert_le "$lat" $((SYNC_MS + SYNC_MS / 2 + SLACK_MS)) "host 1: fallback within S + S/2 (+${SLACK_MS} ms slack)"

@@ -34,11 +34,7 @@ redis_kill
 # Poll until every host says fallback; then each agent's own record of when.
 end=$(calc "$t_kill + 3")
 for n in "${hosts[@]}"; do
-	while [[ $(cfield "$n" mode) != fallback ]]; do
-		awk -v a="$(now)" -v b="$end" 'BEGIN { exit !(a > b) }' &&
-			fail "host $n not in fallback 3 s after Redis was killed: $(hs "$n" -j cluster status)"
-		sleep 0.01
-	done
+	wait_field "$n" mode fallback "$end" 0.01 "host $n not in fallback 3 s after Redis was killed"
 done
 t_all=$(now)
 limit_ms=$((SYNC_MS + SYNC_MS / 2 + SLACK_MS))

@@ -65,10 +65,7 @@ while True:
     threading.Thread(target=pump, args=(r, c, True), daemon=True).start()
 ' "$REDIS_ADDR" "$PROXY_PORT" "$REDIS_PORT" "$SLOW" &
 CL_PIDS+=($!)
-for ((i = 0; i < 50; i++)); do
-	ip netns exec "${NS_H[1]}" timeout 1 bash -c "echo >/dev/tcp/$REDIS_ADDR/$PROXY_PORT" 2>/dev/null && break
-	sleep 0.1
-done
+wait_listen 1 "$REDIS_ADDR" "$PROXY_PORT"
 
 REDIS_URL=redis://$REDIS_ADDR:$PROXY_PORT agent_start 1
 wait_cluster up 1 10

@@ -12,7 +12,7 @@ const char *cluster_mode_name(__u32 mode);
  * agent's last loop when it is no longer alive). */
 double cluster_fallback_seconds(const struct sluice_cluster_state *s, bool alive, __u64 now_ns);
 
-/* `sluice cluster join|status` (cluster.c). */
+/* `sluice cluster join|status|leave` (commands.c). */
 struct cli_cmd;
 extern const struct cli_cmd cluster_obj;
 

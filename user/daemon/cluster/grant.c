@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* grant: how the agent asks Redis for its leases, one pipelined round trip
+ * of EVALSHAs (the heartbeat, then the Lua grant of each hot bucket, which
+ * Redis runs atomically), and when its syncs fall (multiples of S from its
+ * own start). */
+#include <stdio.h>
+#include <hiredis/hiredis.h>
+#include "sluice.h"
+#include "agent.h"
+
+static int send_beat(struct agent *ag)
+{
+	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
+			       ag->ttl_arg };
+
+	return redis_append(&ag->r, 6, argv);
+}
+
+static int send_grant(struct agent *ag, const struct hot *e)
+{
+	char t[NUM_MAX], tau[NUM_MAX], charge[NUM_MAX], want[NUM_MAX];
+	const char *argv[] = { "EVALSHA", ag->r.grant_sha, "1", e->rkey, t, tau, charge, want };
+
+	num_arg(t, e->t_us);
+	num_arg(tau, e->tau_us);
+	snprintf(charge, sizeof(charge), "%llu", (unsigned long long)e->charge);
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)e->want);
+	return redis_append(&ag->r, 8, argv);
+}
+
+/* Step 3: one pipelined round trip, the heartbeat and a grant per hot
+ * bucket; a script Redis forgot (SCRIPT FLUSH, a restart behind a proxy)
+ * is loaded again and its commands sent once more. 0, or -1. */
+int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
+{
+	struct hot_set *hs = &ag->hot;
+	bool again_beat = false;
+	unsigned int again = 0;
+	int ret;
+
+	if (send_beat(ag))
+		return -1;
+	for (unsigned int i = 0; i < hs->n; i++)
+		if (hs->e[i].ask && send_grant(ag, &hs->e[i]))
+			return -1;
+	ret = sync_reply(ag, deadline, NULL, npeers);
+	if (ret < 0)
+		return -1;
+	again_beat = ret;
+	for (unsigned int i = 0; i < hs->n; i++) {
+		if (!hs->e[i].ask)
+			continue;
+		ret = sync_reply(ag, deadline, &hs->e[i], npeers);
+		if (ret < 0)
+			return -1;
+		hs->e[i].ask = ret;	/* still to ask */
+		again += ret;
+	}
+	if (!again_beat && !again)
+		return 0;
+	if (load_scripts(&ag->r, deadline) || (again_beat && send_beat(ag)))
+		return -1;
+	for (unsigned int i = 0; i < hs->n; i++)
+		if (hs->e[i].ask && send_grant(ag, &hs->e[i]))
+			return -1;
+	if (again_beat && sync_reply(ag, deadline, NULL, npeers))
+		goto noscript;
+	for (unsigned int i = 0; i < hs->n; i++)
+		if (hs->e[i].ask && sync_reply(ag, deadline, &hs->e[i], npeers))
+			goto noscript;
+	return 0;
+noscript:
+	if (ag->r.c) {
+		snprintf(ag->r.why, sizeof(ag->r.why), "NOSCRIPT right after SCRIPT LOAD");
+		redis_close(&ag->r);
+	}
+	return -1;
+}
+
+/* The tick after prev: the next multiple of S on CLOCK_MONOTONIC from the
+ * start (ticks missed are skipped). */
+__u64 next_tick(__u64 prev, __u64 sync_ns)
+{
+	__u64 now = mono_now_ns();
+
+	if (now < prev + sync_ns)
+		return prev + sync_ns;
+	return prev + ((now - prev) / sync_ns + 1) * sync_ns;
+}
