@@ -5,8 +5,8 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
-#include "sluice.h"
 #include "rule.h"
+#include "output.h"
 #include "sluice/window.h"
 
 #define ON_LIMIT	(RULE_ON_SET | RULE_ON_DEFAULT)

@@ -14,8 +14,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
 #include "sluice/algo.h"
+#include "store.h"
+#include "cluster_state.h"
+#include "clock.h"
+#include "map_write.h"
+#include "output.h"
 #include "rule.h"
 
 #define POLICY_READ_TRIES 8
@@ -155,17 +159,6 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 	return runtime_err("the policy kept changing while being read: try again");
 }
 
-/* Rules are one rule when their CIDR and match are the same, and both or
- * neither are request rules. */
-bool rule_same_identity(const struct rule *a, const struct rule *b)
-{
-	return rule_is_request(a) == rule_is_request(b) &&
-	       a->cidr.prefixlen == b->cidr.prefixlen &&
-	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
-	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
-	       a->match.dport_lo == b->match.dport_lo && a->match.dport_hi == b->match.dport_hi;
-}
-
 static const struct rule *find_identity(const struct policy *p, const struct rule *r)
 {
 	for (unsigned int i = 0; i < p->n; i++)
@@ -268,57 +261,6 @@ static bool coarse_clock_fits(const struct sluice_limit *l)
 
 	return l->algo == SLUICE_ALGO_TOKEN_BUCKET && !l->ban && tick &&
 	       l->interval >= gcra_now(tick);
-}
-
-/* This host's share of its --cluster rules (sluice.h): the limit divided
- * by div, their rejected packets spending leases when leased. */
-struct cluster_share {
-	__u64 div;
-	bool leased;
-};
-
-bool cluster_agent_alive(const struct sluice_cluster_state *s, __u64 now_ns)
-{
-	__u64 stale = 3 * SLUICE_NS_PER_SEC + 3ULL * s->sync_ms * 1000000ULL;
-
-	if (s->mode != SLUICE_CLUSTER_UP && s->mode != SLUICE_CLUSTER_FALLBACK)
-		return false;
-	if (!s->pid || (kill((pid_t)s->pid, 0) && errno != EPERM))
-		return false;
-	return now_ns < s->heartbeat_ns + stale;
-}
-
-int cluster_state_read(const struct sluice_maps *m, struct sluice_cluster_state *s)
-{
-	__u32 zero = 0;
-
-	if (bpf_map_lookup_elem(m->cluster_state, &zero, s))
-		return runtime_err("cannot read the cluster state: %s", strerror(errno));
-	return 0;
-}
-
-int cluster_state_write(const struct sluice_maps *m, const struct sluice_cluster_state *s)
-{
-	__u32 zero = 0;
-
-	if (map_update(m->cluster_state, &zero, s, BPF_ANY))
-		return runtime_err("cannot write the cluster state: %s", strerror(errno));
-	return 0;
-}
-
-/* Connected (agent alive, Redis up): rate / (N * DIV) and leases; an agent
- * in fallback, none, or a dead one: rate / N (N = 1 before any agent). */
-static int cluster_share_of(const struct sluice_maps *m, struct cluster_share *cs)
-{
-	struct sluice_cluster_state st;
-	__u64 n;
-
-	if (cluster_state_read(m, &st))
-		return EXIT_RUNTIME;
-	n = st.peers ? st.peers : 1;
-	cs->leased = st.mode == SLUICE_CLUSTER_UP && cluster_agent_alive(&st, mono_now_ns());
-	cs->div = cs->leased ? n * SLUICE_CLUSTER_LOCAL_DIV : n;
-	return 0;
 }
 
 /* A --cluster rule's limit as this host's share: the interval times div,
@@ -795,6 +737,34 @@ int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __
 	*period = bg->period;
 	*burst = bg->burst;
 	return 0;
+}
+
+int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err;
+
+	*p = NULL;
+	err = pick_iface(iface, sizeof(iface));
+	if (err)
+		return err;
+	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err)
+		return err;
+	*p = malloc(sizeof(**p));
+	if (!*p) {
+		maps_close(m);
+		return runtime_err("out of memory");
+	}
+	err = edit ? maps_lock(m) : 0;
+	if (!err)
+		err = policy_read(m, *p);
+	if (err) {
+		free(*p);
+		*p = NULL;
+		maps_close(m);
+	}
+	return err;
 }
 
 int cluster_recommit(struct sluice_maps *m, const struct sluice_cluster_state *s)
