@@ -575,17 +575,11 @@ int policy_commit(struct sluice_maps *m, struct policy *next)
 	return err;
 }
 
-/* policy_commit with scratch space for the new and the live table. */
-static int commit_with(struct sluice_maps *m, struct policy *next,
-		       struct sluice_policy *table, struct sluice_policy *live)
+/* Gives next's rules their indices: those of the live policy's rules of
+ * the same identity, free ones for the rest (fresh). */
+static int assign_from_live(const struct sluice_maps *m, struct policy *next, bool *fresh)
 {
-	bool fresh[SLUICE_MAX_POLICIES];
-	struct cluster_share cs;
-	struct sluice_config cfg;
-	__u64 leasing, live_ns;
 	struct policy *cur;
-	__u64 gen;
-	__u8 slot;
 	int err;
 
 	cur = malloc(sizeof(*cur));
@@ -598,12 +592,16 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	}
 	assign_indices(next, cur, fresh);
 	free(cur);
-	if (read_config(m, &cfg))
-		return EXIT_RUNTIME;
-	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
-	gen = SLUICE_GEN(cfg.gen_slot) + 1;
-	if (read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), live))
-		return EXIT_RUNTIME;
+	return 0;
+}
+
+/* The table of generation gen for next, each rule's entry carrying over
+ * what its live one had unless fresh; returns whether any entry leases. */
+static __u64 fill_table(const struct policy *next, const bool *fresh,
+			const struct sluice_policy *live, __u64 gen, __u64 live_ns,
+			const struct cluster_share *cs, struct sluice_policy *table)
+{
+	__u64 leasing = 0;
 
 	/* A free index changes at every commit: its entry is never "unchanged
 	 * since" the generation of a bucket bound to the rule it once held
@@ -613,22 +611,46 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		table[idx].since = gen;
 		table[idx].prev_since = gen;
 	}
-	if (cluster_share_of(m, &cs))
-		return EXIT_RUNTIME;
-	live_ns = cfg.active_since_ns[SLUICE_GEN_SLOT(cfg.gen_slot)];
-	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, live_ns, &cs,
+	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, live_ns, cs,
 			&table[SLUICE_POLICY_DEFAULT]);
 	for (unsigned int i = 0; i < next->n; i++) {
 		__u32 idx = next->rules[i].index;
 
 		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen,
-				live_ns, &cs, &table[idx]);
+				live_ns, cs, &table[idx]);
 	}
-
-	leasing = 0;
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
 		if (table[idx].in_use && (table[idx].flags & SLUICE_POLICY_LEASED))
 			leasing = 1;
+	return leasing;
+}
+
+/* policy_commit with scratch space for the new and the live table. */
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live)
+{
+	bool fresh[SLUICE_MAX_POLICIES];
+	struct cluster_share cs;
+	struct sluice_config cfg;
+	__u64 leasing, live_ns;
+	__u64 gen;
+	__u8 slot;
+	int err;
+
+	err = assign_from_live(m, next, fresh);
+	if (err)
+		return err;
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
+	gen = SLUICE_GEN(cfg.gen_slot) + 1;
+	if (read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), live))
+		return EXIT_RUNTIME;
+
+	if (cluster_share_of(m, &cs))
+		return EXIT_RUNTIME;
+	live_ns = cfg.active_since_ns[SLUICE_GEN_SLOT(cfg.gen_slot)];
+	leasing = fill_table(next, fresh, live, gen, live_ns, &cs, table);
 
 	/* Readers of the inactive slot (buckets carrying tokens over from the
 	 * previous generation) see this bit and know it is being rewritten. */
