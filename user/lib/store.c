@@ -629,7 +629,7 @@ static __u64 fill_table(const struct policy *next, const bool *fresh,
 static int commit_with(struct sluice_maps *m, struct policy *next,
 		       struct sluice_policy *table, struct sluice_policy *live)
 {
-	bool fresh[SLUICE_MAX_POLICIES];
+	bool fresh[SLUICE_MAX_POLICIES] = { false };
 	struct cluster_share cs;
 	struct sluice_config cfg;
 	__u64 leasing, live_ns;
