@@ -16,6 +16,7 @@ opts          0	# the options main() parses
 hash          0	# the one hash of userspace tables
 prom          0	# the Prometheus text writer
 output        1	# the error funnel and the JSON writer
+table         1	# the fixed-capacity LRU hash table
 clock         2	# the datapath's clocks
 parse         2	# addresses, CIDRs, numbers
 map_write     2	# every map write
