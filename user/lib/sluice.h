@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The CLI's shared core, for the commands and daemons: every header of
- * user/lib/ in layer order (tests/lint/layers.sh), and the declarations of
- * what cmd/ and daemon/ files share. Files of user/lib/ include only the
- * headers they use, never this one. */
+/* The CLI's shared core, for the commands and daemons: the headers of the
+ * core modules of user/lib/ in layer order (tests/lint/layers.sh; rule.h,
+ * cli.h, prom.h, hash.h and hooks.h are included by name where used), and
+ * the declarations of what cmd/ and daemon/ files share. Files of user/lib/
+ * include only the headers they use, never this one. */
 #ifndef SLUICE_USER_H
 #define SLUICE_USER_H
 
