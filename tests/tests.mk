@@ -171,6 +171,19 @@ $(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
 TEST_BINS	+= $(BUILD)/tests/fault_tool
+# sluice with the fault-injecting map writer and step hooks of
+# tests/fault/ linked in place of user/lib/map_write.c and hooks.c:
+# SLUICE_TEST_FAULT=map_update:N fails its Nth map write,
+# SLUICE_TEST_HOOK=STEP:kill|stop kills or stops attach/detach at STEP.
+FAULT_SRCS	:= tests/fault/map_write.c tests/fault/hooks.c
+FAULT_OBJS	:= $(patsubst tests/fault/%.c,$(BUILD)/tests/fault/%.o,$(FAULT_SRCS))
+$(FAULT_OBJS): $(BUILD)/tests/fault/%.o: tests/fault/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/tests/sluice-fault: $(filter-out $(BUILD)/user/lib/map_write.o $(BUILD)/user/lib/hooks.o,$(USER_OBJS)) \
+		$(FAULT_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/sluice-fault
 
 # e2e/l4_bypass's raw sender and listener (no python3 on CI).
 $(BUILD)/tests/l4_send: tests/e2e/l4_send.c tests/e2e/craft.h

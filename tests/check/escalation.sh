@@ -115,7 +115,7 @@ check_stop
 # fault on the server's 2nd map write: the 1st maps the config word) is
 # counted and said once, and the client is answered by its bucket, not
 # told it is banned.
-SLUICE_TEST_FAULT=map_update:2 check_start
+SLUICE_CHECK=$SLUICE_FAULT SLUICE_TEST_FAULT=map_update:2 check_start
 codes=
 for ((i = 0; i < 6; i++)); do
 	codes+="$(check "$BAD") "

@@ -64,7 +64,7 @@ scenario() {
 		policy=$(sluice_rx -j limit list | jq -c 'map(del(.passed, .dropped, .would_drop, .would_drop_bytes))')
 	fi
 	[[ $kind == skb ]] && mode=(--mode skb)
-	SLUICE_TEST_HOOK="$step:kill" sluice_rx attach "${mode[@]}" "$IF_RX" >/dev/null 2>&1 || rc=$?
+	SLUICE_TEST_HOOK="$step:kill" SLUICE=$SLUICE_FAULT sluice_rx attach "${mode[@]}" "$IF_RX" >/dev/null 2>&1 || rc=$?
 	assert_eq "$rc" 137 "$what: attach was killed at the hook"
 	check_status "$what" "$policy"
 	if [[ $then == reattach ]]; then

@@ -3,18 +3,19 @@
 # running is not lost. Attach commits the initial policy to fresh maps; it
 # must decide that the maps are fresh under the same lock that edits take,
 # or an edit landing in between is overwritten by the empty policy. The
-# test-only hook SLUICE_TEST_HOOK=gen:stop stops attach right after it read
+# hook SLUICE_TEST_HOOK=gen:stop of sluice-fault stops attach right after it read
 # the policy generation; `limit default` runs then, and attach continues.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
 
 netns_init ae
+need_sluice_fault
 netns_setup
 
 proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 
-SLUICE_TEST_HOOK=gen:stop nsenter --net="/run/netns/$NS_RX" "$SLUICE" attach --mode native "$IF_RX" \
+SLUICE_TEST_HOOK=gen:stop nsenter --net="/run/netns/$NS_RX" "$SLUICE_FAULT" attach --mode native "$IF_RX" \
 	>"$(netns_tmp attach.out)" 2>&1 &
 attach_pid=$!
 netns_track_pid "$attach_pid"

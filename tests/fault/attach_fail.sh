@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fault/attach_fail: a first attach that cannot finish leaves nothing
-# behind. The test-only SLUICE_TEST_FAULT=map_update:K fails attach's Kth
+# behind. SLUICE_TEST_FAULT=map_update:K makes sluice-fault fail attach's Kth
 # map write: K = 1 is the attach metadata, 2..5 the first policy commit
 # (the writing mark, the policy slot, the config mapping, the flip). Each
 # must exit 1 with one "sluice: ..." line, and leave no XDP program on the
@@ -15,6 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 
 netns_init af
+need_sluice_fault
 netns_setup
 
 link_prog() { ip -n "$NS_RX" -j -d link show dev "$IF_RX" | jq -r '.[0].xdp.prog.id // empty'; }
@@ -22,7 +23,7 @@ link_prog() { ip -n "$NS_RX" -j -d link show dev "$IF_RX" | jq -r '.[0].xdp.prog
 for k in 1 2 3 4 5; do
 	err=$(netns_tmp "err$k")
 	rc=0
-	SLUICE_TEST_FAULT=map_update:$k nsenter --net="/run/netns/$NS_RX" "$SLUICE" attach "$IF_RX" \
+	SLUICE_TEST_FAULT=map_update:$k nsenter --net="/run/netns/$NS_RX" "$SLUICE_FAULT" attach "$IF_RX" \
 		--mode native >/dev/null 2>"$err" || rc=$?
 	assert_eq "$rc" 1 "attach with map write $k failing: exit status"
 	assert_eq "$(wc -l <"$err")" 1 "attach with map write $k failing: lines on stderr"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fault/detach_crash: a detach killed at any step leaves an interface that
 # sluice still manages (tests/e2e/attach_crash covers attach). The steps
-# are the test-only SLUICE_TEST_HOOK points in detach (user/cmd/attach.c):
+# are sluice-fault's SLUICE_TEST_HOOK points in detach (user/cmd/attach.c):
 #   found          the program is found, nothing changed yet
 #   unlinked       the program is off the link, every pin still there
 #   unpinning      the first map's pin is removed
@@ -25,6 +25,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 
 netns_init fd
+need_sluice_fault
 netns_setup
 
 link_prog() { ip -n "$NS_RX" -j link show dev "$IF_RX" | jq -r '.[0].xdp.prog.id // .[0].xdp.attached[0].prog.id // empty'; }
@@ -80,7 +81,8 @@ scenario() {
 	sluice_rx limit default --rate 777 --burst 888 >/dev/null
 	sluice_rx limit set 198.18.9.0/24 --rate 5 --burst 6 >/dev/null
 	policy=$(policy_now)
-	SLUICE_TEST_HOOK="$step:kill" sluice_rx detach "$IF_RX" >/dev/null 2>&1 || rc=$?
+	SLUICE_TEST_HOOK="$step:kill" nsenter --net="/run/netns/$NS_RX" "$SLUICE_FAULT" -i "$IF_RX" \
+		detach "$IF_RX" >/dev/null 2>&1 || rc=$?
 	assert_eq "$rc" 137 "$what: detach was killed at the hook"
 	check_after_kill "$what"
 	if [[ $then == reattach ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fault/map_fail: a map write that fails (out of memory, injected with the
-# test-only SLUICE_TEST_FAULT=map_update:N, which fails the Nth write of a
+# SLUICE_TEST_FAULT=map_update:N of sluice-fault, which fails the Nth write of a
 # command to a map: update, delete, or the config map's shared mapping)
 # gives one clean error line and exit 1, and leaves nothing half-written:
 # `limit list -j` (counters included), `policy show` and the datapath's
@@ -28,8 +28,11 @@ set -euo pipefail
 
 STRIDE=${FAULT_STRIDE:-48}
 fault_setup fm
+need_sluice_fault
 
 S() { "$SLUICE" -i "$IF_RX" "$@"; }
+# sluice-fault, for the commands whose writes fail.
+F() { "$SLUICE_FAULT" -i "$IF_RX" "$@"; }
 n=0
 verdicts() { # sets V: the datapath's verdicts for PROBES, from fresh sources
 	local out
@@ -105,7 +108,7 @@ verdicts
 checked=0
 first_err="" last_err=""
 fault_apply() { # N: sets R
-	fault_at "$1" "$want_old" S policy apply "$POL/new"
+	fault_at "$1" "$want_old" F policy apply "$POL/new"
 	if [[ $R == ok* ]]; then
 		checked=$((checked + 1))
 		[[ -n $first_err ]] || first_err=${R#ok }
@@ -142,12 +145,12 @@ for words in "${edit_cmds[@]}"; do
 	# Their commit is policy apply's: its first writes and its last 12
 	# (the end of the trie, the budget, the flip) are enough here.
 	# shellcheck disable=SC2086 # words split on purpose
-	count_writes S $words
+	count_writes F $words
 	cnt=0
 	for ((k = 1; ; k++)); do
 		((k == 5)) && k=$((LAST - 12 > 5 ? LAST - 12 : 5))
 		# shellcheck disable=SC2086 # words split on purpose
-		fault_at "$k" "" S $words
+		fault_at "$k" "" F $words
 		[[ $R == ok* ]] || break
 		cnt=$((cnt + 1))
 	done
@@ -162,7 +165,7 @@ S limit set 198.18.77.0/24 --rate 1/h --burst 1 --ban 1h >/dev/null
 "$TOOL" probe "$PIN" 0 198.18.77.5 >/dev/null
 banned=$(S -j ban list | jq length)
 assert_eq "$banned" 1 "one ban live before ban del"
-fault_at 1 "" S ban del 198.18.77.5
+fault_at 1 "" F ban del 198.18.77.5
 r=$R
 [[ $r == ok* ]] || fail "ban del succeeded with its write failing"
 ok "ban del with its write failing: ${r#ok }"

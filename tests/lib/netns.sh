@@ -38,6 +38,10 @@
 
 SLUICE_ROOT=${SLUICE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 SLUICE=${SLUICE:-$SLUICE_ROOT/build/sluice}
+# sluice with tests/fault/'s map writer and step hooks linked in: it honours
+# SLUICE_TEST_FAULT=map_update:N and SLUICE_TEST_HOOK=STEP:kill|stop, which
+# build/sluice ignores (make build/tests/sluice-fault).
+SLUICE_FAULT=${SLUICE_FAULT:-$SLUICE_ROOT/build/tests/sluice-fault}
 SLUICE_FLOOD=${SLUICE_FLOOD:-$SLUICE_ROOT/build/sluice-flood}
 SLUICE_PIN_ROOT=/sys/fs/bpf/sluice
 
@@ -197,6 +201,11 @@ netns_setup() {
 	TX_MAC=$(ip -n "$NS_TX" -j link show dev "$IF_TX" | jq -r '.[0].address')
 	RX_MAC=$(ip -n "$NS_RX" -j link show dev "$IF_RX" | jq -r '.[0].address')
 	[[ $RX_MAC =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of $IF_RX"
+}
+
+# Fails unless build/tests/sluice-fault is built (tests that inject faults).
+need_sluice_fault() {
+	[[ -x $SLUICE_FAULT ]] || fail "$SLUICE_FAULT not built: run make build/tests/sluice-fault"
 }
 
 # sluice for the rx end. nsenter enters only the network namespace, so the

@@ -20,23 +20,10 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "sluice.h"
+#include "hooks.h"
 #include "rule.h"
 #include "cli.h"
 #include "sluice.skel.h"
-
-/* Test-only: SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops)
- * attach or detach at STEP, so tests can check what a crash there leaves
- * behind, or run another command in the middle of one. */
-static void test_hook(const char *step)
-{
-	const char *hook = getenv("SLUICE_TEST_HOOK");
-	size_t n = strlen(step);
-
-	if (!hook || strncmp(hook, step, n) != 0 || hook[n] != ':')
-		return;
-	fflush(stdout);
-	raise(strcmp(hook + n + 1, "stop") ? SIGKILL : SIGSTOP);
-}
 
 /* Loading, attaching and pinning need CAP_NET_ADMIN and CAP_SYS_ADMIN (or
  * CAP_BPF): without them every step fails on a permission, and the first

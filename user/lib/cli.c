@@ -3,7 +3,7 @@
  * parse by their table, and usage and --help are printed from the same
  * tables, so what is accepted and what is documented cannot drift apart. */
 #include <string.h>
-#include "sluice.h"
+#include "output.h"
 #include "cli.h"
 
 bool cli_is_help(const char *arg)

@@ -13,9 +13,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include "sluice.h"
-#include "sluice/gcra.h"
-#include "sources.h"
+#include "maps.h"
+#include "opts.h"
+#include "output.h"
+#include "parse.h"
 #include "sluice.skel.h"
 
 #define WALK_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
@@ -200,128 +201,12 @@ void maps_close(struct sluice_maps *m)
 #undef CLOSE_FD
 }
 
-int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
-{
-	char iface[IF_NAMESIZE];
-	int err;
-
-	*p = NULL;
-	err = pick_iface(iface, sizeof(iface));
-	if (err)
-		return err;
-	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
-	if (err)
-		return err;
-	*p = malloc(sizeof(**p));
-	if (!*p) {
-		maps_close(m);
-		return runtime_err("out of memory");
-	}
-	err = edit ? maps_lock(m) : 0;
-	if (!err)
-		err = policy_read(m, *p);
-	if (err) {
-		free(*p);
-		*p = NULL;
-		maps_close(m);
-	}
-	return err;
-}
-
-/* Whether this write is the one SLUICE_TEST_FAULT names (errno set). */
-static bool test_fault(void)
-{
-	static unsigned long writes;	/* test-only: this command's map writes */
-	const char *f = getenv("SLUICE_TEST_FAULT");
-	static const char site[] = "map_update:";
-
-	if (!f || strncmp(f, site, sizeof(site) - 1) != 0)
-		return false;
-	if (++writes != strtoul(f + sizeof(site) - 1, NULL, 10))
-		return false;
-	errno = ENOMEM;
-	return true;
-}
-
-int map_update(int fd, const void *key, const void *value, __u64 flags)
-{
-	return test_fault() ? -ENOMEM : bpf_map_update_elem(fd, key, value, flags);
-}
-
-/* The kernel's ENOTSUPP (not in userspace's errno.h): what an operation a
- * map type lacks may return. */
-#define KERNEL_ENOTSUPP	524
-
-int map_update_batch(int fd, const void *keys, size_t key_size, const void *values,
-		     size_t value_size, __u32 count)
-{
-	__u32 done = count;
-
-	if (test_fault())
-		return -ENOMEM;
-	if (!bpf_map_update_batch(fd, keys, values, &done, NULL))
-		return 0;
-	if (errno != EINVAL && errno != EOPNOTSUPP && errno != KERNEL_ENOTSUPP)
-		return -errno;
-	/* A kernel without batches for this map type: one update per key. */
-	for (__u32 i = 0; i < count; i++)
-		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size,
-					(const char *)values + i * value_size, BPF_ANY))
-			return -errno;
-	return 0;
-}
-
-int map_delete(int fd, const void *key)
-{
-	return test_fault() ? -ENOMEM : bpf_map_delete_elem(fd, key);
-}
-
-int map_take(int fd, const void *key, void *value)
-{
-	return test_fault() ? -ENOMEM : bpf_map_lookup_and_delete_elem(fd, key, value);
-}
-
-void *map_mmap(int fd, size_t len)
-{
-	return test_fault() ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-}
-
 int maps_lock(struct sluice_maps *m)
 {
 	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (m->lock < 0 || flock(m->lock, LOCK_EX))
 		return runtime_err("cannot lock %s: %s", m->dir, strerror(errno));
 	return 0;
-}
-
-__u64 mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
-}
-
-__u64 coarse_tick_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts))
-		return 0;
-	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
-}
-
-__u64 coarse_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (__u64)ts.tv_sec * SLUICE_NS_PER_SEC + (__u64)ts.tv_nsec;
-}
-
-__u64 policy_now_ns(const struct sluice_policy *p)
-{
-	return (p->flags & SLUICE_POLICY_COARSE_CLOCK) ? coarse_now_ns() : mono_now_ns();
 }
 
 static int map_info(int fd, struct bpf_map_info *info)
@@ -440,13 +325,6 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 	if (bpf_map_lookup_elem(m->meta, &zero, out))
 		return runtime_err("cannot read attach metadata: %s", strerror(errno));
 	return 0;
-}
-
-/* A walk of a small table, the kernel's element count of a big one when it
- * keeps one (Linux 6.6+), else a walk; all exact, see sources.c. */
-long count_sources(const struct sluice_maps *m)
-{
-	return sources_count(m->src_buckets);
 }
 
 const char *reason_name(__u32 reason)

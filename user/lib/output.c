@@ -2,7 +2,7 @@
 /* Error lines and the one JSON writer every -j output goes through. */
 #include <stdarg.h>
 #include <string.h>
-#include "sluice.h"
+#include "output.h"
 
 /* One line, always: control characters quoted from input become '?'. */
 static void verr(const char *fmt, va_list ap)

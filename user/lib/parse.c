@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include <net/if.h>
+#include "parse.h"
+#include "output.h"
 
 static const __u8 v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 

@@ -15,7 +15,9 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include "sluice.h"
+#include "pins.h"
+#include "opts.h"
+#include "output.h"
 #include "sluice.skel.h"
 
 #define ANCESTORS_MAX 64	/* parent processes looked at for the host's bpffs */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The policy model in memory: the rule set that store.c reads and commits,
  * its rules found by identity (CIDR and match). The words are rule.c's. */
+#include <stdio.h>
 #include <string.h>
-#include "sluice.h"
+#include "policy.h"
 
 const char *action_name(__u32 action)
 {
@@ -65,4 +66,15 @@ int policy_put(struct policy *p, const struct rule *r, char *why, size_t len)
 	p->rules[p->n].index = 0;	/* assigned at commit */
 	p->n++;
 	return 0;
+}
+
+/* Rules are one rule when their CIDR and match are the same, and both or
+ * neither are request rules. */
+bool rule_same_identity(const struct rule *a, const struct rule *b)
+{
+	return rule_is_request(a) == rule_is_request(b) &&
+	       a->cidr.prefixlen == b->cidr.prefixlen &&
+	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
+	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
+	       a->match.dport_lo == b->match.dport_lo && a->match.dport_hi == b->match.dport_hi;
 }

@@ -4,7 +4,7 @@
 #ifndef SLUICE_RULE_H
 #define SLUICE_RULE_H
 
-#include "sluice.h"
+#include "policy.h"
 #include "cli.h"
 
 /* What a rule line does; also the cli_cmd.id of its command. */

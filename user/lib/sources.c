@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "sluice.h"
 #include "sources.h"
+#include "maps.h"
 #include "sources.skel.h"
 
 #define ITER_BUF	4096
@@ -147,4 +147,11 @@ long sources_count(int map_fd)
 		n = src_counter_get(c, id);
 	src_counter_close(c);
 	return n >= 0 ? n : sources_walk(map_fd);
+}
+
+/* A walk of a small table, the kernel's element count of a big one when it
+ * keeps one (Linux 6.6+), else a walk; all exact, see sources.c. */
+long count_sources(const struct sluice_maps *m)
+{
+	return sources_count(m->src_buckets);
 }

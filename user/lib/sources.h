@@ -5,6 +5,7 @@
 #define SLUICE_SOURCES_H
 
 #include <linux/types.h>
+#include "maps.h"
 
 /* The loaded counting iterator (bpf/sources.bpf.c). Loading it needs
  * CAP_BPF and CAP_PERFMON; reading it afterwards needs nothing. */
@@ -24,5 +25,7 @@ long sources_walk(int map_fd);
 /* One table's count, the cheap way: a walk while the table is small (up to
  * 16384 sources), else the iterator; used by count_sources(). */
 long sources_count(int map_fd);
+/* sources_count of m's source table. */
+long count_sources(const struct sluice_maps *m);
 
 #endif /* SLUICE_SOURCES_H */

@@ -14,8 +14,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
 #include "sluice/algo.h"
+#include "store.h"
+#include "cluster_state.h"
+#include "clock.h"
+#include "map_write.h"
+#include "output.h"
 #include "rule.h"
 
 #define POLICY_READ_TRIES 8
@@ -155,17 +159,6 @@ int policy_read(const struct sluice_maps *m, struct policy *p)
 	return runtime_err("the policy kept changing while being read: try again");
 }
 
-/* Rules are one rule when their CIDR and match are the same, and both or
- * neither are request rules. */
-bool rule_same_identity(const struct rule *a, const struct rule *b)
-{
-	return rule_is_request(a) == rule_is_request(b) &&
-	       a->cidr.prefixlen == b->cidr.prefixlen &&
-	       !memcmp(&a->cidr.addr, &b->cidr.addr, sizeof(a->cidr.addr)) &&
-	       a->match.flags == b->match.flags && a->match.proto == b->match.proto &&
-	       a->match.dport_lo == b->match.dport_lo && a->match.dport_hi == b->match.dport_hi;
-}
-
 static const struct rule *find_identity(const struct policy *p, const struct rule *r)
 {
 	for (unsigned int i = 0; i < p->n; i++)
@@ -268,57 +261,6 @@ static bool coarse_clock_fits(const struct sluice_limit *l)
 
 	return l->algo == SLUICE_ALGO_TOKEN_BUCKET && !l->ban && tick &&
 	       l->interval >= gcra_now(tick);
-}
-
-/* This host's share of its --cluster rules (sluice.h): the limit divided
- * by div, their rejected packets spending leases when leased. */
-struct cluster_share {
-	__u64 div;
-	bool leased;
-};
-
-bool cluster_agent_alive(const struct sluice_cluster_state *s, __u64 now_ns)
-{
-	__u64 stale = 3 * SLUICE_NS_PER_SEC + 3ULL * s->sync_ms * 1000000ULL;
-
-	if (s->mode != SLUICE_CLUSTER_UP && s->mode != SLUICE_CLUSTER_FALLBACK)
-		return false;
-	if (!s->pid || (kill((pid_t)s->pid, 0) && errno != EPERM))
-		return false;
-	return now_ns < s->heartbeat_ns + stale;
-}
-
-int cluster_state_read(const struct sluice_maps *m, struct sluice_cluster_state *s)
-{
-	__u32 zero = 0;
-
-	if (bpf_map_lookup_elem(m->cluster_state, &zero, s))
-		return runtime_err("cannot read the cluster state: %s", strerror(errno));
-	return 0;
-}
-
-int cluster_state_write(const struct sluice_maps *m, const struct sluice_cluster_state *s)
-{
-	__u32 zero = 0;
-
-	if (map_update(m->cluster_state, &zero, s, BPF_ANY))
-		return runtime_err("cannot write the cluster state: %s", strerror(errno));
-	return 0;
-}
-
-/* Connected (agent alive, Redis up): rate / (N * DIV) and leases; an agent
- * in fallback, none, or a dead one: rate / N (N = 1 before any agent). */
-static int cluster_share_of(const struct sluice_maps *m, struct cluster_share *cs)
-{
-	struct sluice_cluster_state st;
-	__u64 n;
-
-	if (cluster_state_read(m, &st))
-		return EXIT_RUNTIME;
-	n = st.peers ? st.peers : 1;
-	cs->leased = st.mode == SLUICE_CLUSTER_UP && cluster_agent_alive(&st, mono_now_ns());
-	cs->div = cs->leased ? n * SLUICE_CLUSTER_LOCAL_DIV : n;
-	return 0;
 }
 
 /* A --cluster rule's limit as this host's share: the interval times div,
@@ -633,17 +575,11 @@ int policy_commit(struct sluice_maps *m, struct policy *next)
 	return err;
 }
 
-/* policy_commit with scratch space for the new and the live table. */
-static int commit_with(struct sluice_maps *m, struct policy *next,
-		       struct sluice_policy *table, struct sluice_policy *live)
+/* Gives next's rules their indices: those of the live policy's rules of
+ * the same identity, free ones for the rest (fresh). */
+static int assign_from_live(const struct sluice_maps *m, struct policy *next, bool *fresh)
 {
-	bool fresh[SLUICE_MAX_POLICIES];
-	struct cluster_share cs;
-	struct sluice_config cfg;
-	__u64 leasing, live_ns;
 	struct policy *cur;
-	__u64 gen;
-	__u8 slot;
 	int err;
 
 	cur = malloc(sizeof(*cur));
@@ -656,12 +592,16 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	}
 	assign_indices(next, cur, fresh);
 	free(cur);
-	if (read_config(m, &cfg))
-		return EXIT_RUNTIME;
-	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
-	gen = SLUICE_GEN(cfg.gen_slot) + 1;
-	if (read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), live))
-		return EXIT_RUNTIME;
+	return 0;
+}
+
+/* The table of generation gen for next, each rule's entry carrying over
+ * what its live one had unless fresh; returns whether any entry leases. */
+static __u64 fill_table(const struct policy *next, const bool *fresh,
+			const struct sluice_policy *live, __u64 gen, __u64 live_ns,
+			const struct cluster_share *cs, struct sluice_policy *table)
+{
+	__u64 leasing = 0;
 
 	/* A free index changes at every commit: its entry is never "unchanged
 	 * since" the generation of a bucket bound to the rule it once held
@@ -671,22 +611,46 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		table[idx].since = gen;
 		table[idx].prev_since = gen;
 	}
-	if (cluster_share_of(m, &cs))
-		return EXIT_RUNTIME;
-	live_ns = cfg.active_since_ns[SLUICE_GEN_SLOT(cfg.gen_slot)];
-	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, live_ns, &cs,
+	policy_to_table(&next->def, true, &live[SLUICE_POLICY_DEFAULT], gen, live_ns, cs,
 			&table[SLUICE_POLICY_DEFAULT]);
 	for (unsigned int i = 0; i < next->n; i++) {
 		__u32 idx = next->rules[i].index;
 
 		policy_to_table(&next->rules[i], false, fresh[idx] ? NULL : &live[idx], gen,
-				live_ns, &cs, &table[idx]);
+				live_ns, cs, &table[idx]);
 	}
-
-	leasing = 0;
 	for (__u32 idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
 		if (table[idx].in_use && (table[idx].flags & SLUICE_POLICY_LEASED))
 			leasing = 1;
+	return leasing;
+}
+
+/* policy_commit with scratch space for the new and the live table. */
+static int commit_with(struct sluice_maps *m, struct policy *next,
+		       struct sluice_policy *table, struct sluice_policy *live)
+{
+	bool fresh[SLUICE_MAX_POLICIES] = { false };
+	struct cluster_share cs;
+	struct sluice_config cfg;
+	__u64 leasing, live_ns;
+	__u64 gen;
+	__u8 slot;
+	int err;
+
+	err = assign_from_live(m, next, fresh);
+	if (err)
+		return err;
+	if (read_config(m, &cfg))
+		return EXIT_RUNTIME;
+	slot = !SLUICE_GEN_SLOT(cfg.gen_slot);
+	gen = SLUICE_GEN(cfg.gen_slot) + 1;
+	if (read_slot(m, SLUICE_GEN_SLOT(cfg.gen_slot), live))
+		return EXIT_RUNTIME;
+
+	if (cluster_share_of(m, &cs))
+		return EXIT_RUNTIME;
+	live_ns = cfg.active_since_ns[SLUICE_GEN_SLOT(cfg.gen_slot)];
+	leasing = fill_table(next, fresh, live, gen, live_ns, &cs, table);
 
 	/* Readers of the inactive slot (buckets carrying tokens over from the
 	 * previous generation) see this bit and know it is being rewritten. */
@@ -795,6 +759,34 @@ int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __
 	*period = bg->period;
 	*burst = bg->burst;
 	return 0;
+}
+
+int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err;
+
+	*p = NULL;
+	err = pick_iface(iface, sizeof(iface));
+	if (err)
+		return err;
+	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err)
+		return err;
+	*p = malloc(sizeof(**p));
+	if (!*p) {
+		maps_close(m);
+		return runtime_err("out of memory");
+	}
+	err = edit ? maps_lock(m) : 0;
+	if (!err)
+		err = policy_read(m, *p);
+	if (err) {
+		free(*p);
+		*p = NULL;
+		maps_close(m);
+	}
+	return err;
 }
 
 int cluster_recommit(struct sluice_maps *m, const struct sluice_cluster_state *s)

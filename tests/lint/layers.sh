@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The layers of user/lib/: each module may include the headers of modules
+# on lower layers only, so the library has no cycle and reads bottom up.
+# A module is NAME.c with NAME.h; a file NAME_PART.c not listed belongs to
+# module NAME. sluice.h is the umbrella for cmd/ and daemon/: no file of
+# lib/ includes it, nor a header of cmd/ or daemon/. Headers with a path
+# ("sluice/gcra.h", the ABI) and generated skeletons (*.skel.h) are free.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LIB=${LAYERS_LIB:-user/lib}
+
+# module       layer
+LAYERS=$(cat <<'END'
+opts          0	# the options main() parses
+hash          0	# the one hash of userspace tables
+prom          0	# the Prometheus text writer
+output        1	# the error funnel and the JSON writer
+table         1	# the fixed-capacity LRU hash table
+clock         2	# the datapath's clocks
+parse         2	# addresses, CIDRs, numbers
+map_write     2	# every map write
+hooks         2	# attach's and detach's named steps
+names         2	# drop reason and mode names
+cli           2	# the command-line grammar
+pins          3	# where the pins live, who reads them
+maps          4	# the pinned maps of an interface
+sources       5	# counting tracked sources
+cluster_state 5	# the cluster agent's state and share
+policy        6	# the policy model in memory
+rule          7	# rule words: parsing and printing
+store         8	# the live policy: read, commit, flip
+END
+)
+declare -A layer=()
+while read -r mod lay _; do
+	layer[$mod]=$lay
+done <<<"$LAYERS"
+
+module_of() { # FILE -> module name, or "" if unknown
+	local base=${1##*/}
+	base=${base%.[ch]}
+	while [[ -z ${layer[$base]+x} && $base == *_* ]]; do
+		base=${base%_*}
+	done
+	[[ -n ${layer[$base]+x} ]] && echo "$base"
+	return 0
+}
+
+bad=0
+complain() { echo "lint/layers: $*" >&2; bad=1; }
+
+for f in "$LIB"/*.[ch]; do
+	[[ ${f##*/} == sluice.h ]] && continue
+	mod=$(module_of "$f")
+	if [[ -z $mod ]]; then
+		b=${f##*/}
+		complain "$f: module ${b%.[ch]} has no layer: add it to tests/lint/layers.sh"
+		continue
+	fi
+	while IFS= read -r inc; do
+		[[ $inc == */* || $inc == *.skel.h ]] && continue
+		if [[ $inc == sluice.h ]]; then
+			complain "$f includes the umbrella sluice.h: include the module headers it uses"
+			continue
+		fi
+		if [[ ! -e $LIB/$inc ]]; then
+			if [[ -n $(find user/cmd user/daemon -name "$inc" 2>/dev/null) ]]; then
+				complain "$f includes $inc of cmd/ or daemon/: lib depends on neither"
+			else
+				complain "$f includes $inc, which is not a header of $LIB"
+			fi
+			continue
+		fi
+		dep=$(module_of "$inc")
+		[[ $dep == "$mod" ]] && continue
+		if [[ -z $dep ]]; then
+			complain "$f includes $inc, whose module has no layer"
+		elif ((layer[$dep] >= layer[$mod])); then
+			complain "$f (layer ${layer[$mod]}, $mod) includes $inc (layer ${layer[$dep]}, $dep): only lower layers"
+		fi
+	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+((bad == 0)) || exit 1
+echo "lint/layers: user/lib includes only lower layers"

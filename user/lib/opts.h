@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The options main() parses before dispatch. */
+#ifndef SLUICE_OPTS_H
+#define SLUICE_OPTS_H
+
+#include <stdbool.h>
+
+/* Options parsed before dispatch; the only global state. */
+struct options {
+	bool json;
+	const char *iface;	/* -i IFACE, or NULL */
+	const char *bpffs;	/* --bpffs DIR, or NULL (then $SLUICE_BPFFS, or found) */
+};
+extern struct options opts;
+
+#endif /* SLUICE_OPTS_H */

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* A struct rule back to the words rule.c parses: what policy show, limit
+ * list and the errors print, so that a printed rule reads back the same. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "rule.h"
+
+/* Append to buf (always NUL-terminated). */
+static void put(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
+	va_end(ap);
+}
+
+void rule_match_words(const struct rule_match *m, char *buf, size_t len)
+{
+	char name[16];
+
+	buf[0] = '\0';
+	if ((m->flags & SLUICE_MATCH_PROTO) && !(m->flags & SLUICE_MATCH_SYN)) {
+		proto_name(m->proto, name, sizeof(name));
+		put(buf, len, " --proto %s", name);
+	}
+	if (m->flags & SLUICE_MATCH_PORT) {
+		put(buf, len, " --dport %u", m->dport_lo);
+		if (m->dport_hi != m->dport_lo)
+			put(buf, len, "-%u", m->dport_hi);
+	}
+	if (m->flags & SLUICE_MATCH_SYN)
+		put(buf, len, " --syn");
+	/* without the leading space */
+	if (buf[0] == ' ')
+		memmove(buf, buf + 1, strlen(buf));
+}
+
+void rule_label(const struct rule *r, bool is_default, char *buf, size_t len)
+{
+	char cidr[SLUICE_CIDR_STR_MAX], match[64];
+
+	if (is_default) {
+		snprintf(buf, len, "default");
+		return;
+	}
+	format_cidr(&r->cidr, cidr, sizeof(cidr));
+	if (rule_is_request(r))
+		snprintf(match, sizeof(match), "--requests");
+	else
+		rule_match_words(&r->match, match, sizeof(match));
+	snprintf(buf, len, "%s%s%s", cidr, *match ? " " : "", match);
+}
+
+void rule_rate_words(const struct rule *r, char *buf, size_t len)
+{
+	const char *suffix = r->period == SLUICE_PERIOD_HOUR ? "/h" :
+			     r->period == SLUICE_PERIOD_MIN ? "/m" : "";
+
+	snprintf(buf, len, "%llu%s", (unsigned long long)r->rate, suffix);
+}
+
+void budget_format(const struct rule *r, char *buf, size_t len)
+{
+	char rate[32];
+
+	if (!r->rate) {
+		snprintf(buf, len, "limit new-sources off");
+		return;
+	}
+	rule_rate_words(r, rate, sizeof(rate));
+	snprintf(buf, len, "limit new-sources --rate %s --burst %llu", rate,
+		 (unsigned long long)r->burst);
+}
+
+void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
+{
+	char label[128], rate[32], ban[24];
+
+	buf[0] = '\0';
+	if (is_default && r->action != SLUICE_ACT_LIMIT)
+		return;
+	rule_label(r, is_default, label, sizeof(label));
+	if (r->action != SLUICE_ACT_LIMIT) {
+		snprintf(buf, len, "%s %s", action_name(r->action), label);
+		return;
+	}
+	rule_rate_words(r, rate, sizeof(rate));
+	if (rule_is_request(r))	/* the label names it already */
+		format_cidr(&r->cidr, label, sizeof(label));
+	snprintf(buf, len, "limit %s%s %s %s", is_default ? "" : "set ",
+		 label, unit_option(r->unit), rate);
+	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
+		put(buf, len, " --burst %llu", (unsigned long long)r->burst);
+	} else {
+		duration_words(r->window_ns, ban, sizeof(ban));
+		put(buf, len, " --algo %s --window %s", algo_name(r->algo), ban);
+	}
+	if (r->per == SLUICE_PER_PREFIX)
+		put(buf, len, " --per /%u", r->per_len);
+	else if (r->per == SLUICE_PER_RULE)
+		put(buf, len, " --per rule");
+	if (r->ban_ns) {
+		duration_words(r->ban_ns, ban, sizeof(ban));
+		put(buf, len, " --ban %s", ban);
+		if (rule_is_request(r))
+			put(buf, len, " --ban-after %u", r->ban_after);
+	}
+	if (r->monitor)
+		put(buf, len, " --monitor");
+	if (r->cluster)
+		put(buf, len, " --cluster");
+}
