@@ -550,31 +550,51 @@ static int pin_prog(const char *dir, int prog_fd)
 	return 0;
 }
 
+/* --mode's words, by their index in attach_options.mode. */
+enum { ATTACH_NATIVE, ATTACH_SKB, ATTACH_AUTO };
+static const char *const attach_modes[] = {
+	[ATTACH_NATIVE] = "native", [ATTACH_SKB] = "skb", [ATTACH_AUTO] = "auto", NULL,
+};
+
+struct attach_options {
+	int mode;
+	__u64 max_sources;
+	const char *group;	/* NULL: SLUICE_PIN_GROUP, created if missing */
+};
+
+static const struct attach_options attach_defaults = {
+	.mode = ATTACH_AUTO,
+	.max_sources = SLUICE_MAX_SOURCES_DEFAULT,
+};
+
 enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_GROUP };
 
 static const struct cli_opt attach_opts[] = {
-	[ATTACH_MODE] = CLI_OPT("mode", 0, "native|skb|auto",
-			  "XDP mode; auto tries native, then skb (the default)", 0, NULL),
-	[ATTACH_MAX_SOURCES] = CLI_OPT("max-sources", 0, "N",
-				 "size of the source table, 1024..16777216 (default 262144)", 0, NULL),
-	[ATTACH_GROUP] = CLI_OPT("group", 0, "NAME",
-			   "group that may read the pins (default 'sluice', created if missing)",
-			   0, NULL),
+	[ATTACH_MODE] = CLI_ENUM("mode", 0, "native|skb|auto",
+				 "XDP mode; auto tries native, then skb", struct attach_options,
+				 mode, attach_modes),
+	[ATTACH_MAX_SOURCES] = CLI_U64("max-sources", 0, "N", "size of the source table",
+				       struct attach_options, max_sources, SLUICE_MAX_SOURCES_MIN,
+				       SLUICE_MAX_SOURCES_MAX, "sources"),
+	[ATTACH_GROUP] = CLI_STR("group", 0, "NAME",
+				 "group that may read the pins (default 'sluice', created if missing)",
+				 struct attach_options, group),
 	CLI_OPT_END,
 };
 
 static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
+	const struct attach_options *o = CLI_OPTIONS(a, struct attach_options);
 	enum xdp_attach_mode modes[2] = { XDP_MODE_NATIVE, XDP_MODE_SKB };
-	int nmodes = 2, ifindex, err, used = -1, old_fd = -1;
-	__u64 max_sources = SLUICE_MAX_SOURCES_DEFAULT;
-	bool max_given = false, multiprog = false, had_pins;
+	int nmodes = o->mode == ATTACH_AUTO ? 2 : 1, ifindex, err, used = -1, old_fd = -1;
+	__u64 max_sources = o->max_sources;
+	bool max_given = a->val[ATTACH_MAX_SOURCES] != NULL, multiprog = false, had_pins;
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts);
 	struct xdp_multiprog *mp = NULL;
 	struct xdp_program *prog = NULL, *old;
 	struct sluice_bpf *skel = NULL;
 	char dir[SLUICE_DIR_MAX], path[SLUICE_PATH_MAX], msg[160];
-	const char *iface, *group = a->val[ATTACH_GROUP], *mode = a->val[ATTACH_MODE];
+	const char *iface, *group = o->group;
 	enum xdp_attach_mode old_mode = XDP_MODE_UNSPEC, swapped_mode = XDP_MODE_UNSPEC;
 	struct pin_ids ids;
 	const char *kept;
@@ -583,24 +603,8 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	gid_t gid;
 
 	(void)cmd;
-	if (mode) {
-		if (!strcmp(mode, "native")) {
-			nmodes = 1;
-		} else if (!strcmp(mode, "skb")) {
-			modes[0] = XDP_MODE_SKB;
-			nmodes = 1;
-		} else if (strcmp(mode, "auto") != 0) {
-			return usage_err("bad --mode '%s': use native, skb or auto", mode);
-		}
-	}
-	if (a->val[ATTACH_MAX_SOURCES]) {
-		if (!parse_u64(a->val[ATTACH_MAX_SOURCES], SLUICE_MAX_SOURCES_MIN,
-			       SLUICE_MAX_SOURCES_MAX, &max_sources))
-			return usage_err("bad --max-sources '%s': give %u..%u sources",
-					 a->val[ATTACH_MAX_SOURCES], SLUICE_MAX_SOURCES_MIN,
-					 SLUICE_MAX_SOURCES_MAX);
-		max_given = true;
-	}
+	if (o->mode == ATTACH_SKB)
+		modes[0] = XDP_MODE_SKB;
 	iface = a->pos[0];
 	if (check_ifname(iface))
 		return EXIT_USAGE;
@@ -730,13 +734,20 @@ out:
 
 const struct cli_cmd attach_cmd = {
 	.name = "attach", .path = "attach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
-	.opts = attach_opts, .run = attach_run,
+	.opts = attach_opts, .run = attach_run, CLI_DEFAULTS(attach_defaults),
 	.help = "Loads sluice on IFACE, or replaces the program there keeping its maps and\n"
 		"policy. Pins are root's; the maps are readable by the pins' group.",
 };
 
+struct detach_options {
+	bool force;
+};
+
+static const struct detach_options detach_defaults = { .force = false };
+
 static const struct cli_opt detach_opts[] = {
-	CLI_OPT("force", 0, NULL, "remove the pins of an interface that no longer exists", 0, NULL),
+	CLI_FLAG("force", 0, "remove the pins of an interface that no longer exists",
+		 struct detach_options, force),
 	CLI_OPT_END,
 };
 
@@ -771,7 +782,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	struct xdp_multiprog *mp;
 	struct xdp_program *ours;
 	const char *iface = a->pos[0];
-	bool force = a->val[0] != NULL;
+	bool force = CLI_OPTIONS(a, struct detach_options)->force;
 	struct pin_ids ids;
 	char dir[SLUICE_DIR_MAX];
 	int ifindex, err;
@@ -1169,7 +1180,7 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
 
 const struct cli_cmd detach_cmd = {
 	.name = "detach", .path = "detach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
-	.opts = detach_opts, .run = detach_run,
+	.opts = detach_opts, .run = detach_run, CLI_DEFAULTS(detach_defaults),
 	.help = "Removes the program and its pins from IFACE.",
 };
 

@@ -79,8 +79,15 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 	fflush(stdout);
 }
 
+struct stats_options {
+	__u64 watch;	/* seconds; 0: print once */
+};
+
+static const struct stats_options stats_defaults = { .watch = 0 };
+
 static const struct cli_opt stats_opts[] = {
-	CLI_OPT("watch", 0, "SECONDS", "print again every SECONDS (1..86400) until interrupted", 0, NULL),
+	CLI_U64("watch", 0, "SECONDS", "print again every SECONDS until interrupted",
+		struct stats_options, watch, 1, WATCH_MAX, "seconds"),
 	CLI_OPT_END,
 };
 
@@ -88,13 +95,11 @@ static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
 	struct sluice_counter c[SLUICE_R_MAX], prev[SLUICE_R_MAX];
 	struct sluice_maps m;
-	__u64 watch = 0, t0, t1;
+	__u64 watch = CLI_OPTIONS(a, struct stats_options)->watch, t0, t1;
 	bool have_prev = false;
 	int err;
 
 	(void)cmd;
-	if (a->val[0] && !parse_u64(a->val[0], 1, WATCH_MAX, &watch))
-		return usage_err("bad --watch '%s': give seconds, 1..%d", a->val[0], WATCH_MAX);
 	err = open_picked(&m);
 	if (err)
 		return err;
@@ -317,8 +322,15 @@ void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
 		memset(cfg, 0, sizeof(*cfg));
 }
 
+struct top_options {
+	__u64 n;	/* how many sources */
+};
+
+static const struct top_options top_defaults = { .n = TOP_DEFAULT };
+
 static const struct cli_opt top_opts[] = {
-	CLI_OPT(NULL, 'n', "N", "how many sources (default 10, at most 100000)", 0, NULL),
+	CLI_U64(NULL, 'n', "N", "how many sources", struct top_options, n, 1, TOP_MAX,
+		"sources"),
 	CLI_OPT_END,
 };
 
@@ -351,14 +363,12 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 	__u64 now;
 	struct sluice_maps m;
 	struct policy *p = NULL;
-	__u64 limit = TOP_DEFAULT;
+	__u64 limit = CLI_OPTIONS(a, struct top_options)->n;
 	size_t n = 0;
 	struct json j;
 	int err;
 
 	(void)cmd;
-	if (a->val[0] && !parse_u64(a->val[0], 1, TOP_MAX, &limit))
-		return usage_err("bad -n '%s': give a count, 1..%d", a->val[0], TOP_MAX);
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
@@ -418,6 +428,7 @@ out:
 
 const struct cli_cmd top_cmd = {
 	.name = "top", .path = "top", .json = true, .opts = top_opts, .run = top_run,
+	CLI_DEFAULTS(top_defaults),
 	.help = "Sources (and keyed prefixes) with the most dropped packets first.",
 };
 
@@ -645,5 +656,6 @@ const struct cli_cmd query_cmd = {
 
 const struct cli_cmd stats_cmd = {
 	.name = "stats", .path = "stats", .json = true, .opts = stats_opts, .run = stats_run,
+	CLI_DEFAULTS(stats_defaults),
 	.help = "Packets and bytes passed and dropped, by reason, and the sources tracked.",
 };
