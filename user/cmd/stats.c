@@ -137,56 +137,6 @@ static int top_cmp(const void *a, const void *b)
 	return memcmp(&x->key, &y->key, sizeof(x->key));
 }
 
-struct bucket_rows {
-	struct bucket_row *rows;
-	size_t n, cap;
-};
-
-static int add_row(const struct sluice_src_key *key, const struct sluice_bucket *b, void *ctx)
-{
-	struct bucket_rows *t = ctx;
-
-	if (t->n == t->cap)	/* the table grew under us: enough */
-		return 1;
-	t->rows[t->n].key = *key;
-	t->rows[t->n].b = *b;
-	t->n++;
-	return 0;
-}
-
-int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n)
-{
-	struct bucket_rows t = { .cap = map_capacity(m->src_buckets) };
-	long r;
-
-	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
-	if (!t.rows)
-		return runtime_err("out of memory");
-	r = walk_buckets(m->src_buckets, add_row, &t);
-	if (r < 0) {
-		free(t.rows);
-		return runtime_err("cannot read the source table: %s", strerror((int)-r));
-	}
-	*out = t.rows;
-	*n = t.n;
-	return 0;
-}
-
-const struct rule *rule_by_index(const struct policy *p, __u32 idx)
-{
-	if (idx == SLUICE_POLICY_DEFAULT)
-		return &p->def;
-	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == idx)
-			return &p->rules[i];
-	return NULL;
-}
-
-void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
-{
-	rule_label(r, r == &p->def, buf, len);
-}
-
 /* The trie entry covering src in the live slot; false when none does. */
 static bool lpm_entry(const struct sluice_maps *m, __u64 gen_slot,
 		      const struct sluice_src_key *src, struct sluice_lpm_val *v)
@@ -233,13 +183,6 @@ static const struct rule *bucket_rule(const struct sluice_maps *m, const struct 
 			return r;
 	}
 	return resolve_rule(m, p, gen_slot, key);
-}
-
-int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out)
-{
-	__u32 key = slot * SLUICE_MAX_POLICIES + idx;
-
-	return idx < SLUICE_MAX_POLICIES ? bpf_map_lookup_elem(m->policy_table, &key, out) : -1;
 }
 
 /* One source as the datapath sees it now: the live rule that judges it and
@@ -312,14 +255,6 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 	limit_of(&nv, &nl);
 	v->tat = limit_rebind(b->tat, at, old_known, old_known ? ov.action : 0, &ol, nv.action,
 			      &nl);
-}
-
-void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
-{
-	__u32 zero = 0;
-
-	if (bpf_map_lookup_elem(m->config, &zero, cfg))
-		memset(cfg, 0, sizeof(*cfg));
 }
 
 struct top_options {
@@ -554,9 +489,62 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 	json_end(&j);
 }
 
+/* query's text: where the source stands under its rule, then its counts. */
+static void query_text(const struct sluice_maps *m, const char *text, const char *bucket,
+		       const struct policy *p, const struct rule *r, const struct src_view *v,
+		       char *label, const struct sluice_lpm_val *cands,
+		       const struct state_view *sv)
+{
+	struct state_view st = *sv;
+	struct src_counts c;
+	bool tracked = v->tracked;
+	bool have_cands = cands != NULL;
+	char words[RULE_TEXT_MAX];
+
+	printf("%s on %s: %s, policy %s", text, m->iface,
+	       tracked ? "tracked" : "not tracked", label);
+	if (r->action == SLUICE_ACT_LIMIT) {
+		rule_format(r, r == &p->def, words, sizeof(words));
+		printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
+		       bucket, r->algo != SLUICE_ALGO_TOKEN_BUCKET ? unit_name(r->unit) :
+		       r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
+		       (unsigned long long)st.available, (double)st.wait / SLUICE_NS_PER_SEC);
+		if (r->algo == SLUICE_ALGO_FIXED_WINDOW)
+			printf("  window %.3f s in (started at %.3f s): %llu of %llu\n",
+			       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+			       (double)st.win_start / SLUICE_NS_PER_SEC,
+			       (unsigned long long)st.count, (unsigned long long)r->burst);
+		else if (r->algo == SLUICE_ALGO_SLIDING_WINDOW)
+			printf("  window %.3f s in (started at %.3f s): %llu, previous %llu, "
+			       "estimate %llu of %llu\n",
+			       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+			       (double)st.win_start / SLUICE_NS_PER_SEC,
+			       (unsigned long long)st.count, (unsigned long long)st.prev,
+			       (unsigned long long)st.estimate, (unsigned long long)r->burst);
+		if (st.ban_left)
+			printf("  banned for %.3f s more\n", (double)st.ban_left / SLUICE_NS_PER_SEC);
+	} else {
+		printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
+	}
+	for (__u32 i = 0; have_cands && i < cands->n && cands->m[i].flags; i++) {
+		const struct rule *c = rule_by_index(p, cands->m[i].policy);
+
+		if (!c)
+			continue;
+		policy_rule_label(p, c, label, RULE_TEXT_MAX);
+		printf("  packets fitting %s go to that rule first\n", label);
+	}
+	split_counts(r, &v->b, &c);
+	if (r->monitor)
+		printf("  passed %llu, would drop %llu (monitor)\n",
+		       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
+	else
+		printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
+		       (unsigned long long)c.dropped);
+}
+
 static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
-	struct src_counts c;
 	struct sluice_src_key addr, key;
 	struct sluice_lpm_val cands;
 	struct sluice_config cfg;
@@ -599,48 +587,7 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (opts.json) {
 		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, &st);
 	} else {
-		char words[RULE_TEXT_MAX];
-
-		printf("%s on %s: %s, policy %s", text, m.iface,
-		       tracked ? "tracked" : "not tracked", label);
-		if (r->action == SLUICE_ACT_LIMIT) {
-			rule_format(r, r == &p->def, words, sizeof(words));
-			printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
-			       bucket, r->algo != SLUICE_ALGO_TOKEN_BUCKET ? unit_name(r->unit) :
-			       r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
-			       (unsigned long long)st.available, (double)st.wait / SLUICE_NS_PER_SEC);
-			if (r->algo == SLUICE_ALGO_FIXED_WINDOW)
-				printf("  window %.3f s in (started at %.3f s): %llu of %llu\n",
-				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
-				       (double)st.win_start / SLUICE_NS_PER_SEC,
-				       (unsigned long long)st.count, (unsigned long long)r->burst);
-			else if (r->algo == SLUICE_ALGO_SLIDING_WINDOW)
-				printf("  window %.3f s in (started at %.3f s): %llu, previous %llu, "
-				       "estimate %llu of %llu\n",
-				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
-				       (double)st.win_start / SLUICE_NS_PER_SEC,
-				       (unsigned long long)st.count, (unsigned long long)st.prev,
-				       (unsigned long long)st.estimate, (unsigned long long)r->burst);
-			if (st.ban_left)
-				printf("  banned for %.3f s more\n", (double)st.ban_left / SLUICE_NS_PER_SEC);
-		} else {
-			printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
-		}
-		for (__u32 i = 0; have_cands && i < cands.n && cands.m[i].flags; i++) {
-			const struct rule *c = rule_by_index(p, cands.m[i].policy);
-
-			if (!c)
-				continue;
-			policy_rule_label(p, c, label, sizeof(label));
-			printf("  packets fitting %s go to that rule first\n", label);
-		}
-		split_counts(r, &v.b, &c);
-		if (r->monitor)
-			printf("  passed %llu, would drop %llu (monitor)\n",
-			       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
-		else
-			printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
-			       (unsigned long long)c.dropped);
+		query_text(&m, text, bucket, p, r, &v, label, have_cands ? &cands : NULL, &st);
 	}
 	free(p);
 	maps_close(&m);

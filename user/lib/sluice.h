@@ -294,7 +294,7 @@ void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 void json_end(struct json *j);
 
-/* --- stats.c: buckets and the rules that judge them, shared with ban.c --- */
+/* --- live.c: buckets and the rules that judge them --- */
 struct bucket_row {
 	struct sluice_src_key key;
 	struct sluice_bucket b;
