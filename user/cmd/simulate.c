@@ -28,12 +28,23 @@
 #define SIM_PLOT_CELLS		4000
 #define SIM_PATH_MAX		192	/* a file of the plot's temp dir */
 
+struct sim_options {
+	const char *trace;	/* --trace FILE, or NULL */
+	int pattern;		/* enum sim_pattern, or -1 when not given */
+	const char *plot;	/* --plot FILE, or NULL */
+};
+
+static const struct sim_options sim_defaults = { .pattern = -1 };
+
+/* --rate, --window, --burst and --duration are read together below, as
+ * 'limit set' reads them: each one's bounds depend on the rate's unit. */
 enum { S_TRACE, S_PATTERN, S_RATE, S_WINDOW, S_BURST, S_DURATION, S_PLOT };
 
 static const struct cli_opt sim_opts[] = {
-	[S_TRACE] = CLI_OPT("trace", 0, "FILE", "arrival times, seconds, one a line", 0, NULL),
-	[S_PATTERN] = CLI_OPT("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
-			      0, NULL),
+	[S_TRACE] = CLI_STR("trace", 0, "FILE", "arrival times, seconds, one a line",
+			    struct sim_options, trace),
+	[S_PATTERN] = CLI_ENUM("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
+			       struct sim_options, pattern, pattern_names),
 	[S_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set' (required)", 0,
 			   NULL),
 	[S_WINDOW] = CLI_OPT("window", 0, "DURATION",
@@ -43,8 +54,8 @@ static const struct cli_opt sim_opts[] = {
 			    0, NULL),
 	[S_DURATION] = CLI_OPT("duration", 0, "DURATION", "how long a pattern runs (default 10s)", 0,
 			       NULL),
-	[S_PLOT] = CLI_OPT("plot", 0, "FILE.svg|FILE.png",
-			   "draw admitted versus time with gnuplot", 0, NULL),
+	[S_PLOT] = CLI_STR("plot", 0, "FILE.svg|FILE.png", "draw admitted versus time with gnuplot",
+			   struct sim_options, plot),
 	CLI_OPT_END,
 };
 
@@ -634,29 +645,22 @@ static int plot(const struct sim *s, const char *gnuplot, const char *file, cons
 
 static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 {
+	const struct sim_options *o = CLI_OPTIONS(a, struct sim_options);
 	struct sim s = { .source = NULL };
 	char why[512], gnuplot[4096];
-	enum sim_pattern pat = P_MAX;
+	enum sim_pattern pat = o->pattern >= 0 ? (enum sim_pattern)o->pattern : P_MAX;
 	__u64 duration = SIM_DURATION_DEFAULT;
 	const char *kind = NULL;
 	int err;
 
 	(void)c;
-	if (!a->val[S_TRACE] && !a->val[S_PATTERN])
+	if (!o->trace && pat == P_MAX)
 		return usage_err("give --trace FILE or --pattern steady|bursty|boundary|ramp: "
 				 "the arrivals to simulate");
-	if (a->val[S_TRACE] && a->val[S_PATTERN])
+	if (o->trace && pat != P_MAX)
 		return usage_err("give --trace or --pattern, not both: one run simulates one "
 				 "set of arrivals");
-	if (a->val[S_PATTERN]) {
-		for (int p = 0; p < P_MAX; p++)
-			if (!strcmp(a->val[S_PATTERN], pattern_names[p]))
-				pat = (enum sim_pattern)p;
-		if (pat == P_MAX)
-			return usage_err("bad --pattern '%s': give steady, bursty, boundary or ramp",
-					 a->val[S_PATTERN]);
-	}
-	if (a->val[S_DURATION] && !a->val[S_PATTERN])
+	if (a->val[S_DURATION] && pat == P_MAX)
 		return usage_err("--duration goes with --pattern: a trace lasts as its times say");
 	if (!a->val[S_RATE])
 		return usage_err("missing --rate N[/s|/m|/h]: the limit to simulate");
@@ -677,19 +681,19 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	    rule_parse_duration("--duration", a->val[S_DURATION], SLUICE_WINDOW_NS_MIN,
 				SIM_DURATION_MAX, &duration, why, sizeof(why)))
 		return usage_err("%s", why);
-	if (a->val[S_PLOT]) {
-		kind = plot_kind(a->val[S_PLOT]);
+	if (o->plot) {
+		kind = plot_kind(o->plot);
 		if (!kind)
 			return usage_err("bad --plot '%s': give a file name ending in .svg or .png",
-					 a->val[S_PLOT]);
+					 o->plot);
 		if (!gnuplot_found(gnuplot, sizeof(gnuplot)))
 			return runtime_err("gnuplot not found in PATH: install gnuplot-nox "
 					   "(tools/install-deps.sh) to draw --plot");
 	}
 
-	if (a->val[S_TRACE]) {
-		s.source = a->val[S_TRACE];
-		err = read_trace(&s, a->val[S_TRACE]);
+	if (o->trace) {
+		s.source = o->trace;
+		err = read_trace(&s, o->trace);
 	} else {
 		s.source = pattern_names[pat];
 		err = make_pattern(&s, pat, duration);
@@ -697,7 +701,7 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!err)
 		err = simulate(&s);
 	if (!err && kind)
-		err = plot(&s, gnuplot, a->val[S_PLOT], kind);
+		err = plot(&s, gnuplot, o->plot, kind);
 	if (!err) {
 		if (opts.json)
 			print_json(&s);
@@ -713,7 +717,7 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 
 const struct cli_cmd simulate_cmd = {
 	.name = "simulate", .path = "simulate", .json = true, .opts = sim_opts,
-	.min_pos = 0, .max_pos = 0, .run = simulate_run,
+	.min_pos = 0, .max_pos = 0, .run = simulate_run, CLI_DEFAULTS(sim_defaults),
 	.help = "Runs arrivals on a fake clock through the datapath's own math (token bucket,\n"
 		"fixed window, sliding window) and two references: the exact sliding log\n"
 		"(admits while fewer than N = rate x window were admitted in the last window)\n"

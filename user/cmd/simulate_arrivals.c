@@ -18,8 +18,9 @@
 #define SIM_BOUNDARY_SPAN_DIV	50
 #define SIM_FRAC_DIGITS		9
 
-const char *const pattern_names[P_MAX] = {
+const char *const pattern_names[P_MAX + 1] = {
 	[P_STEADY] = "steady", [P_BURSTY] = "bursty", [P_BOUNDARY] = "boundary", [P_RAMP] = "ramp",
+	[P_MAX] = NULL,
 };
 
 /* Appends an arrival; -1 past SIM_ARRIVALS_MAX, or out of memory (*oom). */

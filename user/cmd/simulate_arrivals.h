@@ -15,7 +15,8 @@ enum sim_algo {
 
 enum sim_pattern { P_STEADY, P_BURSTY, P_BOUNDARY, P_RAMP, P_MAX };
 
-extern const char *const pattern_names[P_MAX];
+/* The patterns' names, by enum sim_pattern; NULL-terminated. */
+extern const char *const pattern_names[P_MAX + 1];
 
 /* One run: the limit, the arrivals and what each algorithm made of them. */
 struct sim {
