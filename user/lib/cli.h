@@ -109,7 +109,11 @@ struct cli_cmd {
 	size_t defaults_size;		/* its size */
 };
 /* .defaults and .defaults_size of a command from its defaults constant. */
-#define CLI_DEFAULTS(constant)	.defaults = &(constant), .defaults_size = sizeof(constant)
+#define CLI_DEFAULTS(constant)							\
+	.defaults = &(constant),						\
+	.defaults_size = sizeof(constant) +					\
+		0 * sizeof(struct { _Static_assert(sizeof(constant) <= CLI_OBJ_MAX,	\
+						   #constant); char c_; })
 
 /* -h, --help. */
 bool cli_is_help(const char *arg);

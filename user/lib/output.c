@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Error lines (as JSON on stdout under -j) and the one JSON writer every -j
  * output goes through. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
 #include "sluice.h"
 
 /* Where "what went wrong" ends and "what to do" begins: the last ": "
- * outside the quotes around words from the input. NULL when none. */
+ * outside the quotes around words from the input (an apostrophe between
+ * letters, as in "libbpf's", quotes nothing). NULL when none. */
 static char *hint_split(char *line)
 {
 	char *split = NULL;
 	bool quoted = false;
 
 	for (char *p = line; *p; p++) {
-		if (*p == '\'')
+		if (*p == '\'' && !(p > line && isalpha((unsigned char)p[-1]) &&
+				    isalpha((unsigned char)p[1])))
 			quoted = !quoted;
 		else if (!quoted && p[0] == ':' && p[1] == ' ')
 			split = p;
