@@ -286,11 +286,40 @@ static void print_status_text(const struct iface_status *st)
 	printf("  pins: readable by group %s\n", st->group);
 }
 
+/* With -j: every interface's status is read first, so that a failure
+ * prints its error object alone rather than inside a half-written list. */
+static int status_json_all(char (*names)[IF_NAMESIZE], int n)
+{
+	struct iface_status *st = calloc(n > 0 ? (size_t)n : 1, sizeof(*st));
+	struct json j;
+	int err = 0;
+
+	if (!st)
+		return runtime_err("out of memory");
+	for (int i = 0; i < n; i++) {
+		int e = gather_status(names[i], &st[i]);
+
+		if (e)
+			err = e;
+	}
+	if (!err) {
+		json_begin(&j, stdout);
+		json_obj_open(&j, NULL);
+		json_arr_open(&j, "interfaces");
+		for (int i = 0; i < n; i++)
+			print_status_json(&j, &st[i]);
+		json_arr_close(&j);
+		json_obj_close(&j);
+		json_end(&j);
+	}
+	free(st);
+	return err;
+}
+
 static int status_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	char names[64][IF_NAMESIZE];
 	struct iface_status st;
-	struct json j;
 	int n, err = 0;
 
 	(void)c;
@@ -310,13 +339,10 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
 	} else {
 		n = list_attached(names, 64);
 	}
-	if (opts.json) {
-		json_begin(&j, stdout);
-		json_obj_open(&j, NULL);
-		json_arr_open(&j, "interfaces");
-	} else if (n == 0) {
+	if (opts.json)
+		return status_json_all(names, n);
+	if (n == 0)
 		printf("sluice is not attached to any interface\n");
-	}
 	for (int i = 0; i < n; i++) {
 		int e = gather_status(names[i], &st);
 
@@ -324,15 +350,7 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
 			err = e;
 			continue;
 		}
-		if (opts.json)
-			print_status_json(&j, &st);
-		else
-			print_status_text(&st);
-	}
-	if (opts.json) {
-		json_arr_close(&j);
-		json_obj_close(&j);
-		json_end(&j);
+		print_status_text(&st);
 	}
 	return err;
 }
