@@ -127,6 +127,8 @@ static int strip_global_opts(int argc, char **argv, int *bad)
 			argv[out++] = argv[i];
 			continue;
 		}
+		if (k == G_JSON)
+			opts.json = true;	/* now: an error from here on is JSON too */
 		if (global_opts[k].arg && !v) {
 			if (i + 1 >= argc) {
 				*bad = usage_err("%s needs %s: %s", w,

@@ -3,7 +3,10 @@
 # end with the right exit status and exactly one "sluice: ..." line on
 # stderr, print nothing on stdout, and change nothing: the policy, the
 # counters, the attachment and the pin directories are compared before and
-# after each case. All cases run; the failures are listed at the end.
+# after each case. A case run with -j must instead print its error as one
+# {"error", "hint"} object on stdout and nothing on stderr; its MATCH is
+# checked against the line that object stands for. All cases run; the
+# failures are listed at the end.
 set -uo pipefail
 
 # shellcheck source=tests/cli/lib.sh
@@ -218,6 +221,24 @@ while IFS= read -r line || [[ -n $line ]]; do
 	problems=()
 
 	((RC == want)) || problems+=("exit status $RC, want $want")
+	# With -j an error is one JSON object on stdout and nothing on stderr;
+	# it is checked below as the line it stands for, "sluice: ERROR: HINT".
+	json_case=0
+	for a in "${args[@]}"; do
+		[[ $a == -- ]] && break
+		[[ $a == -j || $a == --json ]] && json_case=1
+	done
+	if ((want != 0 && json_case)); then
+		[[ -s $ERR ]] && problems+=("stderr not empty with -j: $(head -c 200 "$ERR" | tr '\n' '~')")
+		if [[ $(wc -l <"$OUT") -ne 1 ]] ||
+			! jq -er 'select(type == "object" and (keys == ["error", "hint"]))
+				| "sluice: " + .error + (if .hint == null then "" else ": " + .hint end)' \
+				"$OUT" >"$CLI_TMP/case.json_err" 2>/dev/null; then
+			problems+=("stdout is not one {\"error\", \"hint\"} object: $(head -c 200 "$OUT" | tr '\n' '~')")
+		fi
+		cp "$CLI_TMP/case.json_err" "$ERR" 2>/dev/null || : >"$ERR"
+		: >"$OUT"
+	fi
 	if ((want == 0)); then
 		[[ -s $ERR ]] && problems+=("stderr not empty")
 		text=$OUT

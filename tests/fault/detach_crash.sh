@@ -51,6 +51,7 @@ check_after_kill() { # WHAT
 			[[ $st == null ]] || assert_eq "$(jq -r .attached <<<"$st")" false \
 				"$what: status says not attached (the link has no program)"
 		else
+			[[ -n $err ]] || err=$(jq -r '"sluice: \(.error): \(.hint)"' <<<"$st" 2>/dev/null) # -j: on stdout
 			[[ $(wc -l <<<"$err") == 1 && $err == *"sluice detach"* ]] ||
 				fail "$what: status failed without saying to detach: $err"
 			ok "$what: status says: $err"

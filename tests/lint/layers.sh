@@ -22,7 +22,7 @@ parse         2	# addresses, CIDRs, numbers
 map_write     2	# every map write
 hooks         2	# attach's and detach's named steps
 names         2	# drop reason and mode names
-cli           2	# the command-line grammar
+cli           3	# the command-line grammar
 pins          3	# where the pins live, who reads them
 maps          4	# the pinned maps of an interface
 sources       5	# counting tracked sources
@@ -30,6 +30,8 @@ cluster_state 5	# the cluster agent's state and share
 policy        6	# the policy model in memory
 rule          7	# rule words: parsing and printing
 store         8	# the live policy: read, commit, flip
+live          9	# the live maps read for the commands
+xdp_prog      9	# loading, attaching and pinning the program
 END
 )
 declare -A layer=()

@@ -18,30 +18,33 @@
 #include "cli.h"
 #include "rule.h"
 #include "simulate.h"
+#include "simulate_arrivals.h"
 
-/* A trace or pattern holds at most this many arrivals: about 17 bytes each
- * (the times, the leaky queue's departures, a bit per algorithm). */
-#define SIM_ARRIVALS_MAX	10000000ULL
-/* Times from 2^58 ns (9.1 years) on saturate the token bucket's clock
- * (gcra_now), so a trace stays below. */
-#define SIM_TIME_NS_END		(1ULL << 58)
 #define SIM_DURATION_DEFAULT	(10ULL * SLUICE_NS_PER_SEC)
 #define SIM_DURATION_MAX	(24ULL * 3600 * SLUICE_NS_PER_SEC)
-/* The boundary pattern's bursts each take this fraction of a window. */
-#define SIM_BOUNDARY_SPAN_DIV	50
 /* Up to this many admissions a series is drawn event by event; past it,
  * one point per 1/SIM_PLOT_CELLS of the run (the most in a window). */
 #define SIM_PLOT_EVENTS		20000
 #define SIM_PLOT_CELLS		4000
-#define SIM_FRAC_DIGITS		9
 #define SIM_PATH_MAX		192	/* a file of the plot's temp dir */
 
+struct sim_options {
+	const char *trace;	/* --trace FILE, or NULL */
+	int pattern;		/* enum sim_pattern, or -1 when not given */
+	const char *plot;	/* --plot FILE, or NULL */
+};
+
+static const struct sim_options sim_defaults = { .pattern = -1 };
+
+/* --rate, --window, --burst and --duration are read together below, as
+ * 'limit set' reads them: each one's bounds depend on the rate's unit. */
 enum { S_TRACE, S_PATTERN, S_RATE, S_WINDOW, S_BURST, S_DURATION, S_PLOT };
 
 static const struct cli_opt sim_opts[] = {
-	[S_TRACE] = CLI_OPT("trace", 0, "FILE", "arrival times, seconds, one a line", 0, NULL),
-	[S_PATTERN] = CLI_OPT("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
-			      0, NULL),
+	[S_TRACE] = CLI_STR("trace", 0, "FILE", "arrival times, seconds, one a line",
+			    struct sim_options, trace),
+	[S_PATTERN] = CLI_ENUM("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
+			       struct sim_options, pattern, pattern_names),
 	[S_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set' (required)", 0,
 			   NULL),
 	[S_WINDOW] = CLI_OPT("window", 0, "DURATION",
@@ -51,13 +54,9 @@ static const struct cli_opt sim_opts[] = {
 			    0, NULL),
 	[S_DURATION] = CLI_OPT("duration", 0, "DURATION", "how long a pattern runs (default 10s)", 0,
 			       NULL),
-	[S_PLOT] = CLI_OPT("plot", 0, "FILE.svg|FILE.png",
-			   "draw admitted versus time with gnuplot", 0, NULL),
+	[S_PLOT] = CLI_STR("plot", 0, "FILE.svg|FILE.png", "draw admitted versus time with gnuplot",
+			   struct sim_options, plot),
 	CLI_OPT_END,
-};
-
-enum sim_algo {
-	A_TOKEN_BUCKET, A_LEAKY_QUEUE, A_FIXED_WINDOW, A_SLIDING_WINDOW, A_SLIDING_LOG, A_MAX,
 };
 
 static const char *const sim_names[A_MAX] = {
@@ -77,29 +76,6 @@ static const char *const sim_styles[A_MAX] = {
 	[A_SLIDING_LOG] = "lc rgb '#202020' lw 1.5 dt 3",
 };
 
-enum sim_pattern { P_STEADY, P_BURSTY, P_BOUNDARY, P_RAMP, P_MAX };
-
-static const char *const pattern_names[P_MAX] = {
-	[P_STEADY] = "steady", [P_BURSTY] = "bursty", [P_BOUNDARY] = "boundary", [P_RAMP] = "ramp",
-};
-
-/* One run: the limit, the arrivals and what each algorithm made of them. */
-struct sim {
-	struct rule r;		/* rate and period as 'limit set' parses them */
-	__u64 window_ns;
-	__u64 budget;		/* N = rate x window */
-	__u64 burst;		/* B */
-	const char *source;	/* the trace's name or the pattern's */
-	__u64 *t;		/* arrival times, ns, non-decreasing */
-	size_t n, cap;
-	__u8 *adm[A_MAX];	/* bit i: arrival i admitted */
-	__u64 *depart;		/* leaky queue: when admitted arrivals leave it, ns */
-	size_t admitted[A_MAX];
-	__u64 max_in_window[A_MAX];
-	__u64 delay_mean_ns, delay_max_ns;
-	size_t over, under;	/* sliding-window admitted, log not; and back */
-};
-
 static bool bit_get(const __u8 *m, size_t i)
 {
 	return m[i >> 3] & (1u << (i & 7));
@@ -108,241 +84,6 @@ static bool bit_get(const __u8 *m, size_t i)
 static void bit_set(__u8 *m, size_t i)
 {
 	m[i >> 3] |= (__u8)(1u << (i & 7));
-}
-
-/* Appends an arrival; -1 past SIM_ARRIVALS_MAX, or out of memory (*oom). */
-static int push(struct sim *s, __u64 t, bool *oom)
-{
-	__u64 *nt;
-	size_t cap;
-
-	*oom = false;
-	if (s->n >= SIM_ARRIVALS_MAX)
-		return -1;
-	if (s->n == s->cap) {
-		cap = s->cap ? s->cap * 2 : 4096;
-		if (cap > SIM_ARRIVALS_MAX)
-			cap = SIM_ARRIVALS_MAX;
-		nt = realloc(s->t, cap * sizeof(*nt));
-		if (!nt) {
-			*oom = true;
-			return -1;
-		}
-		s->t = nt;
-		s->cap = cap;
-	}
-	s->t[s->n++] = t;
-	return 0;
-}
-
-/* --- the arrivals: a trace ------------------------------------------------ */
-
-/* "SECONDS[.FRACTION]" to ns, exactly: 0, or -1 with the reason in why. */
-static int parse_time(const char *s, __u64 *out, char *why, size_t len)
-{
-	__u64 sec = 0, frac = 0;
-	int digits = 0;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p))
-		goto bad;
-	for (; isdigit((unsigned char)*p); p++) {
-		if (sec > SIM_TIME_NS_END / SLUICE_NS_PER_SEC)
-			goto big;
-		sec = sec * 10 + (__u64)(*p - '0');
-	}
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		for (; isdigit((unsigned char)*p); p++) {
-			if (++digits > SIM_FRAC_DIGITS) {
-				snprintf(why, len, "time '%.40s' has more than %d fraction digits: "
-					 "give at most nanoseconds", s, SIM_FRAC_DIGITS);
-				return -1;
-			}
-			frac = frac * 10 + (__u64)(*p - '0');
-		}
-	}
-	if (*p)
-		goto bad;
-	for (; digits < SIM_FRAC_DIGITS; digits++)
-		frac *= 10;
-	if (sec > SIM_TIME_NS_END / SLUICE_NS_PER_SEC ||
-	    sec * SLUICE_NS_PER_SEC + frac >= SIM_TIME_NS_END)
-		goto big;
-	*out = sec * SLUICE_NS_PER_SEC + frac;
-	return 0;
-bad:
-	snprintf(why, len, "bad time '%.40s': give seconds as a decimal, e.g. 12345.000125000 "
-		 "(one arrival a line, '#' comments)", s);
-	return -1;
-big:
-	snprintf(why, len, "time '%.40s' is past %llu s: the token bucket's clock ends at 2^58 ns",
-		 s, SIM_TIME_NS_END / SLUICE_NS_PER_SEC);
-	return -1;
-}
-
-static int read_trace(struct sim *s, const char *path)
-{
-	char why[256], *line = NULL, *p, *end;
-	size_t lcap = 0, lineno = 0;
-	ssize_t got;
-	__u64 t, last = 0;
-	FILE *f;
-	bool oom;
-	int rc = 0;
-
-	f = fopen(path, "r");
-	if (!f)
-		return usage_err("cannot read the trace %s: %s: give a file of arrival times",
-				 path, strerror(errno));
-	while ((got = getline(&line, &lcap, f)) >= 0) {
-		lineno++;
-		if (strlen(line) != (size_t)got) {
-			rc = usage_err("%s:%zu: a NUL byte: this is not a trace of arrival times",
-				       path, lineno);
-			goto out;
-		}
-		p = line;
-		while (isspace((unsigned char)*p))
-			p++;
-		end = p;
-		while (*end && *end != '#' && !isspace((unsigned char)*end))
-			end++;
-		if (end == p && (!*end || *end == '#'))
-			continue;		/* blank, or a comment */
-		for (char *q = end; *q && *q != '#'; q++)
-			if (!isspace((unsigned char)*q)) {
-				/* quote the line without its comment and newline */
-				q = p + strcspn(p, "#\r\n");
-				while (q > p && isspace((unsigned char)q[-1]))
-					q--;
-				*q = '\0';
-				rc = usage_err("%s:%zu: one time a line, got '%.40s'", path, lineno,
-					       p);
-				goto out;
-			}
-		*end = '\0';
-		if (parse_time(p, &t, why, sizeof(why))) {
-			rc = usage_err("%s:%zu: %s", path, lineno, why);
-			goto out;
-		}
-		if (s->n && t < last) {
-			rc = usage_err("%s:%zu: time %s is before the line above: the times must not "
-				       "decrease", path, lineno, p);
-			goto out;
-		}
-		if (push(s, t, &oom)) {
-			rc = oom ? runtime_err("out of memory reading %s", path) :
-				   usage_err("%s:%zu: more than %llu arrivals: simulate a shorter trace",
-					     path, lineno, SIM_ARRIVALS_MAX);
-			goto out;
-		}
-		last = t;
-	}
-	if (ferror(f)) {
-		rc = runtime_err("cannot read the trace %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!s->n)
-		rc = usage_err("%s: no arrivals: give one time in seconds a line", path);
-out:
-	free(line);
-	fclose(f);
-	return rc;
-}
-
-/* --- the arrivals: a pattern --------------------------------------------- */
-
-static void ns_words(__u64 ns, char *buf, size_t len);
-
-/* floor(a * b / c), exact (a * b < 2^127); c is never 0 (rate, budget >= 1). */
-static __u64 muldiv(__u64 a, __u64 b, __u64 c)
-{
-	return c ? (__u64)((unsigned __int128)a * b / c) : 0;
-}
-
-/* floor(sqrt(v)), by Newton's method from above (v < 2^126). */
-static __u64 isqrt(unsigned __int128 v)
-{
-	unsigned __int128 x = v, y;
-
-	if (v < 2)
-		return (__u64)v;
-	y = (x + 1) / 2;
-	while (y < x) {
-		x = y;
-		y = (x + v / x) / 2;
-	}
-	return (__u64)x;
-}
-
-/* When a ramp from 0 to 4R over duration sends its k-th arrival: the
- * arrivals so far are 2R t^2 / D, so t = sqrt(k D / 2R). */
-static __u64 ramp_at(__u64 k, __u64 duration, __u64 per_ns, __u64 rate)
-{
-	return rate ? isqrt((unsigned __int128)k * duration * per_ns / rate / 2) : duration;
-}
-
-/* The pattern's arrivals from t = 0 for duration ns. The sizes follow the
- * rate R (per second), the window W and its budget N; see --help. */
-static int make_pattern(struct sim *s, enum sim_pattern p, __u64 duration)
-{
-	__u64 per_ns = (__u64)s->r.period * SLUICE_NS_PER_SEC, w = s->window_ns, n = s->budget;
-	__u64 rate = s->r.rate, k, t, start, span;
-	bool oom = false;
-	char at[24];
-
-	switch (p) {
-	case P_STEADY:	/* 2R, evenly: arrival k at k * period / (2 rate) */
-		for (k = 0; (t = muldiv(k, per_ns, 2 * rate)) < duration; k++)
-			if (push(s, t, &oom))
-				goto full;
-		break;
-	case P_BURSTY:	/* 4R for half a window, in the middle of every other window */
-		for (start = w / 4; start < duration; start += 2 * w)
-			for (k = 0; k < 2 * n; k++) {
-				t = start + muldiv(k, w / 2, 2 * n);
-				if (t >= duration)
-					break;
-				if (push(s, t, &oom))
-					goto full;
-			}
-		break;
-	case P_BOUNDARY:	/* N in the last 1/50 of a window, N in the first 1/50 of the next */
-		span = w / SIM_BOUNDARY_SPAN_DIV;
-		for (start = w - span; start < duration; start += 2 * w)
-			for (k = 0; k < 2 * n; k++) {
-				t = start + (k < n ? muldiv(k, span, n) : span + muldiv(k - n, span, n));
-				if (t >= duration)
-					break;
-				if (push(s, t, &oom))
-					goto full;
-			}
-		break;
-	case P_RAMP:	/* rate 4R * t / D: arrival k at sqrt(k * D / (2R)) */
-		for (k = 1; (t = ramp_at(k, duration, per_ns, rate)) < duration; k++)
-			if (push(s, t, &oom))
-				goto full;
-		break;
-	default:
-		break;
-	}
-	if (!s->n) {
-		/* where it would have begun: steady begins at 0, always in */
-		t = p == P_BURSTY ? w / 4 : p == P_BOUNDARY ? w - w / SIM_BOUNDARY_SPAN_DIV :
-		    ramp_at(1, duration, per_ns, rate);
-		ns_words(t, at, sizeof(at));
-		return usage_err("--pattern %s makes no arrival in --duration: its first comes at "
-				 "%s; lengthen --duration", pattern_names[p], at);
-	}
-	return 0;
-full:
-	if (oom)
-		return runtime_err("out of memory making --pattern %s", pattern_names[p]);
-	return usage_err("--pattern %s makes more than %llu arrivals at this --rate and "
-			 "--duration: lower one of them", pattern_names[p], SIM_ARRIVALS_MAX);
 }
 
 /* --- the algorithms ------------------------------------------------------ */
@@ -582,7 +323,7 @@ static int simulate(struct sim *s)
 
 /* --- output -------------------------------------------------------------- */
 
-static void ns_words(__u64 ns, char *buf, size_t len)
+void ns_words(__u64 ns, char *buf, size_t len)
 {
 	if (ns >= SLUICE_NS_PER_SEC)
 		snprintf(buf, len, "%.6gs", (double)ns / 1e9);
@@ -904,29 +645,22 @@ static int plot(const struct sim *s, const char *gnuplot, const char *file, cons
 
 static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 {
+	const struct sim_options *o = CLI_OPTIONS(a, struct sim_options);
 	struct sim s = { .source = NULL };
 	char why[512], gnuplot[4096];
-	enum sim_pattern pat = P_MAX;
+	enum sim_pattern pat = o->pattern >= 0 ? (enum sim_pattern)o->pattern : P_MAX;
 	__u64 duration = SIM_DURATION_DEFAULT;
 	const char *kind = NULL;
 	int err;
 
 	(void)c;
-	if (!a->val[S_TRACE] && !a->val[S_PATTERN])
+	if (!o->trace && pat == P_MAX)
 		return usage_err("give --trace FILE or --pattern steady|bursty|boundary|ramp: "
 				 "the arrivals to simulate");
-	if (a->val[S_TRACE] && a->val[S_PATTERN])
+	if (o->trace && pat != P_MAX)
 		return usage_err("give --trace or --pattern, not both: one run simulates one "
 				 "set of arrivals");
-	if (a->val[S_PATTERN]) {
-		for (int p = 0; p < P_MAX; p++)
-			if (!strcmp(a->val[S_PATTERN], pattern_names[p]))
-				pat = (enum sim_pattern)p;
-		if (pat == P_MAX)
-			return usage_err("bad --pattern '%s': give steady, bursty, boundary or ramp",
-					 a->val[S_PATTERN]);
-	}
-	if (a->val[S_DURATION] && !a->val[S_PATTERN])
+	if (a->val[S_DURATION] && pat == P_MAX)
 		return usage_err("--duration goes with --pattern: a trace lasts as its times say");
 	if (!a->val[S_RATE])
 		return usage_err("missing --rate N[/s|/m|/h]: the limit to simulate");
@@ -947,19 +681,19 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	    rule_parse_duration("--duration", a->val[S_DURATION], SLUICE_WINDOW_NS_MIN,
 				SIM_DURATION_MAX, &duration, why, sizeof(why)))
 		return usage_err("%s", why);
-	if (a->val[S_PLOT]) {
-		kind = plot_kind(a->val[S_PLOT]);
+	if (o->plot) {
+		kind = plot_kind(o->plot);
 		if (!kind)
 			return usage_err("bad --plot '%s': give a file name ending in .svg or .png",
-					 a->val[S_PLOT]);
+					 o->plot);
 		if (!gnuplot_found(gnuplot, sizeof(gnuplot)))
 			return runtime_err("gnuplot not found in PATH: install gnuplot-nox "
 					   "(tools/install-deps.sh) to draw --plot");
 	}
 
-	if (a->val[S_TRACE]) {
-		s.source = a->val[S_TRACE];
-		err = read_trace(&s, a->val[S_TRACE]);
+	if (o->trace) {
+		s.source = o->trace;
+		err = read_trace(&s, o->trace);
 	} else {
 		s.source = pattern_names[pat];
 		err = make_pattern(&s, pat, duration);
@@ -967,7 +701,7 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!err)
 		err = simulate(&s);
 	if (!err && kind)
-		err = plot(&s, gnuplot, a->val[S_PLOT], kind);
+		err = plot(&s, gnuplot, o->plot, kind);
 	if (!err) {
 		if (opts.json)
 			print_json(&s);
@@ -983,7 +717,7 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 
 const struct cli_cmd simulate_cmd = {
 	.name = "simulate", .path = "simulate", .json = true, .opts = sim_opts,
-	.min_pos = 0, .max_pos = 0, .run = simulate_run,
+	.min_pos = 0, .max_pos = 0, .run = simulate_run, CLI_DEFAULTS(sim_defaults),
 	.help = "Runs arrivals on a fake clock through the datapath's own math (token bucket,\n"
 		"fixed window, sliding window) and two references: the exact sliding log\n"
 		"(admits while fewer than N = rate x window were admitted in the last window)\n"

@@ -79,8 +79,15 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 	fflush(stdout);
 }
 
+struct stats_options {
+	__u64 watch;	/* seconds; 0: print once */
+};
+
+static const struct stats_options stats_defaults = { .watch = 0 };
+
 static const struct cli_opt stats_opts[] = {
-	CLI_OPT("watch", 0, "SECONDS", "print again every SECONDS (1..86400) until interrupted", 0, NULL),
+	CLI_U64("watch", 0, "SECONDS", "print again every SECONDS until interrupted",
+		struct stats_options, watch, 1, WATCH_MAX, "seconds"),
 	CLI_OPT_END,
 };
 
@@ -88,13 +95,11 @@ static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
 	struct sluice_counter c[SLUICE_R_MAX], prev[SLUICE_R_MAX];
 	struct sluice_maps m;
-	__u64 watch = 0, t0, t1;
+	__u64 watch = CLI_OPTIONS(a, struct stats_options)->watch, t0, t1;
 	bool have_prev = false;
 	int err;
 
 	(void)cmd;
-	if (a->val[0] && !parse_u64(a->val[0], 1, WATCH_MAX, &watch))
-		return usage_err("bad --watch '%s': give seconds, 1..%d", a->val[0], WATCH_MAX);
 	err = open_picked(&m);
 	if (err)
 		return err;
@@ -130,56 +135,6 @@ static int top_cmp(const void *a, const void *b)
 	if (x->b.passed != y->b.passed)
 		return x->b.passed < y->b.passed ? 1 : -1;
 	return memcmp(&x->key, &y->key, sizeof(x->key));
-}
-
-struct bucket_rows {
-	struct bucket_row *rows;
-	size_t n, cap;
-};
-
-static int add_row(const struct sluice_src_key *key, const struct sluice_bucket *b, void *ctx)
-{
-	struct bucket_rows *t = ctx;
-
-	if (t->n == t->cap)	/* the table grew under us: enough */
-		return 1;
-	t->rows[t->n].key = *key;
-	t->rows[t->n].b = *b;
-	t->n++;
-	return 0;
-}
-
-int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n)
-{
-	struct bucket_rows t = { .cap = map_capacity(m->src_buckets) };
-	long r;
-
-	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
-	if (!t.rows)
-		return runtime_err("out of memory");
-	r = walk_buckets(m->src_buckets, add_row, &t);
-	if (r < 0) {
-		free(t.rows);
-		return runtime_err("cannot read the source table: %s", strerror((int)-r));
-	}
-	*out = t.rows;
-	*n = t.n;
-	return 0;
-}
-
-const struct rule *rule_by_index(const struct policy *p, __u32 idx)
-{
-	if (idx == SLUICE_POLICY_DEFAULT)
-		return &p->def;
-	for (unsigned int i = 0; i < p->n; i++)
-		if (p->rules[i].index == idx)
-			return &p->rules[i];
-	return NULL;
-}
-
-void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
-{
-	rule_label(r, r == &p->def, buf, len);
 }
 
 /* The trie entry covering src in the live slot; false when none does. */
@@ -228,13 +183,6 @@ static const struct rule *bucket_rule(const struct sluice_maps *m, const struct 
 			return r;
 	}
 	return resolve_rule(m, p, gen_slot, key);
-}
-
-int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out)
-{
-	__u32 key = slot * SLUICE_MAX_POLICIES + idx;
-
-	return idx < SLUICE_MAX_POLICIES ? bpf_map_lookup_elem(m->policy_table, &key, out) : -1;
 }
 
 /* One source as the datapath sees it now: the live rule that judges it and
@@ -309,16 +257,15 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 			      &nl);
 }
 
-void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
-{
-	__u32 zero = 0;
+struct top_options {
+	__u64 n;	/* how many sources */
+};
 
-	if (bpf_map_lookup_elem(m->config, &zero, cfg))
-		memset(cfg, 0, sizeof(*cfg));
-}
+static const struct top_options top_defaults = { .n = TOP_DEFAULT };
 
 static const struct cli_opt top_opts[] = {
-	CLI_OPT(NULL, 'n', "N", "how many sources (default 10, at most 100000)", 0, NULL),
+	CLI_U64(NULL, 'n', "N", "how many sources", struct top_options, n, 1, TOP_MAX,
+		"sources"),
 	CLI_OPT_END,
 };
 
@@ -351,14 +298,12 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 	__u64 now;
 	struct sluice_maps m;
 	struct policy *p = NULL;
-	__u64 limit = TOP_DEFAULT;
+	__u64 limit = CLI_OPTIONS(a, struct top_options)->n;
 	size_t n = 0;
 	struct json j;
 	int err;
 
 	(void)cmd;
-	if (a->val[0] && !parse_u64(a->val[0], 1, TOP_MAX, &limit))
-		return usage_err("bad -n '%s': give a count, 1..%d", a->val[0], TOP_MAX);
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
@@ -418,6 +363,7 @@ out:
 
 const struct cli_cmd top_cmd = {
 	.name = "top", .path = "top", .json = true, .opts = top_opts, .run = top_run,
+	CLI_DEFAULTS(top_defaults),
 	.help = "Sources (and keyed prefixes) with the most dropped packets first.",
 };
 
@@ -543,9 +489,62 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 	json_end(&j);
 }
 
+/* query's text: where the source stands under its rule, then its counts. */
+static void query_text(const struct sluice_maps *m, const char *text, const char *bucket,
+		       const struct policy *p, const struct rule *r, const struct src_view *v,
+		       char *label, const struct sluice_lpm_val *cands,
+		       const struct state_view *sv)
+{
+	struct state_view st = *sv;
+	struct src_counts c;
+	bool tracked = v->tracked;
+	bool have_cands = cands != NULL;
+	char words[RULE_TEXT_MAX];
+
+	printf("%s on %s: %s, policy %s", text, m->iface,
+	       tracked ? "tracked" : "not tracked", label);
+	if (r->action == SLUICE_ACT_LIMIT) {
+		rule_format(r, r == &p->def, words, sizeof(words));
+		printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
+		       bucket, r->algo != SLUICE_ALGO_TOKEN_BUCKET ? unit_name(r->unit) :
+		       r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
+		       (unsigned long long)st.available, (double)st.wait / SLUICE_NS_PER_SEC);
+		if (r->algo == SLUICE_ALGO_FIXED_WINDOW)
+			printf("  window %.3f s in (started at %.3f s): %llu of %llu\n",
+			       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+			       (double)st.win_start / SLUICE_NS_PER_SEC,
+			       (unsigned long long)st.count, (unsigned long long)r->burst);
+		else if (r->algo == SLUICE_ALGO_SLIDING_WINDOW)
+			printf("  window %.3f s in (started at %.3f s): %llu, previous %llu, "
+			       "estimate %llu of %llu\n",
+			       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
+			       (double)st.win_start / SLUICE_NS_PER_SEC,
+			       (unsigned long long)st.count, (unsigned long long)st.prev,
+			       (unsigned long long)st.estimate, (unsigned long long)r->burst);
+		if (st.ban_left)
+			printf("  banned for %.3f s more\n", (double)st.ban_left / SLUICE_NS_PER_SEC);
+	} else {
+		printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
+	}
+	for (__u32 i = 0; have_cands && i < cands->n && cands->m[i].flags; i++) {
+		const struct rule *c = rule_by_index(p, cands->m[i].policy);
+
+		if (!c)
+			continue;
+		policy_rule_label(p, c, label, RULE_TEXT_MAX);
+		printf("  packets fitting %s go to that rule first\n", label);
+	}
+	split_counts(r, &v->b, &c);
+	if (r->monitor)
+		printf("  passed %llu, would drop %llu (monitor)\n",
+		       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
+	else
+		printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
+		       (unsigned long long)c.dropped);
+}
+
 static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
-	struct src_counts c;
 	struct sluice_src_key addr, key;
 	struct sluice_lpm_val cands;
 	struct sluice_config cfg;
@@ -588,48 +587,7 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (opts.json) {
 		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, &st);
 	} else {
-		char words[RULE_TEXT_MAX];
-
-		printf("%s on %s: %s, policy %s", text, m.iface,
-		       tracked ? "tracked" : "not tracked", label);
-		if (r->action == SLUICE_ACT_LIMIT) {
-			rule_format(r, r == &p->def, words, sizeof(words));
-			printf(" (%s)\n  bucket %s: %s left %llu, retry after %.3f s\n", words,
-			       bucket, r->algo != SLUICE_ALGO_TOKEN_BUCKET ? unit_name(r->unit) :
-			       r->unit == SLUICE_UNIT_BYTES ? "bytes" : "tokens",
-			       (unsigned long long)st.available, (double)st.wait / SLUICE_NS_PER_SEC);
-			if (r->algo == SLUICE_ALGO_FIXED_WINDOW)
-				printf("  window %.3f s in (started at %.3f s): %llu of %llu\n",
-				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
-				       (double)st.win_start / SLUICE_NS_PER_SEC,
-				       (unsigned long long)st.count, (unsigned long long)r->burst);
-			else if (r->algo == SLUICE_ALGO_SLIDING_WINDOW)
-				printf("  window %.3f s in (started at %.3f s): %llu, previous %llu, "
-				       "estimate %llu of %llu\n",
-				       (double)st.win_elapsed / SLUICE_NS_PER_SEC,
-				       (double)st.win_start / SLUICE_NS_PER_SEC,
-				       (unsigned long long)st.count, (unsigned long long)st.prev,
-				       (unsigned long long)st.estimate, (unsigned long long)r->burst);
-			if (st.ban_left)
-				printf("  banned for %.3f s more\n", (double)st.ban_left / SLUICE_NS_PER_SEC);
-		} else {
-			printf(" (%s)\n", r->action == SLUICE_ACT_ALLOW ? "not limited" : "denied");
-		}
-		for (__u32 i = 0; have_cands && i < cands.n && cands.m[i].flags; i++) {
-			const struct rule *c = rule_by_index(p, cands.m[i].policy);
-
-			if (!c)
-				continue;
-			policy_rule_label(p, c, label, sizeof(label));
-			printf("  packets fitting %s go to that rule first\n", label);
-		}
-		split_counts(r, &v.b, &c);
-		if (r->monitor)
-			printf("  passed %llu, would drop %llu (monitor)\n",
-			       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
-		else
-			printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
-			       (unsigned long long)c.dropped);
+		query_text(&m, text, bucket, p, r, &v, label, have_cands ? &cands : NULL, &st);
 	}
 	free(p);
 	maps_close(&m);
@@ -645,5 +603,6 @@ const struct cli_cmd query_cmd = {
 
 const struct cli_cmd stats_cmd = {
 	.name = "stats", .path = "stats", .json = true, .opts = stats_opts, .run = stats_run,
+	CLI_DEFAULTS(stats_defaults),
 	.help = "Packets and bytes passed and dropped, by reason, and the sources tracked.",
 };

@@ -4,6 +4,7 @@
  * tables, so what is accepted and what is documented cannot drift apart. */
 #include <string.h>
 #include "output.h"
+#include "parse.h"
 #include "cli.h"
 
 bool cli_is_help(const char *arg)
@@ -146,6 +147,81 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a
 	return 0;
 }
 
+/* "native, skb or auto": an enum's words, for its error. */
+static void words_list(const char *const *w, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; w[i] && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : w[i + 1] ? ", " : " or ",
+				      w[i]);
+}
+
+/* One typed value into its field; false when it is out of its bounds. */
+static bool fill_one(const struct cli_opt *o, const char *val, unsigned char *field)
+{
+	bool yes = true;
+	__u64 v;
+	__u32 v32;
+
+	switch (o->type) {
+	case CLI_T_FLAG:
+		memcpy(field, &yes, sizeof(yes));
+		return true;
+	case CLI_T_STR:
+		memcpy(field, &val, sizeof(val));
+		return true;
+	case CLI_T_U32:
+		if (!parse_u64(val, o->min, o->max, &v))
+			return false;
+		v32 = (__u32)v;
+		memcpy(field, &v32, sizeof(v32));
+		return true;
+	case CLI_T_U64:
+		if (!parse_u64(val, o->min, o->max, &v))
+			return false;
+		memcpy(field, &v, sizeof(v));
+		return true;
+	case CLI_T_ENUM:
+		for (int i = 0; o->words[i]; i++)
+			if (!strcmp(val, o->words[i])) {
+				memcpy(field, &i, sizeof(i));
+				return true;
+			}
+		return false;
+	case CLI_T_NONE:
+		break;
+	}
+	return true;
+}
+
+int cli_fill(const struct cli_cmd *c, struct cli_args *a, char *why, size_t len)
+{
+	char label[32], words[128];
+
+	memset(a->obj, 0, sizeof(a->obj));
+	if (c->defaults && c->defaults_size <= sizeof(a->obj))
+		memcpy(a->obj, c->defaults, c->defaults_size);
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
+		const struct cli_opt *o = &c->opts[i];
+
+		if (!a->val[i] || o->type == CLI_T_NONE || fill_one(o, a->val[i], a->obj + o->off))
+			continue;
+		opt_label(o, label, sizeof(label));
+		if (o->type == CLI_T_ENUM) {
+			words_list(o->words, words, sizeof(words));
+			snprintf(why, len, "bad %s '%s': give %s", label, a->val[i], words);
+		} else {
+			snprintf(why, len, "bad %s '%s': give %llu..%llu%s%s", label, a->val[i],
+				 (unsigned long long)o->min, (unsigned long long)o->max,
+				 o->unit ? " " : "", o->unit ? o->unit : "");
+		}
+		return -1;
+	}
+	return 0;
+}
+
 void cli_usage_line(FILE *f, const struct cli_cmd *c)
 {
 	char label[32];
@@ -184,6 +260,50 @@ static void put_indented(FILE *f, const char *text, const char *indent)
 	}
 }
 
+/* A typed option's bounds and default, from its entry and the command's
+ * defaults constant: " (1024..16777216 sources, default 262144)". */
+static void put_typed(FILE *f, const struct cli_cmd *c, const struct cli_opt *o)
+{
+	const unsigned char *def = c->defaults && o->off < c->defaults_size ?
+				   (const unsigned char *)c->defaults + o->off : NULL;
+	const char *str = NULL;
+	__u64 v = 0;
+	__u32 v32;
+	int k = -1;
+
+	switch (o->type) {
+	case CLI_T_U32:
+	case CLI_T_U64:
+		if (def && o->type == CLI_T_U32) {
+			memcpy(&v32, def, sizeof(v32));
+			v = v32;
+		} else if (def) {
+			memcpy(&v, def, sizeof(v));
+		}
+		fprintf(f, " (%llu..%llu%s%s", (unsigned long long)o->min,
+			(unsigned long long)o->max, o->unit ? " " : "", o->unit ? o->unit : "");
+		if (v)
+			fprintf(f, ", default %llu", (unsigned long long)v);
+		fputc(')', f);
+		break;
+	case CLI_T_ENUM:
+		if (def)
+			memcpy(&k, def, sizeof(k));
+		if (k >= 0)
+			fprintf(f, " (default %s)", o->words[k]);
+		break;
+	case CLI_T_STR:
+		if (def)
+			memcpy(&str, def, sizeof(str));
+		if (str)
+			fprintf(f, " (default '%s')", str);
+		break;
+	case CLI_T_FLAG:
+	case CLI_T_NONE:
+		break;
+	}
+}
+
 void cli_help(FILE *f, const struct cli_cmd *c)
 {
 	char label[64];
@@ -217,8 +337,9 @@ void cli_help(FILE *f, const struct cli_cmd *c)
 
 			snprintf(label + n, sizeof(label) - n, " %s", o->arg);
 		}
-		fprintf(f, "  %-30s %s%s%s\n", label, o->help, o->later ? ": not supported yet, " : "",
-			o->later ? o->later : "");
+		fprintf(f, "  %-30s %s", label, o->help);
+		put_typed(f, c, o);
+		fprintf(f, "%s%s\n", o->later ? ": not supported yet, " : "", o->later ? o->later : "");
 	}
 	if (c->json)
 		fprintf(f, "  %-30s %s\n", "-j, --json", "print JSON");
@@ -276,7 +397,8 @@ int cli_dispatch(const struct cli_cmd *obj, int argc, char **argv)
 		cli_help(stdout, c);
 		return 0;
 	}
-	if (cli_parse(c, argc - 2, argv + 2, &a, why, sizeof(why)))
+	if (cli_parse(c, argc - 2, argv + 2, &a, why, sizeof(why)) ||
+	    cli_fill(c, &a, why, sizeof(why)))
 		return usage_err("%s", why);
 	return c->run(c, &a);
 }

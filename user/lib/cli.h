@@ -8,9 +8,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <linux/types.h>
 
 #define CLI_OPTS_MAX	24	/* entries of one option table */
 #define CLI_POS_MAX	4	/* positional words of one command */
+#define CLI_OBJ_MAX	128	/* bytes of one command's options struct */
+
+/* What a typed option converts its value to. CLI_T_NONE: untyped, the run
+ * function reads the string from cli_args.val itself. */
+enum cli_type {
+	CLI_T_NONE,
+	CLI_T_FLAG,	/* bool: true when given */
+	CLI_T_STR,	/* const char *: the word as given */
+	CLI_T_U32,	/* __u32 in min..max */
+	CLI_T_U64,	/* __u64 in min..max */
+	CLI_T_ENUM,	/* int: the index of the word in words[] */
+};
 
 /* One option: --name [ARG], or -s [ARG]. */
 struct cli_opt {
@@ -20,6 +33,12 @@ struct cli_opt {
 	const char *later;	/* set: refused as not supported yet, this says why */
 	unsigned int only;	/* bits of the commands (cli_cmd.on) that take it; 0 = all */
 	char short_name;	/* 'n' for -n, or 0 */
+	/* Typed options only: where the value goes and what it may be. */
+	enum cli_type type;
+	size_t off;		/* offsetof() the field in the command's options struct */
+	__u64 min, max;		/* CLI_T_U32, CLI_T_U64: the bounds */
+	const char *unit;	/* CLI_T_U32, CLI_T_U64: what is counted ("sources") */
+	const char *const *words;	/* CLI_T_ENUM: NULL-terminated */
 };
 /* One table entry, in the order the words are written; CLI_OPT_END ends a
  * table. */
@@ -28,12 +47,47 @@ struct cli_opt {
 	  .later = (later_why), .only = (only_on), .short_name = (short_opt) }
 #define CLI_OPT_END	{ .name = NULL }
 
+/* Typed entries: each fills FIELD of the options struct TYPE (whose size
+ * the compiler checks against the option's type) before the run function
+ * is called; the defaults come from the command's defaults constant. */
+#define CLI_FIELD_(stype, field, ctype)						\
+	(offsetof(stype, field) +						\
+	 0 * sizeof(struct { _Static_assert(sizeof(((stype *)0)->field) ==	\
+					    sizeof(ctype), #field); char c_; }))
+#define CLI_FLAG(long_name, short_opt, help_text, stype, field)			\
+	{ .name = (long_name), .help = (help_text), .short_name = (short_opt),	\
+	  .type = CLI_T_FLAG, .off = CLI_FIELD_(stype, field, bool) }
+#define CLI_STR(long_name, short_opt, arg_name, help_text, stype, field)		\
+	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
+	  .short_name = (short_opt), .type = CLI_T_STR,				\
+	  .off = CLI_FIELD_(stype, field, const char *) }
+#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what) \
+	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
+	  .short_name = (short_opt), .type = CLI_T_U32,				\
+	  .off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what) }
+#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what) \
+	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
+	  .short_name = (short_opt), .type = CLI_T_U64,				\
+	  .off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what) }
+#define CLI_ENUM(long_name, short_opt, arg_name, help_text, stype, field, word_list) \
+	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
+	  .short_name = (short_opt), .type = CLI_T_ENUM,			\
+	  .off = CLI_FIELD_(stype, field, int), .words = (word_list) }
+
 /* What one command line said, by the option table's positions. */
 struct cli_args {
 	const char *val[CLI_OPTS_MAX];	/* the value, "" for a flag; NULL when absent */
 	char *pos[CLI_POS_MAX];		/* positional words, in order */
 	int npos;
+	/* The command's options struct: its defaults, then the typed
+	 * options given (see CLI_OPTIONS). */
+	_Alignas(max_align_t) unsigned char obj[CLI_OBJ_MAX];
 };
+
+/* The options struct TYPE that the typed entries filled. */
+#define CLI_OPTIONS(args, type)							\
+	((const type *)(const void *)(args)->obj +				\
+	 0 * sizeof(struct { _Static_assert(sizeof(type) <= CLI_OBJ_MAX, #type); char c_; }))
 
 struct cli_cmd;
 typedef int (*cli_run_fn)(const struct cli_cmd *c, struct cli_args *a);
@@ -51,7 +105,15 @@ struct cli_cmd {
 	cli_run_fn run;
 	const struct cli_cmd *const *sub;	/* NULL-terminated, or NULL */
 	int id;				/* the run function's own use */
+	const void *defaults;		/* typed options: the options struct's defaults */
+	size_t defaults_size;		/* its size */
 };
+/* .defaults and .defaults_size of a command from its defaults constant. */
+#define CLI_DEFAULTS(constant)							\
+	.defaults = &(constant),						\
+	.defaults_size = sizeof(constant) +					\
+		0 * sizeof(struct { _Static_assert(sizeof(constant) <= CLI_OBJ_MAX,	\
+						   #constant); char c_; })
 
 /* -h, --help. */
 bool cli_is_help(const char *arg);
@@ -59,6 +121,10 @@ bool cli_is_help(const char *arg);
  * positional counts. 0, or -1 with the one-line reason in why. */
 int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a,
 	      char *why, size_t len);
+/* Seed a's options struct from c's defaults and convert every typed option
+ * given. 0, or -1 with the one-line reason in why ("bad --NAME 'VALUE':
+ * give MIN..MAX UNIT"). */
+int cli_fill(const struct cli_cmd *c, struct cli_args *a, char *why, size_t len);
 /* Index of option name in c->opts, -1 if not there (a programming error). */
 int cli_opt_index(const struct cli_cmd *c, const char *name);
 /* "sluice PATH ARGS [--opt ARG]...": the one-line usage from the table. */

@@ -1,11 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Error lines and the one JSON writer every -j output goes through. */
+/* Error lines (as JSON on stdout under -j) and the one JSON writer every -j
+ * output goes through. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
+#include "opts.h"
 #include "output.h"
 
-/* One line, always: control characters quoted from input become '?'. */
-static void verr(const char *fmt, va_list ap)
+/* Where "what went wrong" ends and "what to do" begins: the last ": "
+ * outside the quotes around words from the input (an apostrophe between
+ * letters, as in "libbpf's", quotes nothing). NULL when none. */
+static char *hint_split(char *line)
+{
+	char *split = NULL;
+	bool quoted = false;
+
+	for (char *p = line; *p; p++) {
+		if (*p == '\'' && !(p > line && isalpha((unsigned char)p[-1]) &&
+				    isalpha((unsigned char)p[1])))
+			quoted = !quoted;
+		else if (!quoted && p[0] == ':' && p[1] == ' ')
+			split = p;
+	}
+	return split;
+}
+
+/* With -j: the error as one JSON object on stdout, {"error": what went
+ * wrong, "hint": what to do or null}. false when stdout cannot take it. */
+static bool json_error(const char *line)
+{
+	char what[1024];
+	char *split;
+	struct json j;
+
+	if (ferror(stdout))
+		return false;
+	snprintf(what, sizeof(what), "%s", line);
+	split = hint_split(what);
+	if (split)
+		*split = 0;
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "error", what);
+	if (split)
+		json_str(&j, "hint", split + 2);
+	else
+		json_null(&j, "hint");
+	json_obj_close(&j);
+	json_end(&j);
+	return !ferror(stdout);
+}
+
+/* One line, always: control characters quoted from input become '?'. An
+ * error of a command run with -j goes to stdout as JSON (json_error) when
+ * stdout takes it; anything else, to stderr. */
+static void verr(bool is_error, const char *fmt, va_list ap)
 {
 	char line[1024];
 
@@ -13,6 +62,8 @@ static void verr(const char *fmt, va_list ap)
 	for (char *p = line; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+	if (is_error && opts.json && json_error(line))
+		return;
 	fprintf(stderr, "sluice: %s\n", line);
 }
 
@@ -21,7 +72,7 @@ void err_msg(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	verr(fmt, ap);
+	verr(false, fmt, ap);
 	va_end(ap);
 }
 
@@ -30,7 +81,7 @@ int usage_err(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	verr(fmt, ap);
+	verr(true, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -40,7 +91,7 @@ int runtime_err(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	verr(fmt, ap);
+	verr(true, fmt, ap);
 	va_end(ap);
 	return EXIT_RUNTIME;
 }

@@ -25,6 +25,7 @@
 #include "cluster_state.h"
 #include "policy.h"
 #include "store.h"
+#include "live.h"
 
 /* --- lease.c: the cluster agent's lease writer and notices --- */
 struct lease_writer;
@@ -39,22 +40,6 @@ void lease_writer_close(struct lease_writer *w);
 int leases_clear(const struct sluice_maps *m);
 /* The next hot notice: 0, or -ENOENT when there is none. */
 int hot_pop(const struct sluice_maps *m, struct sluice_hot *h);
-
-/* --- stats.c: buckets and the rules that judge them, shared with ban.c --- */
-struct bucket_row {
-	struct sluice_src_key key;
-	struct sluice_bucket b;
-};
-/* Every bucket; *n rows in *out (caller frees). Prints the error. */
-int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n);
-/* The rule at table index idx of p (the default for 0), or NULL. */
-const struct rule *rule_by_index(const struct policy *p, __u32 idx);
-/* "default", "CIDR" or "CIDR MATCH-WORDS". */
-void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len);
-/* The table entry idx of slot; 0, or -1. */
-int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out);
-/* The config word as it is now (zeroed if unreadable). */
-void live_config(const struct sluice_maps *m, struct sluice_config *cfg);
 
 /* --- ban.c: the ban table, written by the check server's escalation --- */
 struct ban_writer {

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Reading an attached interface's live state: the source table's buckets,
+ * the policy table's entries, the config word, and the rules by index. */
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "output.h"
+#include "rule.h"
+#include "live.h"
+
+struct bucket_rows {
+	struct bucket_row *rows;
+	size_t n, cap;
+};
+
+static int add_row(const struct sluice_src_key *key, const struct sluice_bucket *b, void *ctx)
+{
+	struct bucket_rows *t = ctx;
+
+	if (t->n == t->cap)	/* the table grew under us: enough */
+		return 1;
+	t->rows[t->n].key = *key;
+	t->rows[t->n].b = *b;
+	t->n++;
+	return 0;
+}
+
+int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n)
+{
+	struct bucket_rows t = { .cap = map_capacity(m->src_buckets) };
+	long r;
+
+	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
+	if (!t.rows)
+		return runtime_err("out of memory");
+	r = walk_buckets(m->src_buckets, add_row, &t);
+	if (r < 0) {
+		free(t.rows);
+		return runtime_err("cannot read the source table: %s", strerror((int)-r));
+	}
+	*out = t.rows;
+	*n = t.n;
+	return 0;
+}
+
+const struct rule *rule_by_index(const struct policy *p, __u32 idx)
+{
+	if (idx == SLUICE_POLICY_DEFAULT)
+		return &p->def;
+	for (unsigned int i = 0; i < p->n; i++)
+		if (p->rules[i].index == idx)
+			return &p->rules[i];
+	return NULL;
+}
+
+void policy_rule_label(const struct policy *p, const struct rule *r, char *buf, size_t len)
+{
+	rule_label(r, r == &p->def, buf, len);
+}
+
+int policy_entry(const struct sluice_maps *m, __u32 slot, __u32 idx, struct sluice_policy *out)
+{
+	__u32 key = slot * SLUICE_MAX_POLICIES + idx;
+
+	return idx < SLUICE_MAX_POLICIES ? bpf_map_lookup_elem(m->policy_table, &key, out) : -1;
+}
+
+void live_config(const struct sluice_maps *m, struct sluice_config *cfg)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, cfg))
+		memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The XDP program's life on a link (xdp_prog.c): load, attach, find by its
+ * pins, detach, and the pins' own bookkeeping. */
+#ifndef SLUICE_XDP_PROG_H
+#define SLUICE_XDP_PROG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <net/if.h>
+#include <linux/types.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+struct sluice_bpf;
+
+/* What identifies the program of one pin directory: the ids the prog pins
+ * and the attach metadata record, and the ids of the pinned maps. */
+struct pin_ids {
+	__u32 prog[3];
+	__u32 maps[16];
+	unsigned int nmaps;
+	__u32 meta_ifindex;	/* 0: no attach got as far as writing it */
+};
+
+/* The XDP program's name, as the kernel reports it (16 bytes at most). */
+#define SLUICE_PROG_NAME	"sluice_xdp"
+
+/* Where a program of these pins runs outside this network namespace. */
+struct elsewhere {
+	char ns[64];		/* /run/netns/NAME, or /proc/PID/ns/net */
+	char ifname[IF_NAMESIZE];
+};
+
+/* Loading, attaching and pinning need CAP_NET_ADMIN and CAP_SYS_ADMIN (or
+ * CAP_BPF): without them every step fails on a permission, and the first
+ * one to fail would name a file, not the cause. Prints the error and
+ * returns its exit code, or 0. */
+int need_root(const char *what);
+void read_pin_ids(const char *dir, struct pin_ids *ids);
+/* The program of these pins attached to ifindex, if any (caller closes
+ * *mpp); with orphans, else a sluice program that lost its pins. */
+struct xdp_program *find_prog(int ifindex, const struct pin_ids *ids, bool orphans,
+			      struct xdp_multiprog **mpp);
+struct xdp_program *find_ours(int ifindex, const struct pin_ids *ids,
+			      struct xdp_multiprog **mpp);
+/* Whether the program of these pins runs in another network namespace:
+ * 1 found (out says where), 0 not found, -1 when the namespaces could not
+ * be entered (not root). */
+int find_elsewhere(const char *iface, const struct pin_ids *ids, struct elsewhere *out);
+/* Detach the sluice program prog_id; *was_mode says in which mode it ran
+ * (XDP_MODE_UNSPEC if it was not attached). */
+int detach_prog(const char *iface, int ifindex, __u32 prog_id,
+		enum xdp_attach_mode *was_mode);
+/* Put the previous program (held by old_fd) back after a failed re-attach;
+ * the words to append to the error. */
+const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode);
+void remove_pins(const char *dir);
+/* libxdp's and libbpf's logs, shown only with SLUICE_DEBUG set. */
+int libxdp_quiet(enum libxdp_print_level level, const char *fmt, va_list ap);
+int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap);
+/* Point every map at its pin so libbpf reuses existing state, and size the
+ * source table: the pinned one's size wins unless --max-sources disagrees. */
+int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
+		 __u64 max_sources, bool max_given);
+/* The attach metadata, and on fresh maps the first policy. */
+int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
+	       bool multiprog, __u32 prog_id);
+__u32 prog_id_of(int fd);
+/* Swap the program in place where the previous one runs alone: 0 swapped,
+ * 1 not applicable, or an exit code on failure. */
+int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
+		     __u32 old_id, const enum xdp_attach_mode *modes, int nmodes,
+		     enum xdp_attach_mode *used);
+/* Pin the program on the link under a temporary name, then rename it over
+ * the old pin, so that the program pin is never missing. */
+int pin_prog(const char *dir, int prog_fd);
+
+#endif /* SLUICE_XDP_PROG_H */
