@@ -63,24 +63,19 @@ $(BUILD)/bench-min: tools/bench_min.c $(BUILD)/bench_min.skel.h
 	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
 
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
-# committed by the CLI's own code (USER_LIB_OBJS), and a racy variant of it
-# that the race test must be able to tell apart.
+# committed by the CLI's own code (USER_LIB_OBJS), and variants of it that
+# the tests must be able to tell apart (a racy CAS, no bucket to be had, a
+# short IPv6 extension-header walk, a racy lease) or that the benchmark
+# runs: each is tests/bpf/NAME.bpf.c, which overrides a macro and includes
+# bpf/sluice.bpf.c (or tools/bench_min.bpf.c), and its skeleton is
+# $(BUILD)/tests/NAME.skel.h, named NAME_bpf.
 BPF_TEST_CFLAGS	:= -I $(BUILD)/tests
-$(BUILD)/tests/sluice_racy.bpf.o: tests/bpf/sluice_racy.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
+$(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c bpf/sluice.bpf.c bpf/*.h tools/bench_min.bpf.c \
+		$(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
-$(BUILD)/tests/sluice_racy.skel.h: $(BUILD)/tests/sluice_racy.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_racy_bpf > $@
-$(BUILD)/tests/sluice_nobucket.bpf.o: tests/bpf/sluice_nobucket.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
-$(BUILD)/tests/sluice_nobucket.skel.h: $(BUILD)/tests/sluice_nobucket.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_nobucket_bpf > $@
-$(BUILD)/tests/sluice_random.bpf.o: tests/bpf/sluice_random.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
-$(BUILD)/tests/sluice_random.skel.h: $(BUILD)/tests/sluice_random.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_random_bpf > $@
+$(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources \
 		$(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
@@ -92,29 +87,15 @@ TEST_BINS	+= $(BUILD)/tests/test_algos
 TEST_BINS	+= $(BUILD)/tests/test_ban_sweep
 # The cluster leases: test_cluster drives --cluster rules, their
 # shares, hot notices and leases (user/daemon/cluster/lease.c's writer) through the real
-# program, and under two CPUs at once through a variant built from
-# bpf/sluice.bpf.c by -D flags alone, whose lease credit is decremented by a
-# plain store (read, then write credit - 1 whatever happened meanwhile):
-# every other compare-and-swap (old value named tat) stays atomic. The test
-# must see this variant over-admit.
-LEASE_RACY_DEFS	:= '-DSLUICE_CAS(p,o,n)=SLUICE_CAS_\#\#o(p,o,n)' \
-		   '-DSLUICE_CAS_tat(p,o,n)=__sync_val_compare_and_swap(p,o,n)' \
-		   '-DSLUICE_CAS_credit(p,o,n)=({ *(volatile __u64 *)(p) = (n); (o); })'
-$(BUILD)/tests/sluice_lease_racy.bpf.o: bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) $(LEASE_RACY_DEFS) -c $< -o $@
-$(BUILD)/tests/sluice_lease_racy.skel.h: $(BUILD)/tests/sluice_lease_racy.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_lease_racy_bpf > $@
+# program, and under two CPUs at once through sluice_lease_racy.bpf.c, whose
+# lease credit is decremented by a plain store: the test must see it
+# over-admit.
 $(BUILD)/tests/test_cluster: tests/bpf/test_cluster.c tests/bpf/fixture.h tests/bpf/check.h \
 		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_lease_racy.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_cluster
-# The minimal bucket with the same marker sources, for bench_xdp's rows.
-$(BUILD)/tests/bench_min_random.bpf.o: tests/bpf/bench_min_random.bpf.c tools/bench_min.bpf.c
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-$(BUILD)/tests/bench_min_random.skel.h: $(BUILD)/tests/bench_min_random.bpf.o
-	$(BPFTOOL) gen skeleton $< name bench_min_random_bpf > $@
+# The minimal bucket with the same marker sources (bench_min_random.bpf.c)
+# gives bench_xdp its baseline rows.
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_random.skel.h $(BUILD)/tests/bench_min_random.skel.h
 	@mkdir -p $(@D)
@@ -154,11 +135,6 @@ test:
 # The differential packet fuzzer (tests/bpf/fuzz_pkt.c): the real program
 # against a reference classifier (refclass.c), and a variant whose parser
 # walks too few IPv6 extension headers, which the fuzzer must catch.
-$(BUILD)/tests/sluice_shortext.bpf.o: tests/bpf/sluice_shortext.bpf.c bpf/sluice.bpf.c bpf/*.h $(TEST_HEADERS)
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
-$(BUILD)/tests/sluice_shortext.skel.h: $(BUILD)/tests/sluice_shortext.bpf.o
-	$(BPFTOOL) gen skeleton $< name sluice_shortext_bpf > $@
 $(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/refclass.h \
 		tests/bpf/fixture.h $(USER_LIB_OBJS) $(BUILD)/tests/sluice_shortext.skel.h
 	@mkdir -p $(@D)

@@ -326,33 +326,3 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 		return runtime_err("cannot read attach metadata: %s", strerror(errno));
 	return 0;
 }
-
-const char *reason_name(__u32 reason)
-{
-	static const char *const names[SLUICE_R_MAX] = {
-		[SLUICE_R_WITHIN_LIMIT] = "within_limit",
-		[SLUICE_R_ALLOWED] = "allowed",
-		[SLUICE_R_NON_IP] = "non_ip",
-		[SLUICE_R_MALFORMED] = "malformed",
-		[SLUICE_R_RATE_LIMITED] = "rate_limited",
-		[SLUICE_R_DENIED] = "denied",
-		[SLUICE_R_NO_BUCKET] = "no_bucket",
-		[SLUICE_R_MONITORED] = "monitored",
-		[SLUICE_R_BANNED] = "banned",
-		[SLUICE_R_NEW_SOURCE_LIMITED] = "new_source_limited",
-		[SLUICE_R_L4_UNREADABLE] = "l4_unreadable",
-		[SLUICE_R_VLAN_TOO_DEEP] = "vlan_too_deep",
-	};
-
-	return reason < SLUICE_R_MAX ? names[reason] : "unknown";
-}
-
-const char *mode_name(__u32 xdp_mode)
-{
-	switch (xdp_mode) {
-	case XDP_MODE_NATIVE: return "native";
-	case XDP_MODE_SKB: return "skb";
-	case XDP_MODE_HW: return "hw";
-	default: return "unknown";
-	}
-}

@@ -73,8 +73,5 @@ bool maps_still_current(const struct sluice_maps *m);
 typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_bucket *b,
 			 void *ctx);
 long walk_buckets(int fd, bucket_fn fn, void *ctx);
-/* The names stats, top and the exporter print. */
-const char *reason_name(__u32 reason);
-const char *mode_name(__u32 xdp_mode);
 
 #endif /* SLUICE_MAPS_H */

@@ -21,6 +21,7 @@
 #include "map_write.h"
 #include "pins.h"
 #include "maps.h"
+#include "names.h"
 #include "sources.h"
 #include "cluster_state.h"
 #include "policy.h"

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The source table: bucket keys, the new-source budget, and taking a
+ * bucket for a source. Part of sluice.bpf.c, included by it after
+ * counters.h. */
+#ifndef SLUICE_BPF_BUCKET_H
+#define SLUICE_BPF_BUCKET_H
+
+/* Keep the first len bits of a (the 128-bit form); zero the rest. */
+static __always_inline void mask_addr(__u8 *a, __u32 len)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SLUICE_ADDR_LEN; i++) {
+		if (len >= (__u32)(i + 1) * 8)
+			continue;
+		if (len <= (__u32)i * 8)
+			a[i] = 0;
+		else
+			a[i] &= (__u8)(0xff << (8 - (len - i * 8)));
+	}
+}
+
+/*
+ * Whether the new-source budget lets one more entry into the source table.
+ * The budget's TAT is shared by every CPU, so it is read first and changed
+ * only when it admits: a flood over the budget only reads its cache line.
+ * A CAS lost to another CPU's admission is tried again, boundedly.
+ */
+static __always_inline int new_source_admitted(struct sluice_config *cfg)
+{
+	struct sluice_budget *bg = &cfg->new_src[SLUICE_GEN_SLOT(READ_ONCE(cfg->gen_slot))];
+	__u64 interval = READ_ONCE(bg->interval), tolerance, tat, next, now;
+	int i;
+
+	if (!interval)
+		return 1;	/* no budget */
+	tolerance = READ_ONCE(bg->tolerance);
+	now = gcra_now(bpf_ktime_get_ns());
+	for (i = 0; i < SLUICE_BUDGET_TRIES; i++) {
+		tat = READ_ONCE(cfg->new_tat);
+		if (!gcra_admit(tat, now, interval, tolerance, &next))
+			return 0;
+		if (SLUICE_CAS(&cfg->new_tat, tat, next) == tat)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A per-source keyed bucket of rule idx for a source whose home bucket
+ * home last judged it by the same rule (an L4 rule now covers the source,
+ * so its packets need keyed buckets): it starts as the home bucket's state
+ * and generation, so its first packet re-binds it by the usual rules and
+ * the source keeps what it had spent. Left as it is when home says
+ * otherwise or changes under the read.
+ */
+static __always_inline void carry_home(const struct sluice_bucket *home, __u32 idx,
+				       struct sluice_bucket *fresh)
+{
+	__u64 bound = READ_ONCE(home->bound), tat;
+
+	tat = READ_ONCE(home->tat);
+	barrier();
+	if (!(bound & SLUICE_BOUND_DIRECT) || (bound & SLUICE_BOUND_PENDING) ||
+	    SLUICE_BOUND_IDX(bound) != idx || READ_ONCE(home->bound) != bound)
+		return;
+	fresh->tat = tat;
+	fresh->bound = bound & ~SLUICE_BOUND_DIRECT;
+}
+
+/* The bucket at key, taken with a full burst bound to (gen, idx) if there
+ * is none and the new-source budget allows; NULL otherwise, with *reason
+ * saying why. missing: the caller just looked key up and found nothing.
+ * home: the source's home bucket when it has one (and key is keyed): the
+ * source is known, so the budget does not apply, and a per-source key of
+ * the rule home was judged by starts from home's state (carry_home). */
+static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *cfg,
+							 const struct sluice_src_key *key,
+							 __u64 bound, int missing,
+							 const struct sluice_bucket *home,
+							 __u32 *reason)
+{
+	struct sluice_bucket *b, fresh = { .bound = bound };
+
+	b = missing ? NULL : bpf_map_lookup_elem(&src_buckets, key);
+	if (b)
+		return b;
+	if (home) {
+		if (key->key_len >= SLUICE_KEY_LEN_SOURCE)
+			carry_home(home, SLUICE_BOUND_IDX(bound), &fresh);
+	} else if (!new_source_admitted(cfg)) {
+		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
+		return NULL;
+	}
+	if (!SLUICE_NEW_BUCKET(&src_buckets, key, &fresh))
+		count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
+	b = bpf_map_lookup_elem(&src_buckets, key);
+	if (!b)	/* no memory, or evicted at once by another CPU */
+		*reason = SLUICE_R_NO_BUCKET;
+	return b;
+}
+
+#endif /* SLUICE_BPF_BUCKET_H */

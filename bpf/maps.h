@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Every map of the XDP program, in one place; their keys and values are
+ * the ABI of include/sluice/sluice.h. Included by sluice.bpf.c. */
+#ifndef SLUICE_BPF_MAPS_H
+#define SLUICE_BPF_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "sluice/sluice.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_MAX_SOURCES_DEFAULT);	/* set by attach */
+	__type(key, struct sluice_src_key);
+	__type(value, struct sluice_bucket);
+} src_buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_POLICY_SLOTS * SLUICE_MAX_POLICIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sluice_lpm_key);
+	__type(value, struct sluice_lpm_val);
+} policy_lpm SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_POLICY_SLOTS * SLUICE_MAX_POLICIES);
+	__type(key, __u32);
+	__type(value, struct sluice_policy);
+} policy_table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);	/* words stored whole, see maps.c */
+	__type(key, __u32);
+	__type(value, struct sluice_config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_R_MAX);
+	__type(key, __u32);
+	__type(value, struct sluice_counter);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MAX_POLICIES);
+	__type(key, __u32);
+	__type(value, struct sluice_policy_counter);
+} policy_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_meta);
+} meta SEC(".maps");
+
+/* Sources banned by the check server's escalation (sluice.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_MAX_BANS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sluice_src_key);
+	__type(value, struct sluice_ban);
+} bans SEC(".maps");
+
+/* Cluster-wide limits (sluice.h): leases the agent writes (through
+ * bpf/cluster.bpf.c) and leased rules spend, notices of the buckets that
+ * want one, and the agent's state. */
+#include "leases_map.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, SLUICE_CLUSTER_HOT_MAX);
+	__type(value, struct sluice_hot);
+} cluster_hot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_cluster_state);
+} cluster_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} events SEC(".maps");
+
+#endif /* SLUICE_BPF_MAPS_H */

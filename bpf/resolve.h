@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Policy lookup: the rule that decides a packet (the LPM trie and its
+ * candidates' L4 matches), and consistent copies of a policy out of the
+ * double-buffered table. Part of sluice.bpf.c, included by it after maps.h. */
+#ifndef SLUICE_BPF_RESOLVE_H
+#define SLUICE_BPF_RESOLVE_H
+
+/* What a policy says, copied out of the table. */
+struct verdict {
+	struct sluice_limit lim;
+	__u64 since;
+	__u32 action;
+	__u8 unit;
+	__u8 key_len;
+	__u8 flags;
+};
+
+/* A packet as rules see it: its source's home key and its L4 facts; kidx
+ * says which bucket it is judged in (SLUICE_KEY_HOME or a keyed one's
+ * policy index). */
+struct pkt {
+	struct sluice_src_key src;
+	struct l4 l4;
+	__u32 kidx;
+	__u64 bytes;
+};
+
+static __always_inline int match_holds(const struct sluice_match *m, const struct l4 *l4)
+{
+	__u8 f = m->flags;
+
+	if ((f & SLUICE_MATCH_PROTO) && m->proto != l4->proto)
+		return 0;
+	if ((f & SLUICE_MATCH_PORT) &&
+	    (!(l4->flags & L4_PORTS) || l4->dport < m->dport_lo || l4->dport > m->dport_hi))
+		return 0;
+	if ((f & SLUICE_MATCH_SYN) && !(l4->flags & L4_SYN))
+		return 0;
+	return 1;
+}
+
+/*
+ * The index of the rule that decides p in slot, or the default. *direct is
+ * set when that does not depend on the packet's L4 facts (the source's
+ * candidates start with a rule without a match), so every packet of the
+ * source goes to the same rule; otherwise *lead is the first candidate,
+ * the most specific rule that matches on L4 (an l4_unreadable drop is
+ * counted on it), and it decides a later IPv6 fragment, which has no L4
+ * facts the stack believes: so a protocol rule that is the most specific
+ * for its sources holds for whole datagrams.
+ */
+static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
+{
+	struct sluice_lpm_key key = {
+		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)slot,
+		.family = p->src.family,
+	};
+	struct sluice_lpm_val *hit;
+	__u32 i, n;
+
+	*direct = 1;
+	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
+	hit = bpf_map_lookup_elem(&policy_lpm, &key);
+	if (!hit)
+		return SLUICE_POLICY_DEFAULT;
+	n = hit->n;
+	if (n && hit->m[0].flags) {
+		*direct = 0;
+		*lead = hit->m[0].policy < SLUICE_MAX_POLICIES ? hit->m[0].policy
+							       : SLUICE_POLICY_DEFAULT;
+		if (p->l4.flags & L4_LATER_FRAG)
+			return *lead;
+	}
+	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
+		if (!match_holds(&hit->m[i], &p->l4))
+			continue;
+		return hit->m[i].policy < SLUICE_MAX_POLICIES ? hit->m[i].policy
+							      : SLUICE_POLICY_DEFAULT;
+	}
+	return SLUICE_POLICY_DEFAULT;
+}
+
+/*
+ * Copy policy idx of the slot that gen_slot names, then check that the slot
+ * was not rewritten meanwhile: a commit writes only the inactive slot, so it
+ * is enough that no second flip has begun. With want_idle, the config must
+ * also show no commit writing (for reads of the inactive slot). Returns 0 on
+ * a consistent copy.
+ */
+static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				       __u32 idx, struct verdict *v, int want_idle)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES || (want_idle && (gen_slot & SLUICE_GEN_WRITING)))
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	v->lim.interval = READ_ONCE(p->interval);
+	v->lim.tolerance = READ_ONCE(p->tolerance);
+	v->lim.ban = READ_ONCE(p->ban);
+	v->lim.ban_windows = READ_ONCE(p->ban_windows);
+	v->lim.algo = READ_ONCE(p->algo);
+	v->lim.bits = READ_ONCE(p->bits);
+	v->since = READ_ONCE(p->since);
+	v->action = READ_ONCE(p->action);
+	v->unit = READ_ONCE(p->unit);
+	v->key_len = READ_ONCE(p->key_len);
+	v->flags = READ_ONCE(p->flags);
+	barrier();
+	if (want_idle)
+		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/*
+ * The history of policy idx in the slot that gen_slot names (struct
+ * sluice_policy): when its limit last changed (*at, CLOCK_MONOTONIC ns:
+ * the moment generation `since` became active) and the first generation
+ * its previous limit judged (*prev_since). Checked as read_policy does;
+ * returns 0 on a consistent copy.
+ */
+static __always_inline int read_change(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				       __u32 idx, __u64 *at, __u64 *prev_since)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	*at = READ_ONCE(p->since) == SLUICE_GEN(gen_slot) ? READ_ONCE(cfg->active_since_ns[slot & 1])
+							  : READ_ONCE(p->since_ns);
+	*prev_since = READ_ONCE(p->prev_since);
+	barrier();
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/* The limit policy idx had before its last change, into v's limit and
+ * action; checked as read_policy does. */
+static __always_inline int read_prev(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
+				     __u32 idx, struct verdict *v)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return -1;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	v->lim.interval = READ_ONCE(p->prev_interval);
+	v->lim.tolerance = READ_ONCE(p->prev_tolerance);
+	v->lim.ban = READ_ONCE(p->prev_ban);
+	v->lim.ban_windows = READ_ONCE(p->prev_ban_windows);
+	v->lim.algo = READ_ONCE(p->prev_algo);
+	v->lim.bits = READ_ONCE(p->prev_bits);
+	v->action = READ_ONCE(p->prev_action);
+	barrier();
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
+/* The clock policy v is judged by (SLUICE_POLICY_COARSE_CLOCK). */
+static __always_inline __u64 policy_clock(const struct verdict *v)
+{
+	return (v->flags & SLUICE_POLICY_COARSE_CLOCK) ? bpf_ktime_get_coarse_ns()
+						       : bpf_ktime_get_ns();
+}
+
+/* Whether a source decided by a rule with verdict v and candidates that
+ * do not depend on L4 (direct) is served by its home bucket. */
+static __always_inline int served_at_home(int direct, const struct verdict *v)
+{
+	return direct && v->key_len >= SLUICE_KEY_LEN_SOURCE;
+}
+
+#endif /* SLUICE_BPF_RESOLVE_H */
