@@ -126,13 +126,23 @@ $(BUILD)/tests/pin_access: tests/exporter/pin_access.c
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
 TEST_BINS	+= $(BUILD)/tests/http_raw $(BUILD)/tests/fill_sources $(BUILD)/tests/pin_access
 
-# `make test TESTS=unit` runs only the tests whose names match.
-# On a fresh machine `sudo make test` first installs what is missing, so the
-# build itself runs in a second make that sees the installed toolchain.
+# `make test` runs the whole list, as CI does; `make test TESTS=unit` only
+# the tests whose names match. On a fresh machine `sudo make test` first
+# installs what is missing, so the build itself runs in a second make that
+# sees the installed toolchain.
 test:
 	tools/install-deps.sh
 	$(MAKE) all $(TEST_BINS)
 	tests/run $(TESTS)
+
+# `make test-quick`: the suites that need no traffic (unit, lint, bpf, cli)
+# and the fuzzers cut to SLUICE_FUZZ_SECONDS (default 5) each, in minutes.
+QUICK_SUITES		:= unit lint bpf cli fuzz
+SLUICE_FUZZ_SECONDS	?= 5
+test-quick:
+	tools/install-deps.sh
+	$(MAKE) all $(TEST_BINS)
+	SLUICE_FUZZ_SECONDS=$(SLUICE_FUZZ_SECONDS) tests/run $(QUICK_SUITES)
 
 # The differential packet fuzzer (tests/bpf/fuzz_pkt.c): the real program
 # against a reference classifier (refclass.c), and a variant whose parser
