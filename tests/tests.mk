@@ -5,7 +5,9 @@
 # by the wildcard below; anything else gets its own rule and a line
 # `TEST_BINS += $(BUILD)/tests/NAME`. Then list it in tests/list.
 
-TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/unit/harness.h
+TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/lib/harness.h
+# The unit tests find the harness by name.
+UNIT_CFLAGS	:= -iquote tests/lib
 # Sanitizers abort on the first report so a finding fails the test.
 TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer
@@ -19,12 +21,12 @@ BENCH_BINS	:=
 
 $(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
 
 # The Prometheus writer's golden-text tests: user/lib/prom.c alone, no libbpf.
 $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_prom
 
 # Bounded traffic generator for the e2e tests and the demo.
