@@ -12,16 +12,20 @@ UNIT_CFLAGS	:= -iquote tests/lib
 TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer
 
-# Unit tests: one self-contained C file each, the math with a fake clock.
+# Unit tests, the math with a fake clock: tests/unit/test_NAME.c runs the
+# cases, which are in it or in tests/unit/NAME_*.c, one file a subject.
 UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c,$(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
+UNIT_PARTS	:= $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
 
 TEST_BINS	:= $(UNIT_TEST_BINS)
 BENCH_BINS	:=
 
-$(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
+$(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(UNIT_PARTS) $(wildcard tests/unit/*.h) \
+		$(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) $< \
+		$(filter tests/unit/$(patsubst test_%,%,$*)_%.c,$(UNIT_PARTS)) -o $@
 
 # The Prometheus writer's golden-text tests: user/lib/prom.c alone, no libbpf.
 $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
