@@ -158,11 +158,12 @@ $(BUILD)/tests/sluice_shortext.bpf.o: tests/bpf/sluice_shortext.bpf.c bpf/sluice
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
 $(BUILD)/tests/sluice_shortext.skel.h: $(BUILD)/tests/sluice_shortext.bpf.o
 	$(BPFTOOL) gen skeleton $< name sluice_shortext_bpf > $@
-$(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/refclass.h \
+$(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/fuzz_gen.c tests/bpf/fuzz_pkt.h \
+		tests/bpf/refclass.c tests/bpf/refclass.h \
 		tests/bpf/fixture.h $(USER_LIB_OBJS) $(BUILD)/tests/sluice_shortext.skel.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/refclass.c \
-		$(USER_LIB_OBJS) -o $@ $(LIBS)
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/fuzz_gen.c \
+		tests/bpf/refclass.c $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/fuzz_pkt
 # Fault injection (tests/fault/): probe frames through a pinned program
 # and a timed SIGKILL.
