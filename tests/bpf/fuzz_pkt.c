@@ -351,6 +351,106 @@ static int reset_state(struct fixture *fx)
 }
 
 /*
+ * The counters after a batch of frames start..end, all run on CPU target
+ * (ran of them: the kernel refuses the shortest): per reason as the
+ * reference predicted, and each frame under exactly one reason, on the CPU
+ * it ran on. c0 and c1 are the per-CPU counters before and after. Returns
+ * 1 on a mismatch (printed), else 0.
+ */
+/* A phase's verdicts per policy rule: passed [0] and dropped [1]. */
+static __u64 pol_pred[SLUICE_MAX_POLICIES][2];
+
+static int check_batch(const struct fixture *fx, const struct sluice_counter *c0,
+		       const struct sluice_counter *c1, const __u64 (*pred)[2], __u32 phase,
+		       __u32 start, __u32 end, int target, __u32 ran)
+{
+	__u32 reason;
+	int cpu;
+
+	for (reason = 0; reason < SLUICE_R_MAX; reason++) {
+		__u64 pk = 0, by = 0;
+
+		for (cpu = 0; cpu < fx->m.ncpus; cpu++) {
+			pk += c1[cpu * SLUICE_R_MAX + reason].packets -
+			      c0[cpu * SLUICE_R_MAX + reason].packets;
+			by += c1[cpu * SLUICE_R_MAX + reason].bytes -
+			      c0[cpu * SLUICE_R_MAX + reason].bytes;
+		}
+		if (pk != pred[reason][0] || by != pred[reason][1]) {
+			say("MISMATCH phase %u frames %u..%u: %s counted %llu packets %llu bytes, reference %llu packets %llu bytes\n",
+			       phase, start, end, reason_names[reason], (unsigned long long)pk,
+			       (unsigned long long)by, (unsigned long long)pred[reason][0],
+			       (unsigned long long)pred[reason][1]);
+			return 1;
+		}
+	}
+	/* Conservation: each frame under exactly one reason, on the CPU it
+	 * ran on. */
+	for (cpu = 0; cpu < fx->m.ncpus; cpu++) {
+		__u64 sum = 0;
+
+		for (reason = 0; reason < SLUICE_R_MAX; reason++)
+			sum += c1[cpu * SLUICE_R_MAX + reason].packets -
+			       c0[cpu * SLUICE_R_MAX + reason].packets;
+		if (sum != (cpu == target ? ran : 0)) {
+			say("MISMATCH phase %u frames %u..%u: CPU %d counted %llu frames under its reasons, %u were run on CPU %d\n",
+			       phase, start, end, cpu, (unsigned long long)sum, ran, target);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The next batch of a phase from frame *i on (at most `room` run), through
+ * the program and the reference: pred gets the reference's packets and
+ * bytes per reason, pol_pred its verdicts per policy rule, *ran the frames
+ * run, *i the next frame. Returns 1 on a mismatch (printed), else 0.
+ */
+static int run_batch(struct fixture *fx, __u32 phase, __u32 *i, __u64 room,
+		     struct ref_policy *rp, struct ref_state *st, __u64 (*pred)[2], __u32 *ran)
+{
+	__u8 frame[FRAME_MAX];
+	__u32 start = *i;
+
+	memset(pred, 0, sizeof(__u64[SLUICE_R_MAX][2]));
+	*ran = 0;
+	for (; *ran < room && *i - start < run.batch; (*i)++) {
+		size_t len = gen_frame(run.seed, phase, *i, frame);
+		struct ref_verdict v;
+		int act = test_run(fx->prog_fd, frame, len);
+
+		if (len < ETH_HLEN) {
+			/* The kernel runs no frame shorter than an Ethernet
+			 * header (nor does a NIC deliver one). */
+			if (act != -EINVAL) {
+				say("MISMATCH phase %u frame %u: a %zu-byte frame was run: %d\n",
+				       phase, *i, len, act);
+				(*i)++;
+				return 1;
+			}
+			run.refused++;
+			continue;
+		}
+		(*ran)++;
+		ref_decide(rp, st, frame, len, &v);
+		run.reasons[v.reason]++;
+		pred[v.reason][0]++;
+		pred[v.reason][1] += len;
+		if (v.policy >= 0)
+			pol_pred[v.policy][sluice_reason_is_drop(v.reason)]++;
+		if (act != v.xdp) {
+			say("MISMATCH phase %u frame %u: action %s, reference %s (%s)\n",
+			       phase, *i, act < 0 ? strerror(-act) : xdp_name(act),
+			       xdp_name(v.xdp), reason_names[v.reason]);
+			(*i)++;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * One phase: the program reset, a policy, `frames` frames run in batches,
  * each batch on the next CPU. Returns 0 while everything agrees, 1 on a
  * mismatch (printed, with the replay), -1 on an error.
@@ -358,15 +458,13 @@ static int reset_state(struct fixture *fx)
 static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadline, __u64 *sent)
 {
 	static struct sluice_counter c0[MAX_CPUS * SLUICE_R_MAX], c1[MAX_CPUS * SLUICE_R_MAX];
-	static __u64 pol_pred[SLUICE_MAX_POLICIES][2];
 	struct rng r = rng_for(run.seed, phase, 0xc0ffeeULL);
 	struct ref_policy *rp = calloc(1, sizeof(*rp));
 	struct ref_state st = { 0 };
 	__u64 pred[SLUICE_R_MAX][2], budget, taken0 = 0, taken = 0, phase_ran = 0;
 	char policy[4096];
-	__u8 frame[FRAME_MAX];
-	__u32 i = 0, start, reason, ran;
-	int cpu, bad = 0, ret = -1;
+	__u32 i = 0, start, ran;
+	int bad = 0, ret = -1;
 
 	gen_policy(&r, policy, sizeof(policy), &budget);
 	if (run.verbose)
@@ -390,75 +488,13 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 			fprintf(stderr, "fuzz_pkt: cannot pin to CPU %d: %s\n", target, strerror(errno));
 			goto out;
 		}
-		memset(pred, 0, sizeof(pred));
-		ran = 0;
-		for (start = i; phase_ran + ran < frames && i - start < run.batch; i++) {
-			size_t len = gen_frame(run.seed, phase, i, frame);
-			struct ref_verdict v;
-			int act = test_run(fx->prog_fd, frame, len);
-
-			if (len < ETH_HLEN) {
-				/* The kernel runs no frame shorter than an
-				 * Ethernet header (nor does a NIC deliver one). */
-				if (act != -EINVAL) {
-					say("MISMATCH phase %u frame %u: a %zu-byte frame was run: %d\n",
-					       phase, i, len, act);
-					bad = 1;
-					i++;
-					break;
-				}
-				run.refused++;
-				continue;
-			}
-			ran++;
-			ref_decide(rp, &st, frame, len, &v);
-			run.reasons[v.reason]++;
-			pred[v.reason][0]++;
-			pred[v.reason][1] += len;
-			if (v.policy >= 0)
-				pol_pred[v.policy][sluice_reason_is_drop(v.reason)]++;
-			if (act != v.xdp) {
-				say("MISMATCH phase %u frame %u: action %s, reference %s (%s)\n",
-				       phase, i, act < 0 ? strerror(-act) : xdp_name(act),
-				       xdp_name(v.xdp), reason_names[v.reason]);
-				bad = 1;
-				i++;
-				break;
-			}
-		}
+		start = i;
+		bad = run_batch(fx, phase, &i, frames - phase_ran, rp, &st, pred, &ran);
 		if (percpu_counters(fx, c1))
 			goto out;
-		for (reason = 0; reason < SLUICE_R_MAX && !bad; reason++) {
-			__u64 pk = 0, by = 0;
-
-			for (cpu = 0; cpu < fx->m.ncpus; cpu++) {
-				pk += c1[cpu * SLUICE_R_MAX + reason].packets -
-				      c0[cpu * SLUICE_R_MAX + reason].packets;
-				by += c1[cpu * SLUICE_R_MAX + reason].bytes -
-				      c0[cpu * SLUICE_R_MAX + reason].bytes;
-			}
-			if (pk != pred[reason][0] || by != pred[reason][1]) {
-				say("MISMATCH phase %u frames %u..%u: %s counted %llu packets %llu bytes, reference %llu packets %llu bytes\n",
-				       phase, start, i - 1, reason_names[reason], (unsigned long long)pk,
-				       (unsigned long long)by, (unsigned long long)pred[reason][0],
-				       (unsigned long long)pred[reason][1]);
-				bad = 1;
-			}
-		}
-		/* Conservation: each frame under exactly one reason, on the
-		 * CPU it ran on. */
-		for (cpu = 0; cpu < fx->m.ncpus && !bad; cpu++) {
-			__u64 sum = 0;
-
-			for (reason = 0; reason < SLUICE_R_MAX; reason++)
-				sum += c1[cpu * SLUICE_R_MAX + reason].packets -
-				       c0[cpu * SLUICE_R_MAX + reason].packets;
-			if (sum != (cpu == target ? ran : 0)) {
-				say("MISMATCH phase %u frames %u..%u: CPU %d counted %llu frames under its reasons, %u were run on CPU %d\n",
-				       phase, start, i - 1, cpu, (unsigned long long)sum, ran, target);
-				bad = 1;
-			}
-		}
+		if (!bad)
+			bad = check_batch(fx, c0, c1, (const __u64 (*)[2])pred, phase, start, i - 1,
+					  target, ran);
 		if (!bad)
 			run.cpu_seen[target] = 1;
 		memcpy(c0, c1, sizeof(struct sluice_counter) * SLUICE_R_MAX * (size_t)fx->m.ncpus);
@@ -566,7 +602,68 @@ static int parse_num(const char *opt, const char *s, __u64 max, __u64 *out)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line's bounds and mode. */
+struct fuzz_opts {
+	__u64 frames, seconds;
+	int got_frames, got_seconds, prove;
+};
+
+/* One option c: -1 to go on, else the exit status. */
+static int take_opt(int c, char **argv, struct fuzz_opts *o)
+{
+	__u64 batch;
+
+	switch (c) {
+	case 's':
+		if (parse_num("--seed", optarg, ~0ULL, &run.seed))
+			return 2;
+		break;
+	case 'n':
+		if (parse_num("--frames", optarg, 1ULL << 48, &o->frames))
+			return 2;
+		o->got_frames = 1;
+		break;
+	case 't':
+		if (parse_num("--seconds", optarg, 365ULL * 86400, &o->seconds))
+			return 2;
+		o->got_seconds = 1;
+		break;
+	case 'b':
+		if (parse_num("--batch", optarg, PHASE_FRAMES, &batch))
+			return 2;
+		if (!batch) {
+			fprintf(stderr, "fuzz_pkt: --batch must be at least 1: see --help\n");
+			return 2;
+		}
+		run.batch = (__u32)batch;
+		break;
+	case 'v':
+		if (strcmp(optarg, "real") && strcmp(optarg, "short-ext")) {
+			fprintf(stderr, "fuzz_pkt: --variant is real or short-ext, got '%s': see --help\n",
+				optarg);
+			return 2;
+		}
+		run.variant = optarg;
+		break;
+	case 'V':
+		run.verbose = 1;
+		break;
+	case 'p':
+		o->prove = 1;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		fprintf(stderr, "fuzz_pkt: unknown option or missing value: '%s': see --help\n",
+			argv[optind - 1]);
+		return 2;
+	}
+	return -1;
+}
+
+/* The command line into o: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct fuzz_opts *o)
 {
 	static const struct option lo[] = {
 		{ "seed", required_argument, NULL, 's' },
@@ -579,99 +676,36 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	__u64 frames = 10000000, seconds = 60, batch, sent = 0, kinds = 0;
-	int got_frames = 0, got_seconds = 0;
-	double t0, deadline, took;
-	cpu_set_t all;
-	__u32 phase = 0;
-	int prove = 0;
-	int c, i, r = 0;
-	char seen[MAX_CPUS * 4] = "";
+	int c, r;
 
-	run.seed = (__u64)time(NULL);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (parse_num("--seed", optarg, ~0ULL, &run.seed))
-				return 2;
-			break;
-		case 'n':
-			if (parse_num("--frames", optarg, 1ULL << 48, &frames))
-				return 2;
-			got_frames = 1;
-			break;
-		case 't':
-			if (parse_num("--seconds", optarg, 365ULL * 86400, &seconds))
-				return 2;
-			got_seconds = 1;
-			break;
-		case 'b':
-			if (parse_num("--batch", optarg, PHASE_FRAMES, &batch))
-				return 2;
-			if (!batch) {
-				fprintf(stderr, "fuzz_pkt: --batch must be at least 1: see --help\n");
-				return 2;
-			}
-			run.batch = (__u32)batch;
-			break;
-		case 'v':
-			if (strcmp(optarg, "real") && strcmp(optarg, "short-ext")) {
-				fprintf(stderr, "fuzz_pkt: --variant is real or short-ext, got '%s': see --help\n",
-					optarg);
-				return 2;
-			}
-			run.variant = optarg;
-			break;
-		case 'V':
-			run.verbose = 1;
-			break;
-		case 'p':
-			prove = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "fuzz_pkt: unknown option or missing value: '%s': see --help\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if ((r = take_opt(c, argv, o)) >= 0)
+			return r;
 	if (optind < argc) {
 		fprintf(stderr, "fuzz_pkt: unexpected argument '%s': see --help\n", argv[optind]);
 		return 2;
 	}
-	if (got_frames != got_seconds) {
-		if (!got_frames)
-			frames = 0;
+	if (o->got_frames != o->got_seconds) {
+		if (!o->got_frames)
+			o->frames = 0;
 		else
-			seconds = 0;
+			o->seconds = 0;
 	}
-	if (!frames && !seconds) {
+	if (!o->frames && !o->seconds) {
 		fprintf(stderr, "fuzz_pkt: --frames 0 and --seconds 0 would never stop: bound one\n");
 		return 2;
 	}
-	if (geteuid() != 0) {
-		printf("fuzz_pkt: needs root for BPF_PROG_TEST_RUN\n");
-		return 77;
-	}
-	if (sched_getaffinity(0, sizeof(all), &all)) {
-		fprintf(stderr, "fuzz_pkt: cannot read the CPU affinity: %s\n", strerror(errno));
-		return 1;
-	}
-	for (i = 0; i < MAX_CPUS && i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, &all))
-			run.cpus[run.ncpus++] = i;
-	libbpf_set_print(NULL);
-	printf("fuzz_pkt: seed %llu, variant %s\n", (unsigned long long)run.seed, run.variant);
-	fflush(stdout);
-	if (prove && prove_it())
-		return 1;
-	t0 = now_s();
-	deadline = seconds ? t0 + (double)seconds : 1e300;
-	r = fuzz(frames, deadline, &sent, &phase);
-	took = now_s() - t0;
+	return -1;
+}
+
+/* The closing lines: what ran, by reason, and the verdict r. */
+static void print_summary(__u64 sent, __u32 phase, double took, int r)
+{
+	char seen[MAX_CPUS * 4] = "";
+	__u64 kinds = 0;
+	int i;
+
 	for (i = 0; i < MK_MAX; i++)
 		kinds += mk_count[i] != 0;
 	for (i = 0; i < run.ncpus; i++)
@@ -691,6 +725,41 @@ int main(int argc, char **argv)
 	       (unsigned long long)sent, phase, took, sent / (took > 0 ? took : 1),
 	       (unsigned long long)kinds, (unsigned long long)run.mismatches,
 	       r ? "checked up to the mismatch" : "held", seen[0] ? seen : "(none)");
+}
+
+int main(int argc, char **argv)
+{
+	struct fuzz_opts o = { .frames = 10000000, .seconds = 60 };
+	double t0, deadline;
+	__u64 sent = 0;
+	cpu_set_t all;
+	__u32 phase = 0;
+	int i, r;
+
+	run.seed = (__u64)time(NULL);
+	r = parse_args(argc, argv, &o);
+	if (r >= 0)
+		return r;
+	if (geteuid() != 0) {
+		printf("fuzz_pkt: needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	if (sched_getaffinity(0, sizeof(all), &all)) {
+		fprintf(stderr, "fuzz_pkt: cannot read the CPU affinity: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < MAX_CPUS && i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &all))
+			run.cpus[run.ncpus++] = i;
+	libbpf_set_print(NULL);
+	printf("fuzz_pkt: seed %llu, variant %s\n", (unsigned long long)run.seed, run.variant);
+	fflush(stdout);
+	if (o.prove && prove_it())
+		return 1;
+	t0 = now_s();
+	deadline = o.seconds ? t0 + (double)o.seconds : 1e300;
+	r = fuzz(o.frames, deadline, &sent, &phase);
+	print_summary(sent, phase, now_s() - t0, r);
 	if (r < 0)
 		return 1;
 	return r ? 1 : 0;
