@@ -37,9 +37,10 @@ TEST_BINS	+= $(BUILD)/tests/test_prom
 $(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c tools/flood_src.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-$(BUILD)/sluice-flood: tools/flood.c tools/flood_src.h $(BUILD)/flood_xdp.skel.h
+$(BUILD)/sluice-flood: tools/flood.c tools/flood_opts.c tools/flood.h tools/flood_src.h \
+		$(BUILD)/flood_xdp.skel.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
+	$(CC) $(CFLAGS) tools/flood.c tools/flood_opts.c -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
 
 # The minimal XDP token bucket that tools/bench-napi.sh measures sluice
