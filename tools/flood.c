@@ -364,6 +364,98 @@ static void write_times(FILE *f, uint64_t t, uint64_t n)
 		fwrite(line, 1, (size_t)len, f);
 }
 
+/* The next n frames from the sources from next_src on, in turn; returns
+ * the source after them. */
+static uint64_t build_sources(const struct flood_opts *o, uint8_t *const *frames, uint64_t n,
+			      const uint8_t *src_mac, uint64_t next_src)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		struct addr src = o->src;
+		uint32_t a;
+
+		if (o->random) {
+			a = htonl(flood_random_src(&o->rnd, (uint32_t)next_src));
+			memcpy(src.a, &a, sizeof(a));
+		} else {
+			addr_add(&o->src, next_src * o->src_step, &src);
+		}
+		build_frame(frames[i], o, src_mac, &src);
+		next_src = next_src + 1 == o->sources ? 0 : next_src + 1;
+	}
+	return next_src;
+}
+
+/*
+ * The packet socket's sends: batches of up to BATCH frames, paced by
+ * --pps, until --count, --seconds or a signal; *sent, *first and *last
+ * as main prints them. Returns 0 or the exit status.
+ */
+static int send_socket(const struct flood_opts *op, int fd, uint8_t *const *frames,
+		       struct mmsghdr *msgs, const uint8_t *src_mac, FILE *times,
+		       uint64_t *sent_out, uint64_t *first_out, uint64_t *last_out)
+{
+	const struct flood_opts o = *op;
+	uint64_t sent = 0, next_src = 0, first = 0, last = 0;
+	uint64_t start = now_ns(), deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
+	int err = 0;
+
+	while (sent < o.count && !stop) {
+		uint64_t now = now_ns(), due, n, t_send;
+		int r;
+
+		if (now >= deadline)
+			break;
+		/* Pace by schedule (packet k is due at start + k/pps), so a late
+		 * wake-up catches up in one batch instead of drifting. */
+		if (o.pps) {
+			due = (uint64_t)((double)(now - start) * (double)o.pps / NS_PER_SEC) + 1;
+			if (due > o.count)
+				due = o.count;
+			if (due <= sent) {
+				uint64_t at = start + (uint64_t)((double)sent * NS_PER_SEC /
+								 (double)o.pps);
+
+				sleep_until(at < deadline ? at : deadline);
+				continue;
+			}
+			n = due - sent;
+		} else {
+			n = o.count - sent;
+		}
+		if (n > BATCH)
+			n = BATCH;
+		if (o.sources > 1)
+			next_src = build_sources(&o, frames, n, src_mac, next_src);
+		t_send = now_ns();
+		r = sendmmsg(fd, msgs, (unsigned int)n, 0);
+		if (r < 0) {
+			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+				/* Device queue full: back off, nothing was sent. */
+				if (o.sources > 1)
+					next_src = (next_src + o.sources - n % o.sources) % o.sources;
+				sleep_until(now_ns() + ENOBUFS_BACKOFF_NS);
+				continue;
+			}
+			err = runtime_err("cannot send on %s: %s", o.iface, strerror(errno));
+			break;
+		}
+		if (o.sources > 1 && (uint64_t)r < n)	/* rewind unsent sources */
+			next_src = (next_src + o.sources - (n - (uint64_t)r) % o.sources) % o.sources;
+		if (r > 0) {
+			last = now_ns();
+			if (!sent)
+				first = now;
+			sent += (uint64_t)r;
+			if (times)
+				write_times(times, t_send, (uint64_t)r);
+		}
+	}
+	*sent_out = sent;
+	*first_out = first;
+	*last_out = last;
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t bufs[BATCH][FRAME_SLOT] __attribute__((aligned(8)));
@@ -372,7 +464,7 @@ int main(int argc, char **argv)
 	struct iovec iov[BATCH];
 	uint8_t src_mac[ETH_ALEN];
 	struct flood_opts o;
-	uint64_t sent = 0, next_src = 0, start, deadline, first = 0, last = 0, frames_run = 0;
+	uint64_t sent = 0, start, first = 0, last = 0, frames_run = 0;
 	int fd, ifindex = 0, err = 0;
 	FILE *times = NULL;
 	double secs;
@@ -413,73 +505,10 @@ int main(int argc, char **argv)
 		start = now_ns() + o.align_ns - o.align_off_ns;
 		sleep_until(start - start % o.align_ns + o.align_off_ns);
 	}
-	start = now_ns();
-	deadline = start + (uint64_t)(o.seconds * NS_PER_SEC);
 	if (o.xdp)
 		err = send_xdp(&o, ifindex, src_mac, &sent, &first, &last, &frames_run);
-	while (!o.xdp && sent < o.count && !stop) {
-		uint64_t now = now_ns(), due, n, t_send;
-		int r;
-
-		if (now >= deadline)
-			break;
-		/* Pace by schedule (packet k is due at start + k/pps), so a late
-		 * wake-up catches up in one batch instead of drifting. */
-		if (o.pps) {
-			due = (uint64_t)((double)(now - start) * (double)o.pps / NS_PER_SEC) + 1;
-			if (due > o.count)
-				due = o.count;
-			if (due <= sent) {
-				uint64_t at = start + (uint64_t)((double)sent * NS_PER_SEC /
-								 (double)o.pps);
-
-				sleep_until(at < deadline ? at : deadline);
-				continue;
-			}
-			n = due - sent;
-		} else {
-			n = o.count - sent;
-		}
-		if (n > BATCH)
-			n = BATCH;
-		if (o.sources > 1)
-			for (uint64_t i = 0; i < n; i++) {
-				struct addr src = o.src;
-				uint32_t a;
-
-				if (o.random) {
-					a = htonl(flood_random_src(&o.rnd, (uint32_t)next_src));
-					memcpy(src.a, &a, sizeof(a));
-				} else {
-					addr_add(&o.src, next_src * o.src_step, &src);
-				}
-				build_frame(frames[i], &o, src_mac, &src);
-				next_src = next_src + 1 == o.sources ? 0 : next_src + 1;
-			}
-		t_send = now_ns();
-		r = sendmmsg(fd, msgs, (unsigned int)n, 0);
-		if (r < 0) {
-			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
-				/* Device queue full: back off, nothing was sent. */
-				if (o.sources > 1)
-					next_src = (next_src + o.sources - n % o.sources) % o.sources;
-				sleep_until(now_ns() + ENOBUFS_BACKOFF_NS);
-				continue;
-			}
-			err = runtime_err("cannot send on %s: %s", o.iface, strerror(errno));
-			break;
-		}
-		if (o.sources > 1 && (uint64_t)r < n)	/* rewind unsent sources */
-			next_src = (next_src + o.sources - (n - (uint64_t)r) % o.sources) % o.sources;
-		if (r > 0) {
-			last = now_ns();
-			if (!sent)
-				first = now;
-			sent += (uint64_t)r;
-			if (times)
-				write_times(times, t_send, (uint64_t)r);
-		}
-	}
+	else
+		err = send_socket(&o, fd, frames, msgs, src_mac, times, &sent, &first, &last);
 	close(fd);
 	if (times && (ferror(times) | fclose(times)) && !err)
 		err = runtime_err("cannot write --timestamps %s: %s", o.timestamps,
