@@ -97,8 +97,8 @@ setup_iface "$BR2"
 # The snapshot only looks: it runs the plain build when there is one (the
 # sanitizer build takes ~70 ms more to start), while the case itself runs
 # the sanitizer build. It is one process in the namespace (bash, running the
-# looks one after the other), not a process or two a look: a case costs a
-# dozen processes in all, not sixty.
+# looks one after the other, a process for each at most), so that a case
+# costs about a dozen processes in all.
 SNAP_SLUICE=$SLUICE
 [[ -x $SLUICE_ROOT/build/sluice ]] && SNAP_SLUICE=$SLUICE_ROOT/build/sluice
 
