@@ -30,7 +30,7 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: all clean test demo bench install deps check soak
+.PHONY: all clean test test-quick demo bench install deps check soak
 
 all: $(BUILD)/sluice
 

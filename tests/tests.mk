@@ -5,34 +5,40 @@
 # by the wildcard below; anything else gets its own rule and a line
 # `TEST_BINS += $(BUILD)/tests/NAME`. Then list it in tests/list.
 
-TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/unit/harness.h
+TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/lib/harness.h
+# The unit tests find the harness by name.
+UNIT_CFLAGS	:= -iquote tests/lib
 # Sanitizers abort on the first report so a finding fails the test.
 TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 		   -fno-omit-frame-pointer
 
-# Unit tests: one self-contained C file each, the math with a fake clock.
+# Unit tests, the math with a fake clock: tests/unit/test_NAME.c runs the
+# cases, which are in it or in tests/unit/NAME_*.c, one file a subject.
 UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_table.c tests/unit/test_check_prom.c,\
 		     $(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
+UNIT_PARTS	:= $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
 
 TEST_BINS	:= $(UNIT_TEST_BINS)
 BENCH_BINS	:=
 
-$(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HEADERS)
+$(UNIT_TEST_BINS): $(BUILD)/tests/%: tests/unit/%.c $(UNIT_PARTS) $(wildcard tests/unit/*.h) \
+		$(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) $< -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) $< \
+		$(filter tests/unit/$(patsubst test_%,%,$*)_%.c,$(UNIT_PARTS)) -o $@
 
 # The Prometheus writer's golden-text tests: user/lib/prom.c alone, no libbpf.
 $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_prom
 
 # The LRU hash table (user/lib/table.c) alone.
 $(BUILD)/tests/test_table: tests/unit/test_table.c user/lib/table.c user/lib/table.h user/lib/hash.h \
 		$(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_table.c user/lib/table.c -o $@
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_table.c user/lib/table.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_table
 
 # The check server's /metrics text against its golden file: its writer
@@ -40,7 +46,7 @@ TEST_BINS	+= $(BUILD)/tests/test_table
 $(BUILD)/tests/test_check_prom: tests/unit/test_check_prom.c user/daemon/check/metrics.c \
 		user/daemon/check/metrics.h user/lib/prom.c user/lib/prom.h $(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_check_prom.c user/daemon/check/metrics.c \
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_check_prom.c user/daemon/check/metrics.c \
 		user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_check_prom
 
@@ -48,9 +54,10 @@ TEST_BINS	+= $(BUILD)/tests/test_check_prom
 $(BUILD)/flood_xdp.bpf.o: tools/flood_xdp.bpf.c tools/flood_src.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-$(BUILD)/sluice-flood: tools/flood.c tools/flood_src.h $(BUILD)/flood_xdp.skel.h
+$(BUILD)/sluice-flood: tools/flood.c tools/flood_opts.c tools/flood.h tools/flood_src.h \
+		$(BUILD)/flood_xdp.skel.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -o $@ $(LIBS)
+	$(CC) $(CFLAGS) tools/flood.c tools/flood_opts.c -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/sluice-flood
 
 # The minimal XDP token bucket that tools/bench-napi.sh measures sluice
@@ -124,22 +131,33 @@ $(BUILD)/tests/pin_access: tests/exporter/pin_access.c
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
 TEST_BINS	+= $(BUILD)/tests/http_raw $(BUILD)/tests/fill_sources $(BUILD)/tests/pin_access
 
-# `make test TESTS=unit` runs only the tests whose names match.
-# On a fresh machine `sudo make test` first installs what is missing, so the
-# build itself runs in a second make that sees the installed toolchain.
+# `make test` runs the whole list, as CI does; `make test TESTS=unit` only
+# the tests whose names match. On a fresh machine `sudo make test` first
+# installs what is missing, so the build itself runs in a second make that
+# sees the installed toolchain.
 test:
 	tools/install-deps.sh
 	$(MAKE) all $(TEST_BINS)
 	tests/run $(TESTS)
 
+# `make test-quick`: the suites that need no traffic (unit, lint, bpf, cli)
+# and the fuzzers cut to SLUICE_FUZZ_SECONDS (default 5) each, in minutes.
+QUICK_SUITES		:= unit lint bpf cli fuzz
+SLUICE_FUZZ_SECONDS	?= 5
+test-quick:
+	tools/install-deps.sh
+	$(MAKE) all $(TEST_BINS)
+	SLUICE_FUZZ_SECONDS=$(SLUICE_FUZZ_SECONDS) tests/run $(QUICK_SUITES)
+
 # The differential packet fuzzer (tests/bpf/fuzz_pkt.c): the real program
 # against a reference classifier (refclass.c), and a variant whose parser
 # walks too few IPv6 extension headers, which the fuzzer must catch.
-$(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/refclass.c tests/bpf/refclass.h \
+$(BUILD)/tests/fuzz_pkt: tests/bpf/fuzz_pkt.c tests/bpf/fuzz_gen.c tests/bpf/fuzz_pkt.h \
+		tests/bpf/refclass.c tests/bpf/refclass.h \
 		tests/bpf/fixture.h $(USER_LIB_OBJS) $(BUILD)/tests/sluice_shortext.skel.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/refclass.c \
-		$(USER_LIB_OBJS) -o $@ $(LIBS)
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) tests/bpf/fuzz_pkt.c tests/bpf/fuzz_gen.c \
+		tests/bpf/refclass.c $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/fuzz_pkt
 # Fault injection (tests/fault/): probe frames through a pinned program
 # and a timed SIGKILL.

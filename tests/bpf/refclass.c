@@ -308,14 +308,78 @@ static __u32 finish(struct ref_verdict *v, __u32 reason)
 	return reason;
 }
 
+/* A limit rule r's verdict on frame f (len bytes): its bucket taken (within
+ * the new-source budget), charged, banned; v gets the key. */
+static __u32 judge_limit(const struct ref_policy *pol, struct ref_state *s,
+			 const struct ref_rule *r, const struct ref_frame *f, int direct,
+			 size_t len, struct ref_verdict *v)
+{
+	struct ref_bucket *b;
+	__u64 cost;
+	__u32 reason, bit;
+
+	/* The home bucket (whole address) when one per-source rule
+	 * takes all of the source's packets; else keyed by the
+	 * source masked to the rule's key length and its index. */
+	memset(&v->key, 0, sizeof(v->key));
+	memcpy(v->key.a, f->addr, sizeof(f->addr));
+	v->key.family = f->family;
+	if (direct && r->key_len >= SLUICE_KEY_LEN_SOURCE) {
+		v->key.key_len = SLUICE_KEY_LEN_SOURCE;
+		v->key.policy = SLUICE_KEY_HOME;
+	} else {
+		for (bit = r->key_len; bit < 8 * SLUICE_ADDR_LEN; bit++)
+			v->key.a[bit / 8] &= (__u8)~(0x80 >> (bit % 8));
+		v->key.key_len = (__u8)r->key_len;
+		v->key.policy = r->index;
+	}
+	b = slot_of(s, &v->key);
+	if (!b->used && pol->new_sources && s->new_taken >= pol->new_sources) {
+		/* Over the new-source budget: no entry taken. */
+		reason = SLUICE_R_NEW_SOURCE_LIMITED;
+		goto judged;
+	}
+	if (!b->used) {
+		if (pol->new_sources)
+			s->new_taken++;
+		if (2 * (s->n + 1) > s->cap)
+			abort();	/* the caller sizes the table */
+		b->used = 1;
+		b->key = v->key;
+		s->n++;
+	}
+	v->bucketed = 1;
+	/* No token refills within a run: admitted while the units
+	 * admitted plus this frame's stay within the burst. */
+	cost = r->bytes ? len : 1;
+	if (b->banned) {
+		reason = SLUICE_R_BANNED;
+	} else if (b->spent + cost <= r->burst) {
+		b->spent += cost;
+		reason = SLUICE_R_WITHIN_LIMIT;
+	} else {
+		reason = SLUICE_R_RATE_LIMITED;
+		b->banned = r->ban;
+	}
+judged:
+	if (r->monitor && sluice_reason_is_drop(reason))
+		reason = SLUICE_R_MONITORED;
+	if (v->bucketed) {
+		/* A --monitor rule's would-drop is the source's dropped. */
+		if (sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED)
+			b->dropped++;
+		else
+			b->passed++;
+	}
+	return reason;
+}
+
 void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p, size_t len,
 		struct ref_verdict *v)
 {
 	const struct ref_rule *r, *lead;
 	struct ref_frame f;
-	struct ref_bucket *b;
-	__u64 cost;
-	__u32 reason, bit;
+	__u32 reason;
 	int direct;
 
 	memset(v, 0, sizeof(*v));
@@ -346,59 +410,7 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 	} else if (r->action == SLUICE_ACT_DENY) {
 		reason = SLUICE_R_DENIED;
 	} else {
-		/* The home bucket (whole address) when one per-source rule
-		 * takes all of the source's packets; else keyed by the
-		 * source masked to the rule's key length and its index. */
-		memset(&v->key, 0, sizeof(v->key));
-		memcpy(v->key.a, f.addr, sizeof(f.addr));
-		v->key.family = f.family;
-		if (direct && r->key_len >= SLUICE_KEY_LEN_SOURCE) {
-			v->key.key_len = SLUICE_KEY_LEN_SOURCE;
-			v->key.policy = SLUICE_KEY_HOME;
-		} else {
-			for (bit = r->key_len; bit < 8 * SLUICE_ADDR_LEN; bit++)
-				v->key.a[bit / 8] &= (__u8)~(0x80 >> (bit % 8));
-			v->key.key_len = (__u8)r->key_len;
-			v->key.policy = r->index;
-		}
-		b = slot_of(s, &v->key);
-		if (!b->used && pol->new_sources && s->new_taken >= pol->new_sources) {
-			/* Over the new-source budget: no entry taken. */
-			reason = SLUICE_R_NEW_SOURCE_LIMITED;
-			goto judged;
-		}
-		if (!b->used) {
-			if (pol->new_sources)
-				s->new_taken++;
-			if (2 * (s->n + 1) > s->cap)
-				abort();	/* the caller sizes the table */
-			b->used = 1;
-			b->key = v->key;
-			s->n++;
-		}
-		v->bucketed = 1;
-		/* No token refills within a run: admitted while the units
-		 * admitted plus this frame's stay within the burst. */
-		cost = r->bytes ? len : 1;
-		if (b->banned) {
-			reason = SLUICE_R_BANNED;
-		} else if (b->spent + cost <= r->burst) {
-			b->spent += cost;
-			reason = SLUICE_R_WITHIN_LIMIT;
-		} else {
-			reason = SLUICE_R_RATE_LIMITED;
-			b->banned = r->ban;
-		}
-judged:
-		if (r->monitor && sluice_reason_is_drop(reason))
-			reason = SLUICE_R_MONITORED;
-		if (v->bucketed) {
-			/* A --monitor rule's would-drop is the source's dropped. */
-			if (sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED)
-				b->dropped++;
-			else
-				b->passed++;
-		}
+		reason = judge_limit(pol, s, r, &f, direct, len, v);
 	}
 	/* A broken frame that passes is counted malformed: the stack decides. */
 	if (f.parse == REF_BROKEN && !sluice_reason_is_drop(reason))

@@ -97,62 +97,60 @@ setup_iface "$BR2"
 
 # Everything a rejected command must leave alone, in one file. A command
 # that fails here (pins gone, say) is written down as such: a difference.
-# The snapshots only look: they run the plain build when there is one
-# (under ASan each of a case's 7 looks took ~70 ms more to start), while
-# the case itself runs the sanitizer build.
+# The snapshot only looks: it runs the plain build when there is one (the
+# sanitizer build takes ~70 ms more to start), while the case itself runs
+# the sanitizer build. It is one process in the namespace (bash, running the
+# looks one after the other, a process for each at most), so that a case
+# costs about a dozen processes in all.
 SNAP_SLUICE=$SLUICE
 [[ -x $SLUICE_ROOT/build/sluice ]] && SNAP_SLUICE=$SLUICE_ROOT/build/sluice
 
-snap_one() { # TITLE FILTER ARGS...
-	local title=$1 filter=$2
+# shellcheck disable=SC2016 # expanded by the bash in the namespace
+SNAP_SCRIPT='
+S=$1 IF=$2 BR2=$3 PINS=$4 T=$5
+shopt -s nullglob dotglob
+look() { # TITLE FILTER ARGS...: the output (through jq FILTER unless cat)
+	local title=$1 filter=$2 out err rc
 	shift 2
 	echo "== $title"
-	SLUICE=$SNAP_SLUICE sl "$@"
-	if ((RC != 0)) || [[ -s $ERR ]]; then
-		echo "FAILED ($RC): $(head -c 300 "$ERR")"
+	out=$("$S" "$@" 2>"$T/snap.err" </dev/null)
+	rc=$?
+	if ((rc != 0)) || [[ -s $T/snap.err ]]; then
+		read -r -N 300 err <"$T/snap.err"
+		echo "FAILED ($rc): $err"
 	elif [[ $filter == cat ]]; then
-		cat "$OUT"
+		printf "%s\n" "$out"
 	else
-		jq -c "$filter" "$OUT" 2>&1
+		jq -c "$filter" <<<"$out" 2>&1
 	fi
 }
+pins_of() { # IFACE: the names in its pin directory
+	local names
+	echo "== $1: pins"
+	if [[ -d $PINS/$1 ]]; then
+		names=("$PINS/$1"/*)
+		printf "%s\n" "${names[@]##*/}"
+	else
+		echo "no pin directory"
+	fi
+}
+look "limit list -j" cat -i "$IF" limit list -j
+look "policy show" cat -i "$IF" policy show
+look "stats -j .packets" ".packets, .tracked_sources" -i "$IF" stats -j
+for i in "$IF" "$BR2"; do
+	look "$i: status -j" cat -i "$i" status -j
+	pins_of "$i"
+done
+look "$BR2: limit list -j" cat -i "$BR2" limit list -j
+# the kernel'"'"'s own view, which XDP program runs on each
+echo "== ip link xdp"
+ip -d -j link show | jq -c --arg a "$IF" --arg b "$BR2" \
+	".[] | select(.ifname == \$a or .ifname == \$b) | [.ifname, .xdp]"
+'
 
-# The looks run side by side (each is a process or two, ~25 ms to start),
-# each into its own part; the parts in order.
 snapshot() { # FILE
-	local parts=$CLI_TMP/snap n=0 i
-	rm -rf "$parts"
-	mkdir "$parts" || die "mkdir $parts"
-	look() { # LOOK ARGS...: one look, in the background, into part n
-		n=$((n + 1))
-		# shellcheck disable=SC2030 # each look its own OUT and ERR
-		(
-			OUT=$parts/$n.out
-			ERR=$parts/$n.err
-			"$@"
-		) >"$parts/$n" 2>&1 &
-	}
-	xdp_of() { # IFACE: the kernel's own view, which XDP program runs there
-		echo "== $1: ip link xdp"
-		ip -n "$NS_RX" -d -j link show dev "$1" | jq -c '.[0].xdp'
-	}
-	pins_of() { # IFACE
-		echo "== $1: pins"
-		ls -A "$SLUICE_PIN_ROOT/$1" 2>&1
-	}
-	look snap_one "limit list -j" cat -i "$IF" limit list -j
-	look snap_one "policy show" cat -i "$IF" policy show
-	look snap_one "stats -j .packets" '.packets, .tracked_sources' -i "$IF" stats -j
-	for i in "$IF" "$BR2"; do
-		look snap_one "$i: status -j" cat -i "$i" status -j
-		look pins_of "$i"
-		look xdp_of "$i"
-	done
-	look snap_one "$BR2: limit list -j" cat -i "$BR2" limit list -j
-	wait
-	for ((i = 1; i <= n; i++)); do
-		cat "$parts/$i"
-	done >"$1"
+	nsenter --net="/run/netns/$NS_RX" bash -c "$SNAP_SCRIPT" snapshot "$SNAP_SLUICE" \
+		"$IF" "$BR2" "$SLUICE_PIN_ROOT" "$CLI_TMP" >"$1" 2>&1 </dev/null
 }
 
 # After a case that changed state: back to the baseline, whatever it did.
@@ -174,7 +172,19 @@ restore() {
 # Text for the log: newlines as '~', other control bytes as '?'.
 printable() { LC_ALL=C tr '\n' '~' | LC_ALL=C tr -c '[:print:]' '?'; }
 
-pin_dirs() { ls -A "$SLUICE_PIN_ROOT" 2>/dev/null; }
+# The same for a line, without a process: VAR TEXT sets VAR to the first
+# 110 bytes of TEXT, control bytes as '?'.
+printable_line() {
+	local LC_ALL=C s=${2:0:110}
+	printf -v "$1" '%s' "${s//[^[:print:]]/?}"
+}
+
+# The pin directories, one a line (the glob sorts as ls does).
+pin_dirs() {
+	local d=("$SLUICE_PIN_ROOT"/*)
+	[[ -e ${d[0]:-} ]] || return 0
+	printf '%s\n' "${d[@]##*/}"
+}
 
 snapshot "$CLI_TMP/base"
 # Case lines use the names; shellcheck cannot see through eval.
@@ -194,7 +204,8 @@ while IFS= read -r line || [[ -n $line ]]; do
 	args=("${words[@]:2}")
 	[[ $want =~ ^[0-2]$ ]] || die "$CASES:$lineno: EXIT must be 0, 1 or 2, got '$want'"
 	ncases=$((ncases + 1))
-	desc="sluice$(printf ' %q' "${args[@]}")"
+	printf -v desc ' %q' "${args[@]}"
+	desc=sluice$desc
 	pos=${match%%!*}
 	neg=
 	[[ $match == *!* ]] && neg=${match#*!}
@@ -212,12 +223,10 @@ while IFS= read -r line || [[ -n $line ]]; do
 		if [[ -n $grp ]]; then SL_AS+=(--groups "$grp"); else SL_AS+=(--clear-groups); fi
 		args=("${args[@]:1}")
 	fi
-	sl "${args[@]}"
-	SL_AS=()
-	cp "$OUT" "$CLI_TMP/case.out"
-	cp "$ERR" "$CLI_TMP/case.err"
 	OUT=$CLI_TMP/case.out
 	ERR=$CLI_TMP/case.err
+	sl "${args[@]}"
+	SL_AS=()
 	problems=()
 
 	((RC == want)) || problems+=("exit status $RC, want $want")
@@ -243,13 +252,14 @@ while IFS= read -r line || [[ -n $line ]]; do
 		[[ -s $ERR ]] && problems+=("stderr not empty")
 		text=$OUT
 	else
-		nlines=$(wc -l <"$ERR")
 		# A last line without a newline still counts.
-		[[ -s $ERR && $(tail -c 1 "$ERR" | od -An -c) != *'\n'* ]] && nlines=$((nlines + 1))
+		mapfile -t err_lines <"$ERR"
+		nlines=${#err_lines[@]}
 		((nlines == 1)) || problems+=("$nlines lines on stderr, want 1")
-		head -n 1 "$ERR" | grep -q '^sluice: ' || problems+=("stderr does not start with 'sluice: '")
-		LC_ALL=C tr -d '\n' <"$ERR" | LC_ALL=C grep -q '[[:cntrl:]]' &&
-			problems+=("control characters on stderr")
+		[[ ${err_lines[0]:-} == 'sluice: '* ]] || problems+=("stderr does not start with 'sluice: '")
+		# grep reads line by line: a newline is never seen, any other
+		# control byte (NUL too, with -a) is.
+		LC_ALL=C grep -aq '[[:cntrl:]]' "$ERR" && problems+=("control characters on stderr")
 		[[ -s $OUT ]] && problems+=("stdout not empty: $(head -c 200 "$OUT" | tr '\n' '~')")
 		text=$ERR
 	fi
@@ -280,12 +290,12 @@ while IFS= read -r line || [[ -n $line ]]; do
 	ERR=$CLI_TMP/stderr
 	snapshot "$CLI_TMP/now"
 	changed=0
-	if ! diff -q "$CLI_TMP/base" "$CLI_TMP/now" >/dev/null; then
+	if ! diff "$CLI_TMP/base" "$CLI_TMP/now" >"$CLI_TMP/diff"; then
 		changed=1
 		problems+=("changed state:")
 		while IFS= read -r d; do
 			problems+=("  $d")
-		done < <(diff "$CLI_TMP/base" "$CLI_TMP/now" | grep '^[<>]' | cut -c1-300 | head -n 12)
+		done < <(grep '^[<>]' "$CLI_TMP/diff" | cut -c1-300 | head -n 12)
 	fi
 
 	if ((${#problems[@]})); then
@@ -294,7 +304,10 @@ while IFS= read -r line || [[ -n $line ]]; do
 		failed_cases+=("$CASES:$lineno: $desc")
 		((changed)) && restore
 	else
-		pass_check "$desc  [exit $want: $(head -n 1 "$text" | cut -c1-110 | printable)]"
+		first=
+		IFS= read -r first <"$text"
+		printable_line first "$first"
+		pass_check "$desc  [exit $want: $first]"
 	fi
 done <"$CASES"
 

@@ -170,7 +170,8 @@ SL_AS=()
 sl() {
 	nsenter --net="/run/netns/$NS_RX" "${SL_AS[@]}" "$SLUICE" "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?
-	if grep -qE 'Sanitizer|runtime error:|SUMMARY: ' "$ERR" || ((RC == 86 || RC == 87)); then
+	if ((RC == 86 || RC == 87)) ||
+		{ [[ -s $ERR ]] && grep -qE 'Sanitizer|runtime error:|SUMMARY: ' "$ERR"; }; then
 		SANITIZER_REPORTS=$((SANITIZER_REPORTS + 1))
 		fail_check "sanitizer report from: sluice $(printf '%q ' "$@")(exit $RC)"
 		sed 's/^/    | /' "$ERR" | head -n 60

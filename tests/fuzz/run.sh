@@ -8,7 +8,8 @@
 # as long as one likes.
 #
 # usage: tests/fuzz/run.sh [--seconds S] [--corpus DIR] [TARGET...]
-#   --seconds S   fuzz each target S seconds (default 20; 0: regressions only)
+#   --seconds S   fuzz each target S seconds (default $SLUICE_FUZZ_SECONDS or
+#                 20; 0: regressions only)
 #   --corpus DIR  keep what each target finds in DIR/TARGET/ (default: a
 #                 temporary directory, removed at exit)
 #   TARGET        rule, policy, parse, exporter, trace, check (default: all)
@@ -39,7 +40,7 @@ die() {
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) || die "cannot find the repository root"
 cd "$ROOT" || die "cannot cd to $ROOT"
 
-seconds=20
+seconds=${SLUICE_FUZZ_SECONDS:-20}
 keep=
 targets=()
 while (($#)); do
