@@ -74,6 +74,7 @@ rename() { # FILE
 # What the recipe lines run with: sudo is a no-op (the test is root),
 # `--watch` runs 3 s, a daemon runs in the background with its output to
 # a log and its PID recorded, the check server on the test's socket.
+# shellcheck disable=SC2016 # expanded by the recipe's shell
 PREAMBLE='
 sudo() { "$@"; }
 sluice() {
@@ -91,7 +92,7 @@ run_block() { # FILE: prints its output
 	local script rc=0
 	script=$(rename "$1")
 	echo "## $(basename "$1"):" >&2
-	sed 's/^/## | /' <<<"$script" >&2
+	printf '## | %s\n' "${script//$'\n'/$'\n'## | }" >&2
 	nsenter --net="/run/netns/$NS_RX" env PATH="$BIN:$PATH" CHECK_SOCK="$CHECK_SOCK" \
 		PIDS="$PIDS" LOG="$(netns_tmp check.log)" SLUICE_BPFFS="$BPFFS" \
 		bash -e -o pipefail -c "$PREAMBLE$script" || rc=$?

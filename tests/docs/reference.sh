@@ -107,7 +107,8 @@ done < <(grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' "$TMP/body.txt" | sed
 check_line() {
 	local -a w=() opts=()
 	local i=0 c="" line=$1	# $2: the whole line, indent and prompt
-	line=${line%%[|;&\`#]*}
+	line=${line%% |*}	# a pipe, not the | of native|skb|auto
+	line=${line%%[;&\`#]*}
 	read -ra w <<<"$line"
 	# global options first: -j, -i IFACE, --bpffs DIR
 	while ((i < ${#w[@]})); do
@@ -127,34 +128,47 @@ check_line() {
 		i=$((i + 2))
 	elif [[ $2 =~ ^\ *(#|\$|sudo)\ +sluice || ($2 =~ ^\ {10} && ${w[i + 1]:--} =~ ^[-[A-Z0-9]) ]]; then
 		# a prompt, or a literal block's command line: a command to run
-		fail "sluice(8) shows a command sluice does not have: 'sluice $line'"
+		fail "$WHERE shows a command sluice does not have: 'sluice $line'"
 		return 0
 	else
 		return 0	# prose that starts with the word sluice
 	fi
 	for ((; i < ${#w[@]}; i++)); do
-		[[ ${w[i]} =~ ^(--?[a-zA-Z][a-z0-9-]*)(=.*)?$ ]] || continue
+		[[ ${w[i]} =~ ^[[(]*(--?[a-zA-Z][a-z0-9-]*)(=.*|[])]*)$ ]] || continue
 		opts+=("${BASH_REMATCH[1]}")
 	done
 	for o in "${opts[@]}"; do
 		case " ${cmd_opts[$c]} -j --json -i --interface --bpffs -h --help " in
 		*" $o "*) ;;
-		*) fail "sluice(8) shows 'sluice $line', but 'sluice $c' takes no $o" ;;
+		*) fail "$WHERE shows 'sluice $line', but 'sluice $c' takes no $o" ;;
 		esac
 	done
 }
 n=0
+WHERE="sluice(8)"
 while IFS= read -r l; do
 	check_line "${l#*sluice }" "$l"
 	n=$((n + 1))
 done < <(grep -E '^ *((#|\$|sudo) +)?sluice +[-a-z]' "$TMP/body.txt")
 echo "# $n command lines checked"
 
+# The same for the command lines of README.md's code blocks (its cheat
+# sheet has two commands on some lines).
+n=0
+WHERE=README.md
+while IFS= read -r l; do
+	check_line "${l#*sluice }" "# $l"
+	n=$((n + 1))
+done < <(awk '/^```/ { code = !code; next } code' "${README:-$ROOT/README.md}" |
+	sed -E 's/ {2,}(sluice )/\n\1/g' | sed -E 's/^ *(sudo +)?//' | grep -E '^sluice +[-a-z]' |
+	grep -vE '^sluice (COMMAND|OBJECT)')
+echo "# $n command lines of README.md checked"
+
 # Nothing the CLI takes is called unsupported.
 while IFS= read -r s; do
-	for o in $(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$s"); do
+	while read -r o; do
 		grep -qxF -- "$o" "$known" && fail "sluice(8) calls $o, which sluice takes, not supported: $s"
-	done
+	done < <(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$s")
 done < <(tr '\n' ' ' <"$TMP/body.txt" | tr -s ' ' | grep -oiE '[^.]*(not (yet )?supported|unsupported)[^.]*')
 
 if ((fails)); then
