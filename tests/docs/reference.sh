@@ -6,11 +6,12 @@
 # them), and documents nothing the CLI refuses: every --option it names is
 # one the CLI knows (or one of another program's, listed below), and every
 # command line it shows (`sluice ...`, `# sluice ...`) is a command the CLI
-# has, with options that command takes.
+# has, with options that command takes. The command lines of README.md's
+# code blocks (the walkthrough, the cheat sheet) are checked the same way.
 #
 # usage: tests/docs/reference.sh [DOC_DIR]
 #   DOC_DIR  the doc/ tree to check (default the repository's); pass an
-#            edited copy to see the test fail.
+#            edited copy to see the test fail ($README: another README.md).
 set -uo pipefail
 
 ROOT=${SLUICE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
