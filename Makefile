@@ -30,9 +30,9 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: all clean test test-quick demo bench install deps check soak
+.PHONY: all clean test test-quick demo bench install deps check soak man
 
-all: $(BUILD)/sluice
+all: $(BUILD)/sluice man
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(wildcard include/sluice/*.h)
 	@mkdir -p $(BUILD)
@@ -49,6 +49,28 @@ $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
 
 $(BUILD)/sluice: $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+
+# The manual page, from the reStructuredText pages under doc/ (rst2man, from
+# python3-docutils). Its SYNOPSIS is `sluice help`'s usage lines, so it
+# cannot drift from the command tables.
+RST2MAN		?= rst2man
+MAN_SRCS	:= doc/sluice.8.rst doc/rules.rst doc/policy.rst $(wildcard doc/commands/*.rst)
+
+man: $(BUILD)/sluice.8
+
+$(BUILD)/man/synopsis.rst: $(BUILD)/sluice doc/synopsis.awk
+	@mkdir -p $(@D)
+	$(BUILD)/sluice help > $@.help
+	awk -f doc/synopsis.awk $@.help > $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/man/version.rst: VERSION
+	@mkdir -p $(@D)
+	printf '.. |version| replace:: sluice %s\n' '$(VERSION)' > $@
+
+$(BUILD)/sluice.8: $(MAN_SRCS) $(BUILD)/man/synopsis.rst $(BUILD)/man/version.rst
+	$(RST2MAN) --halt=warning --strip-elements-with-class=no-man doc/sluice.8.rst $@.tmp
+	mv $@.tmp $@
 
 # Test binaries and the runner live in tests/; see tests/tests.mk.
 include tests/tests.mk
@@ -71,9 +93,9 @@ soak: all $(BUILD)/sluice-flood
 	SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/soak.sh
 	tests/soak/flood_10x.sh
 
-install: all
+install: all man
 	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
-	install -D -m 0644 doc/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+	install -D -m 0644 $(BUILD)/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
 
 # the static checks, a file set per CPU
 NPROC := $(shell nproc 2>/dev/null || echo 1)

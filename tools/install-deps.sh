@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
 	clang llvm gcc make pkg-config		# build
+	python3-docutils			# rst2man: the manual page
 	libbpf-dev libxdp-dev xdp-tools bpftool	# BPF, skeletons, attach
 	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
 	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make check

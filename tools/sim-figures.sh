@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# doc/rules.md's "Choosing an algorithm" figures, made with `sluice simulate`:
+# doc/rules.rst's "Choosing an algorithm" figures, made with `sluice simulate`:
 #   doc/img/boundary.svg   the boundary attack, --rate 100, 10 s
 #   the sliding window's error against the sliding log on a realistic
 #   trace: CLIENTS on/off clients sharing one bucket (a --per rule or

@@ -37,7 +37,7 @@ static void ref_rule_of(const struct rule *cr, int is_default, struct ref_rule *
 	rr->lo = cr->match.dport_lo;
 	rr->hi = cr->match.dport_hi;
 	rr->action = cr->action;
-	/* doc/rules.md: per source is the whole address, /LEN the family's own
+	/* doc/rules.rst: per source is the whole address, /LEN the family's own
 	 * /LEN, per rule the rule's CIDR (one bucket). */
 	if (cr->per == SLUICE_PER_PREFIX)
 		rr->key_len = rr->family == SLUICE_FAMILY_V4 ? 96 + cr->per_len : cr->per_len;

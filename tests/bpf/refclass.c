@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The packet fuzzer's reference classifier: written from doc/rules.md and doc/design.md
+/* The packet fuzzer's reference classifier: written from doc/rules.rst and doc/design.md
  * ("stats" reasons, "How it works", "Rules, keys and buckets", "Known
- * limits": malformed frames), doc/rules.md, doc/design.md and RFC 791 / RFC 8200 / IEEE
+ * limits": malformed frames), doc/rules.rst, doc/design.md and RFC 791 / RFC 8200 / IEEE
  * 802.1Q, not from bpf/parse.h. Offsets are plain byte arithmetic on the
  * frame; nothing is cast to a header struct. */
 #include <stdlib.h>
@@ -28,7 +28,7 @@ static unsigned int be16(const __u8 *p)
 	return (unsigned int)p[0] << 8 | p[1];
 }
 
-/* The IPv6 extension headers sluice walks (doc/rules.md: "up to 8 extension
+/* The IPv6 extension headers sluice walks (doc/rules.rst: "up to 8 extension
  * headers walked"): those of RFC 8200 4.1 that carry a Next Header field
  * in their first octet, plus AH (RFC 4302) and Mobility (RFC 6275). */
 static int v6_ext(unsigned int nh)
@@ -39,7 +39,7 @@ static int v6_ext(unsigned int nh)
 
 /* L4 facts at off of protocol proto: a port (and SYN) only for a first
  * fragment with the whole TCP (20 octets) or UDP (8) header present in the
- * frame and within the IP packet, which ends at ip_end (doc/rules.md, "Rules,
+ * frame and within the IP packet, which ends at ip_end (doc/rules.rst, "Rules,
  * keys and buckets": IPv4 Total Length, IPv6 40 + Payload Length, a
  * jumbogram's Payload Length of 0 sets no end); a first fragment cut
  * inside it is malformed. */
@@ -151,7 +151,7 @@ void ref_parse_frame(const __u8 *p, size_t len, struct ref_frame *f)
 		return;
 	}
 	et = be16(p + 12);
-	/* Up to SLUICE_MAX_VLAN_TAGS tags are looked through (doc/rules.md,
+	/* Up to SLUICE_MAX_VLAN_TAGS tags are looked through (doc/rules.rst,
 	 * "VLAN tags"); a frame still tagged after them is dropped unread. */
 	while (et == ET_CTAG || et == ET_STAG) {
 		if (tags == SLUICE_MAX_VLAN_TAGS) {
@@ -201,7 +201,7 @@ static int match_holds(const struct ref_rule *r, const struct ref_frame *f)
 	return 1;
 }
 
-/* doc/rules.md, "Rules, keys and buckets": the longer prefix first; at one
+/* doc/rules.rst, "Rules, keys and buckets": the longer prefix first; at one
  * prefix a port match, then a protocol match, then none; then SYN before
  * none, the narrower port range, the lower port, the lower protocol.
  * Negative when a goes first. */
@@ -249,7 +249,7 @@ static const struct ref_rule *decide_rule(const struct ref_policy *pol, const st
 		}
 	*direct = n == 0 || cand[0]->mflags == 0;
 	*lead = n ? cand[0] : &pol->def;
-	/* doc/rules.md, "Rules, keys and buckets": a later IPv6 fragment has no
+	/* doc/rules.rst, "Rules, keys and buckets": a later IPv6 fragment has no
 	 * protocol or port to match; under an L4 rule it goes to the most
 	 * specific one. */
 	if (f->later_frag && !*direct)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* A userspace reference classifier for the packet fuzzer: what sluice's
- * doc/rules.md and doc/design.md say a frame's reason, source and bucket are, written
+ * doc/rules.rst and doc/design.md say a frame's reason, source and bucket are, written
  * from them and the protocols' RFCs; it shares only include/sluice/ with
  * the XDP program. */
 #ifndef SLUICE_TEST_REFCLASS_H

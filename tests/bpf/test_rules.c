@@ -534,7 +534,7 @@ static void frame_short_tcp4(struct frame *f, const char *src, __u16 dport, size
 
 /*
  * A frame whose L4 header cannot be read must not slip past a rule that
- * matches on L4 (doc/rules.md: "breaking a header is no way around a limit").
+ * matches on L4 (doc/rules.rst: "breaking a header is no way around a limit").
  * Against a datapath that passes such frames (as malformed, or as matching
  * no L4 rule) the cases marked OLD fail: the frames pass as malformed or
  * allowed.

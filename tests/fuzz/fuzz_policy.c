@@ -3,7 +3,7 @@
  * FILE` (user/cmd/limit.c, through the CLI's own dispatch) on a file holding the
  * input. It must answer as the CLI contract says: exit 0 with one line on
  * stdout, or exit 2 with one line on stderr naming the file and line. A
- * model here, doc/policy.md's rules for policy files applied line by line
+ * model here, doc/policy.rst's rules for policy files applied line by line
  * with rule_parse_line, must agree on valid or not, on the first bad line
  * and on the number of rules; and a valid file written out again as
  * `policy show` writes a policy must be valid with as many rules. */
@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "rule.h"
 
-#define LINE_MAX_CHARS	1022	/* a policy line, without its newline (doc/policy.md) */
+#define LINE_MAX_CHARS	1022	/* a policy line, without its newline (doc/policy.rst) */
 
 static int file_fd = -1, show_fd = -1;
 static char file_path[64], show_path[64];
@@ -66,7 +66,7 @@ static void check_answer(int rc, const struct fuzz_capture *cap, const char *pat
 			   "a control character on stderr: '%s'", cap->err_buf);
 }
 
-/* The file as doc/policy.md describes it, read here line by
+/* The file as doc/policy.rst describes it, read here line by
  * line: into p, and 0 when valid, else the number of its first bad line. */
 static unsigned int model(const uint8_t *data, size_t size, struct policy *p)
 {
@@ -158,11 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bad = model(data, size, &p);
 	if (bad) {
 		snprintf(where, sizeof(where), "sluice: %s:%u: ", file_path, bad);
-		FUZZ_CHECK(rc == EXIT_USAGE, "valid, but line %u breaks doc/policy.md's rules", bad);
+		FUZZ_CHECK(rc == EXIT_USAGE, "valid, but line %u breaks doc/policy.rst's rules", bad);
 		FUZZ_CHECK(!strncmp(cap.err_buf, where, strlen(where)), "'%s' does not name line %u",
 			   cap.err_buf, bad);
 	} else {
-		FUZZ_CHECK(rc == 0, "refused, but valid by doc/policy.md's rules: '%s'", cap.err_buf);
+		FUZZ_CHECK(rc == 0, "refused, but valid by doc/policy.rst's rules: '%s'", cap.err_buf);
 		FUZZ_CHECK(n == p.n, "policy check counted %u rules, the file holds %u", n, p.n);
 	}
 	capture_free(&cap);

@@ -10,7 +10,7 @@
 #include "rule.h"
 
 #define WHY_LEN 512
-#define POLICY_LINE_MAX 1022	/* characters, without the newline (doc/policy.md) */
+#define POLICY_LINE_MAX 1022	/* characters, without the newline (doc/policy.rst) */
 
 static int policy_end(struct sluice_maps *m, struct policy *p, bool commit)
 {
@@ -290,7 +290,7 @@ static const struct cli_cmd *const limit_cmds[] = {
 const struct cli_cmd limit_obj = {
 	.name = "limit", .path = "limit", .sub = limit_cmds,
 	.help = "Rates are N per second, N/s, N/m or N/h: --rate 600/m is 10 per second.\n"
-		"See sluice(8), \"Rules\", for matches, --per, --ban and --monitor.",
+		"See sluice(8), \"RULES AND ALGORITHMS\", for matches, --per, --ban and --monitor.",
 };
 
 /* Parse a whole policy file into p; on error prints "FILE:LINE: why". */

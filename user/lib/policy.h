@@ -16,7 +16,7 @@ struct rule_match {
 	__u16 dport_lo;
 	__u16 dport_hi;
 };
-/* One rule, as the words say it (doc/rules.md). A rule's identity is
+/* One rule, as the words say it (doc/rules.rst). A rule's identity is
  * its CIDR (or the default) and its match; a request rule's (unit
  * SLUICE_UNIT_REQUESTS) is its CIDR and --requests. */
 struct rule {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The rule parser: the words of doc/rules.md to a struct rule (rule_print.c
+/* The rule parser: the words of doc/rules.rst to a struct rule (rule_print.c
  * turns it back into the same words). The command line, policy files and
  * the BPF tests all come through here. */
 #include <ctype.h>

@@ -290,5 +290,5 @@ static const struct cli_cmd *const cluster_cmds[] = { &join_cmd, &cluster_status
 const struct cli_cmd cluster_obj = {
 	.name = "cluster", .path = "cluster", .sub = cluster_cmds,
 	.help = "Cluster-wide limits: rules with --cluster hold across the hosts joined to one\n"
-		"Redis (see sluice(8), CLUSTER).",
+		"Redis (see sluice(8), \"cluster join, status, leave\").",
 };
