@@ -83,11 +83,10 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 
 /* ---- the run ---- */
 
-static const char *reason_names[SLUICE_R_MAX] = {
-	"within_limit", "allowed", "non_ip", "malformed", "rate_limited", "denied",
-	"no_bucket", "monitored", "banned", "new_source_limited", "l4_unreadable",
-	"vlan_too_deep",
-};
+/* The reasons in enum order, named as include/sluice/reasons.h lists them. */
+#define REASON_NAME(id, name, drop, help) [SLUICE_R_##id] = name,
+static const char *const reason_names[SLUICE_R_MAX] = { SLUICE_REASONS(REASON_NAME) };
+#undef REASON_NAME
 
 static struct {
 	__u64 seed, frames, mismatches, refused;

@@ -29,12 +29,10 @@
 
 /* ---- building samples ---- */
 
-/* The reasons in enum order, as reason_name() names them. */
-static const char *const reason_names[SLUICE_R_MAX] = {
-	"within_limit", "allowed", "non_ip", "malformed", "rate_limited",
-	"denied", "no_bucket", "monitored", "banned", "new_source_limited",
-	"l4_unreadable", "vlan_too_deep",
-};
+/* The reasons in enum order, named as include/sluice/reasons.h lists them. */
+#define REASON_NAME(id, name, drop, help) [SLUICE_R_##id] = name,
+static const char *const reason_names[SLUICE_R_MAX] = { SLUICE_REASONS(REASON_NAME) };
+#undef REASON_NAME
 
 /* Every reason, with packets base+r and bytes 100 * that. */
 static void fill_reasons(struct prom_iface *ifc, __u64 base)
