@@ -430,57 +430,36 @@ static void algo_scenarios(double base)
  */
 #define CLUSTER_CASES	7
 #define CLUSTER_ROUNDS	11
-static void cluster_scenarios(double base)
-{
-	static const struct {
-		const char *name, *src;
-		int ref;	/* the plain case it is measured against, -1 none */
-		int no_agent;	/* on the program whose policy has no leased rule */
-	} cases[CLUSTER_CASES] = {
-		{ "plain rule, limited (drop)", "198.18.30.1", -1, 0 },
-		{ "--cluster, limited, no lease (drop)", "198.18.31.1", 0, 0 },
-		{ "--cluster, limited, lease spent (drop)", "198.18.35.1", 0, 0 },
-		{ "plain rule, within limit (pass)", "198.18.32.1", -1, 0 },
-		{ "--cluster, within the share (pass)", "198.18.33.1", 3, 0 },
-		{ "--cluster, past the share, from a lease (pass)", "198.18.34.1", 3, 0 },
-		{ "  the plain drop, no rule leased (no agent)", "198.18.30.1", 0, 1 },
-	};
-	static const char rules[] = "limit set 198.18.30.0/24 --rate 1 --burst 1;"
+static const struct {
+	const char *name, *src;
+	int ref;	/* the plain case it is measured against, -1 none */
+	int no_agent;	/* on the program whose policy has no leased rule */
+} cluster_cases[CLUSTER_CASES] = {
+	{ "plain rule, limited (drop)", "198.18.30.1", -1, 0 },
+	{ "--cluster, limited, no lease (drop)", "198.18.31.1", 0, 0 },
+	{ "--cluster, limited, lease spent (drop)", "198.18.35.1", 0, 0 },
+	{ "plain rule, within limit (pass)", "198.18.32.1", -1, 0 },
+	{ "--cluster, within the share (pass)", "198.18.33.1", 3, 0 },
+	{ "--cluster, past the share, from a lease (pass)", "198.18.34.1", 3, 0 },
+	{ "  the plain drop, no rule leased (no agent)", "198.18.30.1", 0, 1 },
+};
+static const char cluster_rules[] = "limit set 198.18.30.0/24 --rate 1 --burst 1;"
 				    "limit set 198.18.31.0/24 --rate 1 --burst 1 --cluster;"
 				    "limit set 198.18.35.0/24 --rate 1 --burst 1 --cluster;"
 				    "limit set 198.18.32.0/24 --rate 1000000 --burst 1000000000;"
 				    "limit set 198.18.33.0/24 --rate 1000000 --burst 1000000000 "
 				    "--cluster;"
 				    "limit set 198.18.34.0/24 --rate 1 --burst 1 --cluster";
-	double v[CLUSTER_CASES][CLUSTER_ROUNDS], d[CLUSTER_ROUNDS], ns, diff;
-	struct sluice_cluster_state st = { .mode = SLUICE_CLUSTER_UP, .peers = 1, .sync_ms = 100 };
-	struct bpf_prog_info info = {};
-	__u32 info_len = sizeof(info), idx;
-	struct frame f[CLUSTER_CASES];
-	struct lease_writer *lw = NULL;
-	struct sluice_grant g[2] = {};
-	struct sluice_bucket b;
-	struct fixture fx, fx0;
-	int fd;
 
-	st.pid = (__u32)getpid();
-	st.heartbeat_ns = st.started_ns = mono_now_ns();
-	/* the commit reads the agent's state: written first, the policy's
-	 * --cluster rules take the connected share */
-	if (fixture_open(&fx, 0) || cluster_state_write(&fx.m, &st) ||
-	    apply_policy(&fx, false, rules) || lease_writer_open(&fx.m, &lw)) {
-		fprintf(stderr, "bench: cannot set up the cluster rules\n");
-		fixture_close(&fx);
-		return;
-	}
-	if (fixture_open(&fx0, 0) || apply_policy(&fx0, false, rules)) {
-		fprintf(stderr, "bench: cannot set up the cluster rules without an agent\n");
-		fixture_close(&fx0);
-		goto out_fx;
-	}
-	/* the lease rows' leases, on the sources' home keys, for an hour */
+/* The lease rows' leases, on the sources' home keys, for an hour: a spent
+ * one (credit 0) and one no run spends. lease_grant's answer. */
+static int cluster_leases(struct fixture *fx, struct lease_writer *lw)
+{
+	struct sluice_grant g[2] = {};
+	__u32 idx;
+
 	for (int i = 0; i < 2; i++) {
-		const char *src = i ? cases[2].src : cases[5].src;
+		const char *src = i ? cluster_cases[2].src : cluster_cases[5].src;
 		char cidr[32];
 		struct policy *p = malloc(sizeof(*p));
 		struct cidr c;
@@ -488,7 +467,7 @@ static void cluster_scenarios(double base)
 
 		snprintf(cidr, sizeof(cidr), "%.*s0/24", (int)(strrchr(src, '.') - src + 1), src);
 		idx = SLUICE_MAX_POLICIES;
-		if (p && !parse_cidr(cidr, &c, NULL, 0) && !policy_read(&fx.m, p) &&
+		if (p && !parse_cidr(cidr, &c, NULL, 0) && !policy_read(&fx->m, p) &&
 		    (r = policy_find(p, &c)))
 			idx = r->index;
 		free(p);
@@ -497,44 +476,82 @@ static void cluster_scenarios(double base)
 		g[i].credit = i ? 0 : 1ULL << 40;
 		g[i].expires_ns = mono_now_ns() + 3600 * SLUICE_NS_PER_SEC;
 	}
-	if (lease_grant(lw, g, 2)) {
-		fprintf(stderr, "bench: cannot write the leases\n");
-		goto out;
-	}
+	return lease_grant(lw, g, 2);
+}
+
+/* The cluster cases measured in interleaved rounds, fx with the agent up,
+ * fx0 without, and their rows printed. */
+static void cluster_rows(struct fixture *fx, struct fixture *fx0, double base)
+{
+	double v[CLUSTER_CASES][CLUSTER_ROUNDS], d[CLUSTER_ROUNDS], ns, diff;
+	struct frame f[CLUSTER_CASES];
+	struct sluice_bucket b;
+	int fd;
+
 	printf("\n--cluster rules vs plain rules of the same numbers, agent up, N=1 (medians of "
 	       "%d interleaved rounds of 1M):\n", CLUSTER_ROUNDS);
 	for (int c = 0; c < CLUSTER_CASES; c++) {
-		frame_udp_from(&f[c], cases[c].src);
+		frame_udp_from(&f[c], cluster_cases[c].src);
 		/* take the bucket, spend burst 1 */
-		run_frame(cases[c].no_agent ? &fx0 : &fx, &f[c], 2, NULL);
+		run_frame(cluster_cases[c].no_agent ? fx0 : fx, &f[c], 2, NULL);
 	}
 	for (int r = 0; r < CLUSTER_ROUNDS; r++)
 		for (int c = 0; c < CLUSTER_CASES; c++) {
-			fd = cases[c].no_agent ? fx0.prog_fd : fx.prog_fd;
+			fd = cluster_cases[c].no_agent ? fx0->prog_fd : fx->prog_fd;
 			v[c][r] = one_run_ns(fd, &f[c]);
 		}
 	for (int c = 0; c < CLUSTER_CASES; c++) {
-		int ref = cases[c].ref;
+		int ref = cluster_cases[c].ref;
 
 		memcpy(d, v[c], sizeof(d));	/* median() sorts: keep v in round order */
 		ns = median(d, CLUSTER_ROUNDS);
-		printf("%-46s %8.1f %8.2f   +%.1f ns over bare", cases[c].name, ns, ns / base,
-		       ns - base);
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare", cluster_cases[c].name, ns,
+		       ns / base, ns - base);
 		if (ref >= 0) {
 			for (int r = 0; r < CLUSTER_ROUNDS; r++)
 				d[r] = v[c][r] - v[ref][r];
 			diff = median(d, CLUSTER_ROUNDS);
-			if (cases[c].no_agent)
+			if (cluster_cases[c].no_agent)
 				printf(", %+.1f for the plain drop with a leased rule", -diff);
 			else
 				printf(", %+.1f cluster rule vs plain", diff);
 		}
 		/* the regime held: the share's rows passed, the others as named */
-		if (!bucket_of(cases[c].no_agent ? &fx0 : &fx, cases[c].src, &b))
+		if (!bucket_of(cluster_cases[c].no_agent ? fx0 : fx, cluster_cases[c].src, &b))
 			printf(", %.0f%% passed", 100.0 * (double)b.passed /
 						   (double)(b.passed + b.dropped));
 		printf("\n");
 	}
+}
+
+static void cluster_scenarios(double base)
+{
+	struct sluice_cluster_state st = { .mode = SLUICE_CLUSTER_UP, .peers = 1, .sync_ms = 100 };
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	struct lease_writer *lw = NULL;
+	struct fixture fx, fx0;
+
+	st.pid = (__u32)getpid();
+	st.heartbeat_ns = st.started_ns = mono_now_ns();
+	/* the commit reads the agent's state: written first, the policy's
+	 * --cluster rules take the connected share */
+	if (fixture_open(&fx, 0) || cluster_state_write(&fx.m, &st) ||
+	    apply_policy(&fx, false, cluster_rules) || lease_writer_open(&fx.m, &lw)) {
+		fprintf(stderr, "bench: cannot set up the cluster rules\n");
+		fixture_close(&fx);
+		return;
+	}
+	if (fixture_open(&fx0, 0) || apply_policy(&fx0, false, cluster_rules)) {
+		fprintf(stderr, "bench: cannot set up the cluster rules without an agent\n");
+		fixture_close(&fx0);
+		goto out_fx;
+	}
+	if (cluster_leases(&fx, lw)) {
+		fprintf(stderr, "bench: cannot write the leases\n");
+		goto out;
+	}
+	cluster_rows(&fx, &fx0, base);
 	if (!bpf_obj_get_info_by_fd(fx.prog_fd, &info, &info_len))
 		printf("the XDP program: %u instructions, %u processed by the verifier\n",
 		       info.xlated_prog_len / 8, info.verified_insns);
@@ -607,6 +624,55 @@ out:
 	ban_writer_close(&w);
 }
 
+/* Policy model v2: one rule of each kind added to fx2's policy, each next
+ * to the plain limited rule; then the ban table and the --per rule's
+ * aggregate with 2 CPUs at once. */
+static void v2_rows(struct fixture *fx2, double base)
+{
+	static const struct bench_case v2[] = {
+		{ "--proto udp --dport 53, limited (drop)", "198.18.5.1", F_UDP53, 0 },
+		{ "  same source, other port: the /16 (drop)", "198.18.5.1", F_UDP, 0 },
+		{ "--syn, limited (drop)", "198.18.6.1", F_SYN, 0 },
+		{ "--per /24, limited (drop)", "198.18.7.1", F_UDP, 0 },
+		{ "--per rule, limited (drop)", "198.18.8.1", F_UDP, 0 },
+		{ "--bytes, 1500-byte frames, limited (drop)", "198.18.9.1", F_UDP, 1500 },
+		{ "--monitor, would drop (pass)", "198.18.10.1", F_UDP, 0 },
+		{ "--ban, banned (drop)", "198.18.11.1", F_UDP, 0 },
+	};
+	static const char *const hot_src[2] = { "198.18.12.1", "198.18.12.2" };
+	struct frame f;
+	double ref;
+
+	printf("\npolicy model v2, one rule of each kind added to the same policy:\n");
+	frame_udp_from(&f, "198.18.2.1");
+	run_frame(fx2, &f, 2, NULL);
+	ref = per_packet_ns(fx2->prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n", "plain rule, limited (drop)", ref,
+	       ref / base, ref - base);
+	run_cases(fx2, v2, sizeof(v2) / sizeof(v2[0]), base, ref);
+	ban_table_rows(fx2, base, ref);
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+		double ns = hot_aggregate_ns(fx2->prog_fd, hot_src);
+
+		printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n",
+		       "--per rule, 2 CPUs admit at once (pass)", ns, ns / base, ns - base);
+	}
+}
+
+/* The source table's memory (the kernel's memlock accounting) by --max-sources. */
+static void table_memory_rows(void)
+{
+	printf("\nsource table memory (the kernel's memlock accounting):\n");
+	for (__u32 n = 4096; n <= 1048576; n *= 16) {
+		long per = table_bytes_per_source(n);
+
+		printf("  --max-sources %-8u %ld bytes per source, %.1f MiB in all\n", n, per,
+		       (double)per * n / (1 << 20));
+	}
+	printf("  every algorithm: a bucket value of %zu bytes, its state in one %zu-byte word\n",
+	       sizeof(struct sluice_bucket), sizeof(((struct sluice_bucket *)0)->tat));
+}
+
 /* usage: bench_xdp [algos|cluster]   (only the algorithms, or only the
  * --cluster rows, next to bare) */
 int main(int argc, char **argv)
@@ -620,20 +686,9 @@ int main(int argc, char **argv)
 		{ "ipv6 known source, rate limited (drop)", "2001:2::1", F_UDP, 0 },
 		{ "non-IP frame (pass)", NULL, F_ARP, 0 },
 	};
-	static const struct bench_case v2[] = {
-		{ "--proto udp --dport 53, limited (drop)", "198.18.5.1", F_UDP53, 0 },
-		{ "  same source, other port: the /16 (drop)", "198.18.5.1", F_UDP, 0 },
-		{ "--syn, limited (drop)", "198.18.6.1", F_SYN, 0 },
-		{ "--per /24, limited (drop)", "198.18.7.1", F_UDP, 0 },
-		{ "--per rule, limited (drop)", "198.18.8.1", F_UDP, 0 },
-		{ "--bytes, 1500-byte frames, limited (drop)", "198.18.9.1", F_UDP, 1500 },
-		{ "--monitor, would drop (pass)", "198.18.10.1", F_UDP, 0 },
-		{ "--ban, banned (drop)", "198.18.11.1", F_UDP, 0 },
-	};
-	static const char *const hot_src[2] = { "198.18.12.1", "198.18.12.2" };
 	struct fixture fx, fx2;
 	struct frame f;
-	double base, ref;
+	double base;
 	int bare;
 
 	if (geteuid() != 0) {
@@ -665,36 +720,13 @@ int main(int argc, char **argv)
 	}
 	run_cases(&fx, plain, sizeof(plain) / sizeof(plain[0]), base, 0);
 	plain_min_rows(&fx, base);
-
-	printf("\npolicy model v2, one rule of each kind added to the same policy:\n");
-	frame_udp_from(&f, "198.18.2.1");
-	run_frame(&fx2, &f, 2, NULL);
-	ref = per_packet_ns(fx2.prog_fd, &f);
-	printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n", "plain rule, limited (drop)", ref,
-	       ref / base, ref - base);
-	run_cases(&fx2, v2, sizeof(v2) / sizeof(v2[0]), base, ref);
-	ban_table_rows(&fx2, base, ref);
-	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
-		double ns = hot_aggregate_ns(fx2.prog_fd, hot_src);
-
-		printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n",
-		       "--per rule, 2 CPUs admit at once (pass)", ns, ns / base, ns - base);
-	}
+	v2_rows(&fx2, base);
 	fixture_close(&fx2);
 	fixture_close(&fx);
 	algo_scenarios(base);
 	cluster_scenarios(base);
 	table_scenarios(base);
 	close(bare);
-
-	printf("\nsource table memory (the kernel's memlock accounting):\n");
-	for (__u32 n = 4096; n <= 1048576; n *= 16) {
-		long per = table_bytes_per_source(n);
-
-		printf("  --max-sources %-8u %ld bytes per source, %.1f MiB in all\n", n, per,
-		       (double)per * n / (1 << 20));
-	}
-	printf("  every algorithm: a bucket value of %zu bytes, its state in one %zu-byte word\n",
-	       sizeof(struct sluice_bucket), sizeof(((struct sluice_bucket *)0)->tat));
+	table_memory_rows();
 	return 0;
 }

@@ -126,16 +126,68 @@ static void ipv4_hdr(uint8_t *ip, const struct in_addr *s, const struct in_addr 
 	ip[10] = c >> 8, ip[11] = c & 0xff;
 }
 
+/* The i-th IPv6 SYN of KIND from sport: put's answer, 0 when written. */
+static int send_v6(struct out *o, const char *kind, const struct in6_addr *s6,
+		   const struct in6_addr *d6, uint16_t sport, uint16_t dport, long i)
+{
+	uint8_t l3[256], tcp[20];
+	size_t n;
+
+	tcp_syn(tcp, s6, d6, 16, sport, dport, 1000u + (uint32_t)i);
+	memset(l3, 0, 40);
+	l3[0] = 0x60;
+	l3[7] = 64;
+	memcpy(l3 + 8, s6, 16);
+	memcpy(l3 + 24, d6, 16);
+	n = 40;
+	if (!strcmp(kind, "v6ext9")) {
+		l3[6] = 60;	/* destination options */
+		for (int h = 0; h < 9; h++, n += 8) {
+			memset(l3 + n, 0, 8);
+			l3[n] = h < 8 ? 60 : IPPROTO_TCP;
+			l3[n + 2] = 1;	/* PadN, 4 octets */
+			l3[n + 3] = 4;
+		}
+	} else {
+		l3[6] = IPPROTO_TCP;
+	}
+	memcpy(l3 + n, tcp, 20);
+	n += 20;
+	l3[4] = (uint8_t)((n - 40) >> 8), l3[5] = (n - 40) & 0xff;
+	return put(o, 0, ETH_P_IPV6, l3, n);
+}
+
+/* The i-th IPv4 SYN of KIND from sport (two fragments for v4tiny): put's
+ * answer, 0 when all written. */
+static int send_v4(struct out *o, const char *kind, const struct in_addr *s4,
+		   const struct in_addr *d4, uint16_t sport, uint16_t dport, long i)
+{
+	uint8_t l3[256], tcp[20];
+	uint16_t id = (uint16_t)(0x5100 + i);
+
+	tcp_syn(tcp, s4, d4, 4, sport, dport, 1000u + (uint32_t)i);
+	if (!strcmp(kind, "v4tiny")) {
+		ipv4_hdr(l3, s4, d4, 28, id, 0x2000);	/* MF, offset 0 */
+		memcpy(l3 + 20, tcp, 8);
+		if (put(o, 0, ETH_P_IP, l3, 28))
+			return 1;
+		ipv4_hdr(l3, s4, d4, 32, id, 1);	/* offset 8 octets */
+		memcpy(l3 + 20, tcp + 8, 12);
+		return put(o, 0, ETH_P_IP, l3, 32);
+	}
+	ipv4_hdr(l3, s4, d4, 40, id, 0);
+	memcpy(l3 + 20, tcp, 20);
+	return put(o, 0, ETH_P_IP, l3, 40);
+}
+
 static int do_send(int argc, char **argv)
 {
 	struct in6_addr s6, d6;
 	struct in_addr s4, d4;
 	struct out o = { .prog = "l4_send", .fd = -1 };
-	uint8_t l3[256], tcp[20];
 	long dport, count;
 	const char *kind;
 	int v6, sent = 0, used;
-	size_t n;
 
 	if (argc != 7)
 		return usage(stderr), 2;
@@ -164,50 +216,9 @@ static int do_send(int argc, char **argv)
 	for (long i = 0; i < count; i++) {
 		uint16_t sport = (uint16_t)(41000 + i);
 
-		if (v6) {
-			tcp_syn(tcp, &s6, &d6, 16, sport, (uint16_t)dport, 1000u + (uint32_t)i);
-			memset(l3, 0, 40);
-			l3[0] = 0x60;
-			l3[7] = 64;
-			memcpy(l3 + 8, &s6, 16);
-			memcpy(l3 + 24, &d6, 16);
-			n = 40;
-			if (!strcmp(kind, "v6ext9")) {
-				l3[6] = 60;	/* destination options */
-				for (int h = 0; h < 9; h++, n += 8) {
-					memset(l3 + n, 0, 8);
-					l3[n] = h < 8 ? 60 : IPPROTO_TCP;
-					l3[n + 2] = 1;	/* PadN, 4 octets */
-					l3[n + 3] = 4;
-				}
-			} else {
-				l3[6] = IPPROTO_TCP;
-			}
-			memcpy(l3 + n, tcp, 20);
-			n += 20;
-			l3[4] = (uint8_t)((n - 40) >> 8), l3[5] = (n - 40) & 0xff;
-			if (put(&o, 0, ETH_P_IPV6, l3, n))
-				break;
-		} else {
-			uint16_t id = (uint16_t)(0x5100 + i);
-
-			tcp_syn(tcp, &s4, &d4, 4, sport, (uint16_t)dport, 1000u + (uint32_t)i);
-			if (!strcmp(kind, "v4tiny")) {
-				ipv4_hdr(l3, &s4, &d4, 28, id, 0x2000);	/* MF, offset 0 */
-				memcpy(l3 + 20, tcp, 8);
-				if (put(&o, 0, ETH_P_IP, l3, 28))
-					break;
-				ipv4_hdr(l3, &s4, &d4, 32, id, 1);	/* offset 8 octets */
-				memcpy(l3 + 20, tcp + 8, 12);
-				if (put(&o, 0, ETH_P_IP, l3, 32))
-					break;
-			} else {
-				ipv4_hdr(l3, &s4, &d4, 40, id, 0);
-				memcpy(l3 + 20, tcp, 20);
-				if (put(&o, 0, ETH_P_IP, l3, 40))
-					break;
-			}
-		}
+		if (v6 ? send_v6(&o, kind, &s6, &d6, sport, (uint16_t)dport, i) :
+			 send_v4(&o, kind, &s4, &d4, sport, (uint16_t)dport, i))
+			break;
 		sent++;
 	}
 	close(o.fd);

@@ -102,17 +102,23 @@ static int connect_from(in_addr_t src, const char *addr, const char *port)
 
 static const char trickle_request[] = "GET /metrics HTTP/1.1\r\nX-Trickle: ";
 
-static int trickle(int n, double every, double hold, const char *from, const char *addr,
-		   const char *port)
+/* trickle's connections: each one's socket, source, bytes sent, and times. */
+struct trickle_conns {
+	struct pollfd pfd[STALL_MAX];
+	double connected_at[STALL_MAX], closed_after[STALL_MAX];
+	size_t sent[STALL_MAX];
+	in_addr_t src[STALL_MAX];
+	int open_n, closed;
+};
+
+/* Opens tc's n connections from the k addresses of from (FIRST:K), round
+ * robin: 0, 2 for a bad from, 1 when one cannot connect. */
+static int trickle_open(struct trickle_conns *tc, int n, const char *from, const char *addr,
+			const char *port)
 {
-	static struct pollfd pfd[STALL_MAX];
-	static double connected_at[STALL_MAX], closed_after[STALL_MAX];
-	static size_t sent[STALL_MAX];
-	static in_addr_t src[STALL_MAX];
 	char first[INET_ADDRSTRLEN], *colon;
-	double t0 = now_s(), next_tick;
 	struct in_addr a;
-	int k, open_n = 0, closed = 0;
+	int k;
 
 	snprintf(first, sizeof(first), "%s", from);
 	colon = strchr(first, ':');
@@ -123,78 +129,110 @@ static int trickle(int n, double every, double hold, const char *from, const cha
 	if (inet_pton(AF_INET, first, &a) != 1 || k <= 0 || k > 256)
 		return 2;
 	for (int i = 0; i < n; i++) {
-		src[i] = htonl(ntohl(a.s_addr) + (in_addr_t)(i % k));
-		pfd[i].fd = connect_from(src[i], addr, port);
-		if (pfd[i].fd < 0) {
+		tc->src[i] = htonl(ntohl(a.s_addr) + (in_addr_t)(i % k));
+		tc->pfd[i].fd = connect_from(tc->src[i], addr, port);
+		if (tc->pfd[i].fd < 0) {
 			fprintf(stderr, "http_raw: cannot connect to %s port %s (loopback only)\n",
 				addr, port);
 			return 1;
 		}
-		pfd[i].events = POLLOUT;
-		closed_after[i] = -1;
-		open_n++;
+		tc->pfd[i].events = POLLOUT;
+		tc->closed_after[i] = -1;
+		tc->open_n++;
 	}
+	return 0;
+}
+
+/* One more byte on every connected socket. */
+static void trickle_tick(struct trickle_conns *tc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char c = tc->sent[i] < strlen(trickle_request) ? trickle_request[tc->sent[i]] : 'a';
+
+		if (tc->pfd[i].fd >= 0 && tc->connected_at[i] > 0 &&
+		    write(tc->pfd[i].fd, &c, 1) == 1)
+			tc->sent[i]++;
+	}
+}
+
+/* After a poll: a finished connect sends its first byte; a failed connect,
+ * the server's EOF or reset closes the connection and notes when. */
+static void trickle_events(struct trickle_conns *tc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char buf[4096];
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (tc->pfd[i].fd < 0 || !tc->pfd[i].revents)
+			continue;
+		if (tc->pfd[i].events == POLLOUT) {	/* the connect finished */
+			getsockopt(tc->pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			tc->connected_at[i] = now_s();
+			tc->pfd[i].events = POLLIN;
+			if (!err) {
+				char c = trickle_request[0];
+
+				if (write(tc->pfd[i].fd, &c, 1) == 1)
+					tc->sent[i]++;
+				continue;
+			}
+		} else if (read(tc->pfd[i].fd, buf, sizeof(buf)) > 0) {
+			continue;	/* whatever the server says: EOF or reset counts */
+		}
+		tc->closed_after[i] = now_s() - tc->connected_at[i];
+		close(tc->pfd[i].fd);
+		tc->pfd[i].fd = -1;
+		tc->open_n--;
+		tc->closed++;
+	}
+}
+
+/* Prints the JSON of tc's n connections and closes those still open. */
+static void trickle_report(struct trickle_conns *tc, int n)
+{
+	printf("{\"open\": %d, \"closed\": %d, \"conns\": [", tc->open_n, tc->closed);
+	for (int i = 0; i < n; i++) {
+		char s[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &tc->src[i], s, sizeof(s));
+		if (tc->closed_after[i] < 0)
+			printf("%s{\"from\": \"%s\", \"closed_after\": null}", i ? ", " : "", s);
+		else
+			printf("%s{\"from\": \"%s\", \"closed_after\": %.3f}", i ? ", " : "", s,
+			       tc->closed_after[i]);
+		if (tc->pfd[i].fd >= 0)
+			close(tc->pfd[i].fd);
+	}
+	printf("]}\n");
+}
+
+static int trickle(int n, double every, double hold, const char *from, const char *addr,
+		   const char *port)
+{
+	static struct trickle_conns tc;
+	double t0 = now_s(), next_tick;
+	int rc = trickle_open(&tc, n, from, addr, port);
+
+	if (rc)
+		return rc;
 	next_tick = t0;
-	while (open_n && now_s() - t0 < hold) {
+	while (tc.open_n && now_s() - t0 < hold) {
 		double t = now_s();
 		int left;
 
-		if (t >= next_tick) {	/* one more byte on every connected socket */
-			for (int i = 0; i < n; i++) {
-				char c = sent[i] < strlen(trickle_request) ? trickle_request[sent[i]] : 'a';
-
-				if (pfd[i].fd >= 0 && connected_at[i] > 0 && write(pfd[i].fd, &c, 1) == 1)
-					sent[i]++;
-			}
+		if (t >= next_tick) {
+			trickle_tick(&tc, n);
 			next_tick += every;
 		}
 		left = (int)((next_tick - now_s()) * 1000) + 1;
 		if (left > (int)((hold - (now_s() - t0)) * 1000) + 1)
 			left = (int)((hold - (now_s() - t0)) * 1000) + 1;
-		if (poll(pfd, (nfds_t)n, left < 0 ? 0 : left) <= 0)
+		if (poll(tc.pfd, (nfds_t)n, left < 0 ? 0 : left) <= 0)
 			continue;
-		for (int i = 0; i < n; i++) {
-			char buf[4096];
-			int err = 0;
-			socklen_t el = sizeof(err);
-
-			if (pfd[i].fd < 0 || !pfd[i].revents)
-				continue;
-			if (pfd[i].events == POLLOUT) {	/* the connect finished */
-				getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
-				connected_at[i] = now_s();
-				pfd[i].events = POLLIN;
-				if (!err) {
-					char c = trickle_request[0];
-
-					if (write(pfd[i].fd, &c, 1) == 1)
-						sent[i]++;
-					continue;
-				}
-			} else if (read(pfd[i].fd, buf, sizeof(buf)) > 0) {
-				continue;	/* whatever the server says: EOF or reset counts */
-			}
-			closed_after[i] = now_s() - connected_at[i];
-			close(pfd[i].fd);
-			pfd[i].fd = -1;
-			open_n--;
-			closed++;
-		}
+		trickle_events(&tc, n);
 	}
-	printf("{\"open\": %d, \"closed\": %d, \"conns\": [", open_n, closed);
-	for (int i = 0; i < n; i++) {
-		char s[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &src[i], s, sizeof(s));
-		if (closed_after[i] < 0)
-			printf("%s{\"from\": \"%s\", \"closed_after\": null}", i ? ", " : "", s);
-		else
-			printf("%s{\"from\": \"%s\", \"closed_after\": %.3f}", i ? ", " : "", s,
-			       closed_after[i]);
-		if (pfd[i].fd >= 0)
-			close(pfd[i].fd);
-	}
-	printf("]}\n");
+	trickle_report(&tc, n);
 	return 0;
 }
 

@@ -14,9 +14,6 @@ MAX_FUNC_LINES=80
 # Known exceptions, one a line: FILE or FILE:FUNCTION, then why. Remove a
 # line when its file has been split.
 EXCEPTIONS='
-tests/bpf/bench_xdp.c:*		a benchmark: its scenarios and main to be split by scenario
-tests/e2e/l4_send.c:*		a raw sender: do_send to be split by protocol
-tests/exporter/http_raw.c:*	a raw HTTP client: its connect to be split from its sends
 '
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) || exit 2
