@@ -21,6 +21,7 @@
 
 #include "prom.h"
 #include "harness.h"
+#include "golden.h"
 
 #define MS		1000000ULL	/* ns */
 
@@ -105,116 +106,14 @@ static struct prom_scrape scrape_of(const struct prom_iface *ifaces, size_t n)
 
 /* ---- comparing with the golden file ---- */
 
-static const char *golden_dir(void)
+static int write_scrape(FILE *f, const void *s)
 {
-	const char *d = getenv("SLUICE_GOLDEN_DIR");
-
-	return d && *d ? d : "tests/unit/golden";
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0;
-	FILE *m;
-
-	if (!f)
-		return NULL;
-	m = open_memstream(&buf, &cap);
-	if (m) {
-		char chunk[4096];
-		size_t n;
-
-		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-			fwrite(chunk, 1, n, m);
-		if (fclose(m)) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	*len = cap;
-	return buf;
-}
-
-/* The line of the first difference, for the failure message. */
-static void first_diff(const char *got, size_t glen, const char *want, size_t wlen)
-{
-	size_t i = 0, line = 1, bol = 0, eol;
-
-	for (; i < glen && i < wlen && got[i] == want[i]; i++)
-		if (got[i] == '\n') {
-			line++;
-			bol = i + 1;
-		}
-	for (eol = bol; eol < glen && got[eol] != '\n'; eol++)
-		;
-	fail("differs from the golden file at line %zu, column %zu; got '%.*s'%s", line,
-	     i - bol + 1, (int)(eol - bol), got + bol,
-	     i == wlen ? " (the golden file ends before it)" :
-	     i == glen ? " (the output ends early)" : "");
-}
-
-/* `promtool check metrics` on the golden file: no output, exit 0. */
-static void promtool_check(const char *path)
-{
-	char cmd[600], out[512];
-	size_t n = 0;
-	FILE *p;
-	int st;
-
-	if (system("command -v promtool >/dev/null 2>&1") != 0)
-		return;
-	snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
-	p = popen(cmd, "r");
-	if (!p) {
-		fail("cannot run promtool");
-		return;
-	}
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	if (st != 0 || n)
-		fail("promtool check metrics %s (exit %d): %s", path,
-		     WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
+	return prom_write(f, s);
 }
 
 static void check_golden(const char *name, const struct prom_scrape *s)
 {
-	char path[512], *got = NULL, *want;
-	size_t glen = 0, wlen = 0;
-	FILE *f = open_memstream(&got, &glen);
-
-	if (!f) {
-		fail("open_memstream failed");
-		return;
-	}
-	if (prom_write(f, s))
-		fail("prom_write reported an error on a memory stream");
-	if (fclose(f)) {
-		fail("writing to a memory stream failed");
-		free(got);
-		return;
-	}
-	snprintf(path, sizeof(path), "%s/%s.prom", golden_dir(), name);
-	if (getenv("SLUICE_GOLDEN_UPDATE")) {
-		FILE *out = fopen(path, "w");
-
-		if (!out || fwrite(got, 1, glen, out) != glen || fclose(out))
-			fail("cannot write %s", path);
-		free(got);
-		return;
-	}
-	want = read_file(path, &wlen);
-	if (!want)
-		fail("cannot read %s: run from the repository root, or set SLUICE_GOLDEN_DIR", path);
-	else if (glen != wlen || memcmp(got, want, glen))
-		first_diff(got, glen, want, wlen);
-	else
-		promtool_check(path);
-	free(want);
-	free(got);
+	golden_check(name, write_scrape, s);
 }
 
 /* ---- cases ---- */
