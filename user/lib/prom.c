@@ -175,7 +175,7 @@ void prom_sample(FILE *f, const char *name, const char *const *labels, const cha
 	}
 	fputc(' ', f);
 	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
+	vfprintf(f, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
 	va_end(ap);
 	fputc('\n', f);
 }
