@@ -20,7 +20,6 @@
 #include "simulate.h"
 #include "simulate_arrivals.h"
 
-#define SIM_DURATION_DEFAULT	(10ULL * SLUICE_NS_PER_SEC)
 #define SIM_DURATION_MAX	(24ULL * 3600 * SLUICE_NS_PER_SEC)
 /* Up to this many admissions a series is drawn event by event; past it,
  * one point per 1/SIM_PLOT_CELLS of the run (the most in a window). */
@@ -32,9 +31,11 @@ struct sim_options {
 	const char *trace;	/* --trace FILE, or NULL */
 	int pattern;		/* enum sim_pattern, or -1 when not given */
 	const char *plot;	/* --plot FILE, or NULL */
+	/* As given; read below by lib/rule.c's parsers. */
+	const char *rate, *window, *burst, *duration;
 };
 
-static const struct sim_options sim_defaults = { .pattern = -1 };
+static const struct sim_options sim_defaults = { .pattern = -1, .duration = "10s" };
 
 /* --rate, --window, --burst and --duration are read together below, as
  * 'limit set' reads them: each one's bounds depend on the rate's unit. */
@@ -45,15 +46,15 @@ static const struct cli_opt sim_opts[] = {
 			    struct sim_options, trace),
 	[S_PATTERN] = CLI_ENUM("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
 			       struct sim_options, pattern, pattern_names),
-	[S_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set' (required)", 0,
-			   NULL),
-	[S_WINDOW] = CLI_OPT("window", 0, "DURATION",
-			     "the windows' window (default: the rate's unit)", 0, NULL),
-	[S_BURST] = CLI_OPT("burst", 0, "N",
+	[S_RATE] = CLI_STR("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set' (required)",
+			   struct sim_options, rate),
+	[S_WINDOW] = CLI_STR("window", 0, "DURATION", "the windows' window (default: the rate's unit)",
+			     struct sim_options, window),
+	[S_BURST] = CLI_STR("burst", 0, "N",
 			    "the token bucket's burst, the queue's length (default: one second's worth)",
-			    0, NULL),
-	[S_DURATION] = CLI_OPT("duration", 0, "DURATION", "how long a pattern runs (default 10s)", 0,
-			       NULL),
+			    struct sim_options, burst),
+	[S_DURATION] = CLI_STR("duration", 0, "DURATION", "how long a pattern runs",
+			       struct sim_options, duration),
 	[S_PLOT] = CLI_STR("plot", 0, "FILE.svg|FILE.png", "draw admitted versus time with gnuplot",
 			   struct sim_options, plot),
 	CLI_OPT_END,
@@ -649,7 +650,7 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	struct sim s = { .source = NULL };
 	char why[512], gnuplot[4096];
 	enum sim_pattern pat = o->pattern >= 0 ? (enum sim_pattern)o->pattern : P_MAX;
-	__u64 duration = SIM_DURATION_DEFAULT;
+	__u64 duration = 0;
 	const char *kind = NULL;
 	int err;
 
@@ -662,23 +663,23 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 				 "set of arrivals");
 	if (a->val[S_DURATION] && pat == P_MAX)
 		return usage_err("--duration goes with --pattern: a trace lasts as its times say");
-	if (!a->val[S_RATE])
+	if (!o->rate)
 		return usage_err("missing --rate N[/s|/m|/h]: the limit to simulate");
 	/* The words as 'limit set' reads them: the rate, the window and its
 	 * budget (which a sliding window must hold), the burst. */
 	s.r.unit = SLUICE_UNIT_PACKETS;
 	s.r.algo = SLUICE_ALGO_SLIDING_WINDOW;
-	if (rule_parse_rate("--rate", a->val[S_RATE], &s.r, why, sizeof(why)) ||
-	    rule_parse_window(a->val[S_WINDOW], &s.r, why, sizeof(why)))
+	if (rule_parse_rate("--rate", o->rate, &s.r, why, sizeof(why)) ||
+	    rule_parse_window(o->window, &s.r, why, sizeof(why)))
 		return usage_err("%s", why);
 	s.window_ns = s.r.window_ns;
 	s.budget = s.r.burst;
 	s.r.burst = (s.r.rate + s.r.period - 1) / s.r.period;
-	if (a->val[S_BURST] && rule_parse_burst(a->val[S_BURST], &s.r, why, sizeof(why)))
+	if (o->burst && rule_parse_burst(o->burst, &s.r, why, sizeof(why)))
 		return usage_err("%s", why);
 	s.burst = s.r.burst;
-	if (a->val[S_DURATION] &&
-	    rule_parse_duration("--duration", a->val[S_DURATION], SLUICE_WINDOW_NS_MIN,
+	if (pat != P_MAX &&
+	    rule_parse_duration("--duration", o->duration, SLUICE_WINDOW_NS_MIN,
 				SIM_DURATION_MAX, &duration, why, sizeof(why)))
 		return usage_err("%s", why);
 	if (o->plot) {

@@ -237,19 +237,27 @@ void exporter_http_init(struct exporter *ex)
 	ex->http.cls = ex;
 }
 
-/* Positions in exporter_opts. */
-enum { EO_LISTEN, EO_USER, EO_GROUP };
+/* The exporter's options. */
+struct exporter_options {
+	const char *listen, *user, *group;
+};
+
+static const struct exporter_options exporter_defaults = {
+	.listen = LISTEN_DEFAULT, .user = RUN_AS_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT,
+};
 
 static const struct cli_opt exporter_opts[] = {
-	HTTPD_OPTS(EO_LISTEN, EO_USER, EO_GROUP, LISTEN_DEFAULT),
+	CLI_STR("listen", 0, "ADDR:PORT", "where to serve; port 0 picks a free one",
+		struct exporter_options, listen),
+	CLI_STR("user", 0, "USER", "run as USER once listening", struct exporter_options, user),
+	CLI_STR("group", 0, "GROUP", "in GROUP, the pins' group", struct exporter_options, group),
 	CLI_OPT_END,
 };
 
 static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	const char *listen_spec = a->val[EO_LISTEN] ? a->val[EO_LISTEN] : LISTEN_DEFAULT;
-	const char *user = a->val[EO_USER] ? a->val[EO_USER] : RUN_AS_USER_DEFAULT;
-	const char *group = a->val[EO_GROUP] ? a->val[EO_GROUP] : RUN_AS_GROUP_DEFAULT;
+	const struct exporter_options *o = CLI_OPTIONS(a, struct exporter_options);
+	const char *listen_spec = o->listen;
 	struct exporter ex;
 	struct sockaddr_storage ss;
 	char bound[HTTPD_ADDR_STR_MAX], privs[160];
@@ -268,7 +276,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!httpd_parse_listen(listen_spec, &ss, &sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464",
 				 listen_spec);
-	err = run_as_lookup(user, group, &ra);
+	err = run_as_lookup(o->user, o->group, &ra);
 	if (err)
 		return err;
 
@@ -319,6 +327,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 
 const struct cli_cmd exporter_cmd = {
 	.name = "exporter", .path = "exporter", .opts = exporter_opts, .run = exporter_run,
+	CLI_DEFAULTS(exporter_defaults),
 	.help = "Serves Prometheus metrics of every attached interface at\n"
 		"http://ADDR:PORT/metrics; -i IFACE exports only that interface. Once\n"
 		"listening it runs as USER in GROUP, the pins' group, which may read the\n"

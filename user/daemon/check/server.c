@@ -253,32 +253,42 @@ enum MHD_Result check_on_request(void *cls, struct MHD_Connection *conn, const c
 
 /* --- the command --- */
 
-/* Positions in check_opts. */
+/* check-server's options. */
+struct check_options {
+	const char *listen, *user, *group, *socket, *socket_group, *header, *trust;
+	__u64 max_sources;
+};
+
+static const struct check_options check_defaults = {
+	.user = RUN_AS_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT, .socket = SOCKET_DEFAULT,
+	.socket_group = SOCKET_GROUP_DEFAULT, .header = HEADER_DEFAULT, .trust = TRUST_DEFAULT,
+	.max_sources = SOURCES_DEFAULT,
+};
+
+/* Positions in check_opts: whether --listen, --socket, --socket-group and
+ * --trust were given at all decides where to serve. */
 enum { CO_LISTEN, CO_USER, CO_GROUP, CO_SOCKET, CO_SOCKET_GROUP, CO_HEADER, CO_TRUST,
        CO_SOURCES };
 
 static const struct cli_opt check_opts[] = {
-	/* HTTPD_OPTS, but --listen is no default here. */
-	[CO_LISTEN] = CLI_OPT("listen", 0, "ADDR:PORT",
+	[CO_LISTEN] = CLI_STR("listen", 0, "ADDR:PORT",
 			      "serve on TCP instead, e.g. " LISTEN_EXAMPLE " (every process that "
-			      "reaches it from a --trust address may ask)", 0, NULL),
-	[CO_USER] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "
-			    RUN_AS_USER_DEFAULT ")", 0, NULL),
-	[CO_GROUP] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "
-			     RUN_AS_GROUP_DEFAULT ")", 0, NULL),
-	[CO_SOCKET] = CLI_OPT("socket", 0, "PATH",
-			      "the Unix socket to serve on (default " SOCKET_DEFAULT ")", 0, NULL),
-	[CO_SOCKET_GROUP] = CLI_OPT("socket-group", 0, "GROUP",
-				    "the gateway's group, the only one that may connect (default "
-				    SOCKET_GROUP_DEFAULT ")", 0, NULL),
-	[CO_HEADER] = CLI_OPT("address-header", 0, "NAME",
-			      "the header naming the client's address (default " HEADER_DEFAULT ")",
-			      0, NULL),
-	[CO_TRUST] = CLI_OPT("trust", 0, "CIDR[,CIDR...]",
-			     "with --listen, peers that may ask (default " TRUST_DEFAULT ")", 0,
-			     NULL),
-	[CO_SOURCES] = CLI_OPT("max-sources", 0, "N",
-			       "sources (and streaks) tracked at most (default 65536)", 0, NULL),
+			      "reaches it from a --trust address may ask)", struct check_options, listen),
+	[CO_USER] = CLI_STR("user", 0, "USER", "run as USER once listening",
+			    struct check_options, user),
+	[CO_GROUP] = CLI_STR("group", 0, "GROUP", "in GROUP, the pins' group",
+			     struct check_options, group),
+	[CO_SOCKET] = CLI_STR("socket", 0, "PATH", "the Unix socket to serve on",
+			      struct check_options, socket),
+	[CO_SOCKET_GROUP] = CLI_STR("socket-group", 0, "GROUP",
+				    "the gateway's group, the only one that may connect",
+				    struct check_options, socket_group),
+	[CO_HEADER] = CLI_STR("address-header", 0, "NAME", "the header naming the client's address",
+			      struct check_options, header),
+	[CO_TRUST] = CLI_STR("trust", 0, "CIDR[,CIDR...]", "with --listen, peers that may ask",
+			     struct check_options, trust),
+	[CO_SOURCES] = CLI_U64("max-sources", 0, "N", "sources (and streaks) tracked at most",
+			       struct check_options, max_sources, SOURCES_MIN, SOURCES_MAX, "sources"),
 	CLI_OPT_END,
 };
 
@@ -360,11 +370,10 @@ static int serve(struct check_server *s, const sigset_t *stop)
  * (its permissions decide); 0 or EXIT_USAGE after saying why. */
 static int check_where(const struct cli_args *a, const char **path, gid_t *gid)
 {
-	const char *group = a->val[CO_SOCKET_GROUP] ? a->val[CO_SOCKET_GROUP]
-						    : SOCKET_GROUP_DEFAULT;
+	const struct check_options *o = CLI_OPTIONS(a, struct check_options);
 	const struct group *gr;
 
-	*path = a->val[CO_SOCKET] ? a->val[CO_SOCKET] : SOCKET_DEFAULT;
+	*path = o->socket;
 	if (a->val[CO_LISTEN]) {
 		if (a->val[CO_SOCKET])
 			return usage_err("--listen and --socket together: give one, --socket "
@@ -382,10 +391,11 @@ static int check_where(const struct cli_args *a, const char **path, gid_t *gid)
 		return usage_err("bad --socket '%s': give an absolute path of at most %zu "
 				 "bytes, e.g. %s", *path,
 				 sizeof(((struct sockaddr_un *)0)->sun_path) - 1, SOCKET_DEFAULT);
-	gr = getgrnam(group);
+	gr = getgrnam(o->socket_group);
 	if (!gr)
 		return usage_err("no group '%s' for --socket-group: name the group the "
-				 "gateway runs in (nginx: its 'user' line), or create it", group);
+				 "gateway runs in (nginx: its 'user' line), or create it",
+				 o->socket_group);
 	*gid = gr->gr_gid;
 	return 0;
 }
@@ -405,21 +415,18 @@ struct check_setup {
 /* The options that need no server; 0 or EXIT_USAGE after saying why. */
 static int check_options(const struct cli_args *a, struct check_setup *cs)
 {
-	cs->listen_spec = a->val[CO_LISTEN];
-	cs->max_sources = SOURCES_DEFAULT;
+	const struct check_options *o = CLI_OPTIONS(a, struct check_options);
+
+	cs->listen_spec = o->listen;
+	cs->max_sources = o->max_sources;
 	if (opts.json)
 		return usage_err("the check server has no JSON output: drop -j");
 	if (cs->listen_spec && !httpd_parse_listen(cs->listen_spec, &cs->ss, &cs->sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. %s or [::1]:9465",
 				 cs->listen_spec, LISTEN_EXAMPLE);
-	if (a->val[CO_HEADER] && (!httpd_is_token(a->val[CO_HEADER]) ||
-				  strlen(a->val[CO_HEADER]) > HEADER_NAME_MAX))
+	if (!httpd_is_token(o->header) || strlen(o->header) > HEADER_NAME_MAX)
 		return usage_err("bad --address-header '%s': give a header name (letters, digits, "
-				 "'-'), e.g. %s", a->val[CO_HEADER], HEADER_DEFAULT);
-	if (a->val[CO_SOURCES] &&
-	    !parse_u64(a->val[CO_SOURCES], SOURCES_MIN, SOURCES_MAX, &cs->max_sources))
-		return usage_err("bad --max-sources '%s': give a whole number from %llu to %llu",
-				 a->val[CO_SOURCES], SOURCES_MIN, SOURCES_MAX);
+				 "'-'), e.g. %s", o->header, HEADER_DEFAULT);
 	return 0;
 }
 
@@ -427,16 +434,15 @@ static int check_options(const struct cli_args *a, struct check_setup *cs)
 static int check_configure(const struct cli_args *a, struct check_server *s,
 			   struct check_setup *cs)
 {
-	const char *user = a->val[CO_USER] ? a->val[CO_USER] : RUN_AS_USER_DEFAULT;
-	const char *group = a->val[CO_GROUP] ? a->val[CO_GROUP] : RUN_AS_GROUP_DEFAULT;
+	const struct check_options *o = CLI_OPTIONS(a, struct check_options);
 	int err;
 
-	s->header = a->val[CO_HEADER] ? a->val[CO_HEADER] : HEADER_DEFAULT;
-	err = check_parse_trust(a->val[CO_TRUST] ? a->val[CO_TRUST] : TRUST_DEFAULT, s);
+	s->header = o->header;
+	err = check_parse_trust(o->trust, s);
 	if (!err)
 		err = check_where(a, &cs->sock_path, &cs->sock_gid);
 	if (!err)
-		err = run_as_lookup(user, group, &cs->ra);
+		err = run_as_lookup(o->user, o->group, &cs->ra);
 	if (!err)
 		err = pick_iface(cs->iface, sizeof(cs->iface));
 	return err;
@@ -484,8 +490,7 @@ static void check_announce(const struct check_server *s, const struct cli_args *
 	if (cs->sock_path)
 		printf("sluice check-server %s: serving /check on %s (mode %04o, group %s) for %s "
 		       "(%u request rule%s; client address from %s; %s)\n", SLUICE_VERSION, bound,
-		       SOCKET_MODE, a->val[CO_SOCKET_GROUP] ? a->val[CO_SOCKET_GROUP]
-							    : SOCKET_GROUP_DEFAULT,
+		       SOCKET_MODE, CLI_OPTIONS(a, struct check_options)->socket_group,
 		       cs->iface, s->pol->n, s->pol->n == 1 ? "" : "s", s->header, privs);
 	else
 		printf("sluice check-server %s: serving http://%s/check for %s (%u request rule%s; "
@@ -577,6 +582,7 @@ out_maps:
 
 const struct cli_cmd check_cmd = {
 	.name = "check-server", .path = "check-server", .opts = check_opts, .run = check_run,
+	CLI_DEFAULTS(check_defaults),
 	.help = "Answers GET /check for a gateway (nginx auth_request): may the client named in\n"
 		"the address header make one more request under the interface's request rules\n"
 		"(limit set CIDR --requests)? 200 with the RateLimit fields, or 429 (403 with\n"

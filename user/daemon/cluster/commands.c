@@ -9,12 +9,18 @@
 #include "cluster.h"
 #include "agent.h"
 
-enum { CJ_NODE, CJ_SYNC };
+struct join_options {
+	const char *node;	/* NULL: the host name */
+	__u32 sync_ms;
+};
+
+static const struct join_options join_defaults = { .sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT };
+
 static const struct cli_opt join_opts[] = {
-	[CJ_NODE] = CLI_OPT("node", 0, "NAME",
-			    "this host's name among the peers (default: the host name)", 0, NULL),
-	[CJ_SYNC] = CLI_OPT("sync", 0, "MS", "the sync interval, 10 to 10000 ms (default 100)", 0,
-			    NULL),
+	CLI_STR("node", 0, "NAME", "this host's name among the peers (default: the host name)",
+		struct join_options, node),
+	CLI_U32("sync", 0, "MS", "the sync interval", struct join_options, sync_ms,
+		SLUICE_CLUSTER_SYNC_MS_MIN, SLUICE_CLUSTER_SYNC_MS_MAX, "ms"),
 	CLI_OPT_END,
 };
 
@@ -22,8 +28,8 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	struct redis_url url;
 	char iface[IF_NAMESIZE], host[256];
-	const char *node = a->val[CJ_NODE];
-	__u64 sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT;
+	const struct join_options *o = CLI_OPTIONS(a, struct join_options);
+	const char *node = o->node;
 	int err;
 
 	(void)c;
@@ -32,10 +38,6 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	err = parse_url(a->pos[0], &url);
 	if (err)
 		return err;
-	if (a->val[CJ_SYNC] && !parse_u64(a->val[CJ_SYNC], SLUICE_CLUSTER_SYNC_MS_MIN,
-					  SLUICE_CLUSTER_SYNC_MS_MAX, &sync_ms))
-		return usage_err("bad --sync '%s': give milliseconds from %u to %u", a->val[CJ_SYNC],
-				 SLUICE_CLUSTER_SYNC_MS_MIN, SLUICE_CLUSTER_SYNC_MS_MAX);
 	if (!node) {
 		if (gethostname(host, sizeof(host)))
 			host[0] = '\0';
@@ -52,7 +54,7 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	err = pick_iface(iface, sizeof(iface));
 	if (err)
 		return err;
-	return agent_run(iface, &url, node, sync_ms);
+	return agent_run(iface, &url, node, o->sync_ms);
 }
 /* --- status --- */
 
@@ -267,6 +269,7 @@ out:
 static const struct cli_cmd join_cmd = {
 	.name = "join", .path = "cluster join", .args = "redis://HOST[:PORT]",
 	.min_pos = 1, .max_pos = 1, .opts = join_opts, .run = join_run,
+	CLI_DEFAULTS(join_defaults),
 	.help = "Runs the cluster agent of the interface until SIGINT or SIGTERM: its --cluster\n"
 		"rules then hold across every host joined to the same Redis. Each host spends a\n"
 		"local share (limit / 8N) and leases more tokens from Redis every sync interval;\n"
