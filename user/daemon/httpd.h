@@ -18,17 +18,6 @@
 #include "cli.h"
 #include "privdrop.h"
 
-/* The options every server's table has, --listen, --user and --group, at
- * positions L, U and G of it; listen_default is a string literal. */
-#define HTTPD_OPTS(L, U, G, listen_default)						\
-	[L] = CLI_OPT("listen", 0, "ADDR:PORT",						\
-		      "where to serve (default " listen_default "; port 0 picks a free one)", \
-		      0, NULL),								\
-	[U] = CLI_OPT("user", 0, "USER", "run as USER once listening (default "		\
-		      RUN_AS_USER_DEFAULT ")", 0, NULL),				\
-	[G] = CLI_OPT("group", 0, "GROUP", "in GROUP, the pins' group (default "	\
-		      RUN_AS_GROUP_DEFAULT ")", 0, NULL)
-
 /* "[V6]:PORT" or "unix:PATH" formatted, and a NUL. */
 #define HTTPD_ADDR_STR_MAX	(sizeof("unix:") + 108)
 
