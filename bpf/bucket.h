@@ -66,24 +66,23 @@ static __always_inline void carry_home(const struct sluice_bucket *home, __u32 i
 	    SLUICE_BOUND_IDX(bound) != idx || READ_ONCE(home->bound) != bound)
 		return;
 	fresh->tat = tat;
-	fresh->bound = bound & ~SLUICE_BOUND_DIRECT;
+	fresh->bound = bound & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_ID_MASK);
 }
 
-/* The bucket at key, taken with a full burst bound to (gen, idx) if there
- * is none and the new-source budget allows; NULL otherwise, with *reason
- * saying why. missing: the caller just looked key up and found nothing.
- * home: the source's home bucket when it has one (and key is keyed): the
+/* The keyed bucket at key, taken with a full burst bound to (gen, idx) if
+ * there is none and the new-source budget allows; NULL otherwise, with
+ * *reason saying why. home: the source's home bucket when it has one: the
  * source is known, so the budget does not apply, and a per-source key of
  * the rule home was judged by starts from home's state (carry_home). */
 static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *cfg,
 							 const struct sluice_src_key *key,
-							 __u64 bound, int missing,
+							 __u64 bound,
 							 const struct sluice_bucket *home,
 							 __u32 *reason)
 {
 	struct sluice_bucket *b, fresh = { .bound = bound };
 
-	b = missing ? NULL : bpf_map_lookup_elem(&src_buckets, key);
+	b = bpf_map_lookup_elem(&src_buckets, key);
 	if (b)
 		return b;
 	if (home) {
@@ -99,6 +98,25 @@ static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *c
 	if (!b)	/* no memory, or evicted at once by another CPU */
 		*reason = SLUICE_R_NO_BUCKET;
 	return b;
+}
+
+/* A slot of the source table for a new source, key, bound by word bound:
+ * its index and *id its slot bits, or -1 with *reason saying why (over
+ * the new-source budget, its buckets full of sources in debt, or its
+ * stripe busy). */
+static __always_inline int take_slot(struct sluice_config *cfg, const struct sluice_src_key *key,
+				     __u64 bound, __u64 *id, __u32 *reason)
+{
+	int at;
+
+	if (!new_source_admitted(cfg)) {
+		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
+		return -1;
+	}
+	at = src_claim(cfg, key, bound, id);
+	if (at < 0)
+		*reason = SLUICE_R_NO_BUCKET;
+	return at;
 }
 
 #endif /* SLUICE_BPF_BUCKET_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The admission decision: a packet judged in its bucket by the rule the
  * bucket is bound to, with CAS, retried boundedly. Part of sluice.bpf.c,
- * included by it after rebind.h. */
+ * included by it after lease.h. */
 #ifndef SLUICE_BPF_JUDGE_H
 #define SLUICE_BPF_JUDGE_H
 
@@ -10,6 +10,11 @@
  * landed while it lost CAS after CAS (judge_step). Counted as no_bucket
  * (fail closed); only at the instant of a commit. */
 #define JUDGE_REROUTE	SLUICE_R_MAX
+/* A packet whose bucket is bound to an older generation: judge_bucket's
+ * caller re-binds it (rebind) and judges it again. Called from the
+ * program's own frame, rebind and its conversion loop fit the 512 bytes
+ * of stack that BPF gives a chain of calls. */
+#define JUDGE_REBIND	(SLUICE_R_MAX + 1)
 
 /* One admission in progress: what judge_step needs between attempts. */
 struct judge {
@@ -17,6 +22,9 @@ struct judge {
 	struct sluice_bucket *b;
 	const struct pkt *p;
 	__u64 now;		/* ns, read at each step */
+	__u64 id;		/* the slot bits of b's bound word, which must not
+				 * change: a slot of the source table given to
+				 * another source meanwhile is not this one's */
 	__u32 idx;		/* the deciding policy */
 	__u32 reason;
 };
@@ -42,11 +50,11 @@ static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u6
 
 /* One attempt at an admission step with CAS, against the policy the bucket is
  * bound to in the active generation. Returns 1 with j->reason set when the
- * packet is decided, 0 when a lost race, a rebind or a policy flip means the
- * step must start again. Without can_rebind (the retry loop, whose frame
- * would otherwise stack rebind's and its conversion loop's on top), a bucket
- * of an older generation is rerouted: that is a commit landing while this
- * packet lost CAS after CAS. */
+ * packet is decided, 0 when a lost race or a policy flip means the step
+ * must start again. A bucket of an older generation ends the judging with
+ * JUDGE_REBIND when can_rebind (the first attempts), and is rerouted
+ * otherwise (the retry loop): that is a commit landing while this packet
+ * lost CAS after CAS. */
 static __always_inline int judge_step(struct judge *j, int can_rebind)
 {
 	struct sluice_bucket *b = j->b;
@@ -58,6 +66,10 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 		return 1;
 	gen_slot = READ_ONCE(j->cfg->gen_slot);
 	bound = READ_ONCE(b->bound);
+	if ((bound & SLUICE_SLOT_ID_MASK) != j->id) {
+		j->reason = JUDGE_REROUTE;	/* reclaimed under it */
+		return 1;
+	}
 	if (bound & SLUICE_BOUND_PENDING) {
 		/* Another CPU converts TAT: wait for it, boundedly. */
 		for (spins = 0; spins < SLUICE_PENDING_SPINS; spins++)
@@ -65,17 +77,9 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 				return 0;
 		return 1;	/* still pending: fail closed */
 	}
-	if (SLUICE_BOUND_GEN(bound) != SLUICE_GEN(gen_slot)) {
-		if (!can_rebind) {
-			j->reason = JUDGE_REROUTE;
-			return 1;
-		}
-		/* A rebind that could not read the new policy (another commit
-		 * began meanwhile) is tried again, against the newer one. */
-		r = rebind(j->cfg, b, j->p, gen_slot, bound);
-		if (r > 0)
-			j->reason = JUDGE_REROUTE;
-		return r > 0;
+	if (!SLUICE_BOUND_GEN_IS(bound, SLUICE_GEN(gen_slot))) {
+		j->reason = can_rebind ? JUDGE_REBIND : JUDGE_REROUTE;
+		return 1;
 	}
 	j->idx = SLUICE_BOUND_IDX(bound);
 	if (read_policy(j->cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), j->idx, &v, 0))
@@ -114,29 +118,48 @@ static long judge_retry(__u64 i, struct judge *j)
 }
 
 /*
- * Admit or reject packet p in bucket b. A failed CAS means another CPU
- * admitted a packet meanwhile, so retrying makes progress; the first
- * attempts run inline (the common, uncontended case), the rest in a
- * bpf_loop, verified once, up to SLUICE_CAS_TRIES. Only past that bound is
- * a packet rejected unjudged: it never over-admits. Sets *idx to the
- * deciding policy; returns the reason.
+ * Admit or reject packet p in bucket b (a slot of the source table while
+ * its slot bits are p->id, 0 for a keyed bucket), and count it on the
+ * bucket's passed or dropped (n). A failed CAS means another CPU admitted
+ * a packet meanwhile, so retrying makes progress; the first attempts run
+ * inline (the common, uncontended case), the rest in a bpf_loop, verified
+ * once, up to SLUICE_CAS_TRIES. Only past that bound is a packet rejected
+ * unjudged: it never over-admits. A packet its rule rejects may spend the
+ * bucket's lease (lease_take). Sets *idx to the deciding policy; returns
+ * the reason, or JUDGE_REBIND (nothing counted). Global, so the verifier
+ * checks it once for every kind of bucket.
  */
-static __always_inline __u32 judge_bucket(struct sluice_config *cfg, struct sluice_bucket *b,
-					  const struct pkt *p, __u32 *idx)
+__noinline int judge_bucket(struct sluice_config *cfg, struct sluice_bucket *b,
+			    struct sluice_slot_count *n, const struct pkt *p, __u32 *idx)
 {
 	struct judge j = {
 		.cfg = cfg, .b = b, .p = p,
-		.idx = *idx, .reason = SLUICE_R_RATE_LIMITED,
+		.reason = SLUICE_R_RATE_LIMITED,
 	};
+	__u32 reason;
 	int i;
 
+	if (!cfg || !b || !p || !idx)
+		return SLUICE_R_NO_BUCKET;
+	j.idx = *idx;
+	j.id = p->id;
 	for (i = 0; i < SLUICE_CAS_INLINE_TRIES; i++)
 		if (judge_step(&j, 1))
 			goto out;
 	bpf_loop(SLUICE_CAS_TRIES, judge_retry, &j, 0);
 out:
 	*idx = j.idx;
-	return j.reason == JUDGE_REROUTE ? SLUICE_R_NO_BUCKET : j.reason;
+	if (j.reason == JUDGE_REBIND)
+		return JUDGE_REBIND;
+	reason = j.reason == JUDGE_REROUTE ? SLUICE_R_NO_BUCKET : j.reason;
+	if (reason == SLUICE_R_RATE_LIMITED && READ_ONCE(cfg->leasing))
+		reason = lease_take(cfg, p, j.idx, n ? READ_ONCE(n->dropped) : 0);
+	/* A --monitor rule's would-drop counts as the source's dropped: the
+	 * dry run shows whom enforcing would hit (the rule says which). */
+	if (n)
+		count_source(sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
+			     &n->dropped : &n->passed);
+	return (int)reason;
 }
 
 #endif /* SLUICE_BPF_JUDGE_H */

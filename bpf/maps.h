@@ -7,10 +7,41 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "sluice/sluice.h"
+#include "sluice/srctab.h"
 
+/* The source table (include/sluice/srctab.h, bpf/srctab.h): every home
+ * bucket, in slots the program manages itself; mmapable, so its values are
+ * page-aligned and userspace reads it in place. Sized by attach. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* srctab_buckets(--max-sources), by attach */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sluice_slot_bucket);
+} src_table SEC(".maps");
+
+/* Each slot's passed and dropped, one entry per bucket of src_table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* as src_table */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sluice_slot_counts);
+} src_counts SEC(".maps");
+
+/* The stripe locks of inserts into src_table (0 free, 1 held). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_SRC_LOCKS);
+	__type(key, __u32);
+	__type(value, __u64);
+} src_locks SEC(".maps");
+
+/* Keyed buckets: --per /LEN, --per rule, and sources whose rules match on
+ * L4. Few, so the kernel's LRU hash keeps them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SLUICE_MAX_SOURCES_DEFAULT);	/* set by attach */
+	__uint(max_entries, SLUICE_MAX_KEYED);	/* min(--max-sources, this), by attach */
 	__type(key, struct sluice_src_key);
 	__type(value, struct sluice_bucket);
 } src_buckets SEC(".maps");

@@ -54,7 +54,7 @@ static long convert_step(__u64 i, struct convert *cv)
 __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 		      const struct pkt *p, __u64 gen_slot, __u64 bound)
 {
-	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN(bound);
+	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN_FULL(bound, gen);
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
 	struct convert cv = { .b = b };
 	__u64 word, changed, prev_since, t;
@@ -66,7 +66,8 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	idx = resolve(p, slot, &direct, &lead);
 	if (read_policy(cfg, gen_slot, slot, idx, &cv.nv, 0))
 		return -1;
-	word = SLUICE_BOUND(gen, idx);
+	/* A slot of the source table keeps its slot bits (its claim). */
+	word = SLUICE_BOUND(gen, idx) | (bound & SLUICE_SLOT_ID_MASK);
 	if (p->kidx == SLUICE_KEY_HOME) {
 		if (!served_at_home(direct, &cv.nv)) {
 			__sync_val_compare_and_swap(&b->bound, bound, word);

@@ -23,6 +23,8 @@ struct pkt {
 	struct l4 l4;
 	__u32 kidx;
 	__u64 bytes;
+	__u64 id;		/* the slot bits of its bucket, when that is a slot of
+				 * the source table (judge_bucket) */
 };
 
 static __always_inline int match_holds(const struct sluice_match *m, const struct l4 *l4)

@@ -29,6 +29,7 @@
 #include "counters.h"
 #include "resolve.h"
 #include "rebind.h"
+#include "srctab.h"
 #include "bucket.h"
 #include "lease.h"
 #include "judge.h"
@@ -96,21 +97,27 @@ static __always_inline int source_banned(struct sluice_config *cfg, const struct
 	return 1;
 }
 
+/* The bucket a packet is judged in: a slot of the source table (at >= 0,
+ * whose slot bits were id) or a keyed bucket (at < 0, id 0). */
+struct bref {
+	struct sluice_bucket *b;
+	__u64 id;
+	int at;
+};
+
 /*
- * The bucket packet p is judged in when its home bucket (home, or NULL)
+ * The bucket packet p is judged in when its home bucket (home->b, or NULL)
  * does not serve it in this generation: its rule resolved, then the home
- * bucket or a keyed one of the rule, taken if need be. NULL when the
- * packet is decided without one, with *idx and *reason set; r is the
+ * bucket, a new slot of the source table or a keyed bucket of the rule, taken if need be. 0 with *out set; -1 when
+ * the packet is decided without one, with *idx and *reason set; r is the
  * parser's result.
  */
-static __always_inline struct sluice_bucket *rule_bucket(struct sluice_config *cfg,
-							 struct pkt *p,
-							 struct sluice_bucket *home, int r,
-							 __u32 *idx, __u32 *reason)
+static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
+				       const struct bref *home, int r, __u32 *idx, __u32 *reason,
+				       struct bref *out)
 {
 	__u32 lead = SLUICE_POLICY_DEFAULT;
 	struct sluice_src_key key;
-	struct sluice_bucket *b;
 	struct verdict v;
 	__u64 gen_slot;
 	int direct, tries;
@@ -127,7 +134,7 @@ static __always_inline struct sluice_bucket *rule_bucket(struct sluice_config *c
 		/* Commits in quick succession, each within one packet. */
 		*idx = SLUICE_POLICY_DEFAULT;
 		*reason = SLUICE_R_NO_BUCKET;
-		return NULL;
+		return -1;
 	}
 	/* Malformed where a rule covering its source matches on L4: the
 	 * protocol, port or SYN it was judged by may not be what the stack
@@ -136,36 +143,45 @@ static __always_inline struct sluice_bucket *rule_bucket(struct sluice_config *c
 	if (r == PARSE_MALFORMED_SRC && !direct) {
 		*idx = lead;
 		*reason = SLUICE_R_L4_UNREADABLE;
-		return NULL;
+		return -1;
 	}
 	if (v.action == SLUICE_ACT_ALLOW) {
 		*reason = SLUICE_R_ALLOWED;
-		return NULL;
+		return -1;
 	}
 	if (v.action != SLUICE_ACT_LIMIT) {
 		*reason = SLUICE_R_DENIED;
-		return NULL;
+		return -1;
 	}
 	*reason = SLUICE_R_NO_BUCKET;
 	if (served_at_home(direct, &v)) {
 		/* A stale home bucket is rebound by judge_step. */
-		b = home ? home
-			 : take_bucket(cfg, &p->src, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx) |
-						     SLUICE_BOUND_DIRECT, 1, NULL, reason);
+		if (home->b) {
+			*out = *home;
+			return 0;
+		}
+		out->id = 0;
+		out->at = take_slot(cfg, &p->src, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx) |
+						  SLUICE_BOUND_DIRECT, &out->id, reason);
+		out->b = out->at < 0 ? NULL : (struct sluice_bucket *)src_slot((__u32)out->at);
 	} else {
 		key = p->src;
 		key.key_len = v.key_len;
 		key.policy = (__u16)*idx;
 		mask_addr(key.a, v.key_len);
 		p->kidx = *idx;
-		b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx), 0, home,
-				reason);
+		out->b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx), home->b,
+				     reason);
+		out->id = 0;
+		out->at = -1;
 	}
+	if (out->b)
+		return 0;
 	/* Over the new-source budget, or no entry to be had: fail closed, and
 	 * visibly; a --monitor rule passes it. */
-	if (!b && (v.flags & SLUICE_POLICY_MONITOR))
+	if (v.flags & SLUICE_POLICY_MONITOR)
 		*reason = SLUICE_R_MONITORED;
-	return b;
+	return -1;
 }
 
 /* xdp.frags: multi-buffer aware, so it attaches natively to interfaces
@@ -176,10 +192,12 @@ int sluice_xdp(struct xdp_md *ctx)
 {
 	struct pkt p = { .bytes = bpf_xdp_get_buff_len(ctx) };
 	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT;
-	struct sluice_bucket *b, *home;
+	struct bref home = { .at = -1 }, br;
+	struct sluice_slot_count *n;
 	struct sluice_config *cfg;
+	struct sluice_slot *s;
 	__u64 bound;
-	int r, pass;
+	int r, r2, pass;
 
 	r = parse_frame(ctx, &p.src, &p.l4);
 	if (r == PARSE_NON_IP)
@@ -200,29 +218,40 @@ int sluice_xdp(struct xdp_md *ctx)
 		goto counted;
 	}
 
-	/* The common case: the source's home bucket serves it in this
-	 * generation, and knows its rule. */
+	/* The common case: the source's home bucket, a slot of the source
+	 * table, serves it in this generation, and knows its rule. */
 	p.kidx = SLUICE_KEY_HOME;
-	home = bpf_map_lookup_elem(&src_buckets, &p.src);
-	if (home) {
-		bound = READ_ONCE(home->bound);
-		if ((bound & SLUICE_BOUND_DIRECT) && !(bound & SLUICE_BOUND_PENDING) &&
-		    SLUICE_BOUND_GEN(bound) == SLUICE_GEN(READ_ONCE(cfg->gen_slot))) {
-			b = home;
-			goto judge;
+	r2 = src_lookup(cfg, &p.src, &home.id);
+	if (r2 >= 0) {
+		s = src_slot((__u32)r2);
+		if (s) {
+			home.b = (struct sluice_bucket *)s;
+			home.at = r2;
+			bound = READ_ONCE(s->ctl);
+			if ((bound & SLUICE_BOUND_DIRECT) && !(bound & SLUICE_BOUND_PENDING) &&
+			    SLUICE_BOUND_GEN_IS(bound, SLUICE_GEN(READ_ONCE(cfg->gen_slot)))) {
+				br = home;
+				goto judge;
+			}
 		}
 	}
-	b = rule_bucket(cfg, &p, home, r, &idx, &reason);
-	if (!b)
+	if (rule_bucket(cfg, &p, &home, r, &idx, &reason, &br))
 		goto counted;
 judge:
-	reason = judge_bucket(cfg, b, &p, &idx);
-	if (reason == SLUICE_R_RATE_LIMITED && READ_ONCE(cfg->leasing))
-		reason = lease_take(cfg, &p, idx, READ_ONCE(b->dropped));
-	/* A --monitor rule's would-drop counts as the source's dropped: the
-	 * dry run shows whom enforcing would hit (the rule says which). */
-	count_source(sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
-		     &b->dropped : &b->passed);
+	n = br.at >= 0 ? src_count((__u32)br.at) : (struct sluice_slot_count *)&br.b->passed;
+	p.id = br.id;
+	reason = judge_bucket(cfg, br.b, n, &p, &idx);
+	if (reason == JUDGE_REBIND) {
+		/* Bound to an older generation: re-bound to this one (by this
+		 * CPU or another), then judged again. A slot given to another
+		 * source meanwhile is not re-bound: its ctl no longer matches. */
+		bound = READ_ONCE(br.b->bound);
+		r2 = (bound & SLUICE_SLOT_ID_MASK) == br.id ?
+		     rebind(cfg, br.b, &p, READ_ONCE(cfg->gen_slot), bound) : 1;
+		reason = r2 > 0 ? JUDGE_REBIND : judge_bucket(cfg, br.b, n, &p, &idx);
+		if (reason == JUDGE_REBIND)	/* rerouted, or another commit */
+			reason = SLUICE_R_NO_BUCKET;
+	}
 
 counted:
 	pass = !sluice_reason_is_drop(reason);

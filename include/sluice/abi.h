@@ -28,6 +28,9 @@ enum sluice_action {
  * table, not to a packet. */
 enum sluice_event {
 	SLUICE_EV_NEW_SOURCE_ADMITTED = 0,	/* a new entry was taken */
+	SLUICE_EV_SOURCE_RECLAIMED = 1,		/* ... by reclaiming an idle source's slot */
+	SLUICE_EV_SOURCE_REFUSED = 2,		/* a new source found both its buckets
+						 * full of sources in debt: dropped */
 	SLUICE_EV_MAX,
 };
 
@@ -256,6 +259,12 @@ struct sluice_config {
 	 * before its flip when the new policy has a leased rule, and clears
 	 * it after the flip when it has none. */
 	__u64 leasing;
+	/* The source table (struct sluice_slot): the seed of its hash, drawn
+	 * at random when the table is made, its buckets, and --max-sources;
+	 * written once by attach before the program runs. */
+	__u64 src_seed;
+	__u32 src_buckets;
+	__u32 src_capacity;
 };
 #define SLUICE_BANS_LIVE		1ULL
 #define SLUICE_BANS_WRITE		2ULL
@@ -266,12 +275,15 @@ struct sluice_config {
 #define SLUICE_GEN_MAKE(gen, slot)	(((__u64)(gen) << SLUICE_GEN_SHIFT) | (slot))
 
 /*
- * Per-bucket state. tat is the GCRA word, changed only by CAS. bound names
- * the policy the bucket is judged by, in one word written at once:
- * generation and policy index, plus a pending bit while the CPU that
- * re-binds it converts tat to the new policy (tokens carried over), and for
- * a home bucket the direct bit while it serves its source. A ban is kept in
- * tat: a banned bucket's TAT lies more than its tolerance ahead of now.
+ * Per-bucket state. tat is the algorithm's state word, changed only by CAS.
+ * bound names the policy the bucket is judged by, in one word written at
+ * once: the low 32 bits of the generation and the policy index, plus a
+ * pending bit while the CPU that re-binds it converts tat to the new
+ * policy (tokens carried over), and for a home bucket the direct bit while
+ * it serves its source. A ban is kept in tat: a banned bucket's TAT lies
+ * more than its tolerance ahead of now. The source table's slots (struct
+ * sluice_slot) begin with the same two words; keyed buckets (--per /LEN,
+ * --per rule, L4 rules) are this struct in an LRU hash.
  */
 struct sluice_bucket {
 	__u64 tat;		/* the algorithm's state word: a token bucket's
@@ -285,16 +297,66 @@ struct sluice_bucket {
 };
 /* Where a bucket's passed and dropped stop counting (about 4.3e9): below
  * 2^32 by more than any number of CPUs that add at once, so they never
- * wrap. 32 bits each keep the bucket at 24 bytes, so a table entry spans
- * two cache lines, never three (see doc/design.md, "Memory per tracked source"). */
+ * wrap. */
 #define SLUICE_SRC_COUNT_MAX		(0xffffffffU - 4096U)
 #define SLUICE_BOUND_IDX_MASK		0xffffULL
 #define SLUICE_BOUND_PENDING		0x10000ULL
 #define SLUICE_BOUND_DIRECT		0x20000ULL
-#define SLUICE_BOUND_GEN_SHIFT		18
-#define SLUICE_BOUND(gen, idx)		(((__u64)(gen) << SLUICE_BOUND_GEN_SHIFT) | (idx))
-#define SLUICE_BOUND_GEN(w)		((w) >> SLUICE_BOUND_GEN_SHIFT)
+#define SLUICE_BOUND_GEN_SHIFT		32
+#define SLUICE_BOUND(gen, idx)		(((__u64)(__u32)(gen) << SLUICE_BOUND_GEN_SHIFT) | (idx))
+/* The generation's low 32 bits; SLUICE_BOUND_GEN_IS compares them with a
+ * generation, SLUICE_BOUND_GEN_FULL widens them again given the current
+ * one (a bucket is never 2^32 commits behind: 136 years at one a second). */
+#define SLUICE_BOUND_GEN(w)		((__u32)((w) >> SLUICE_BOUND_GEN_SHIFT))
+#define SLUICE_BOUND_GEN_IS(w, gen)	(SLUICE_BOUND_GEN(w) == (__u32)(gen))
+#define SLUICE_BOUND_GEN_FULL(w, gen)	((gen) - (__u32)((__u32)(gen) - SLUICE_BOUND_GEN(w)))
 #define SLUICE_BOUND_IDX(w)		((__u32)((w) & SLUICE_BOUND_IDX_MASK))
+
+/*
+ * The source table: every home bucket (a source judged by a per-source
+ * rule), in an open-addressing table that the XDP program manages inside
+ * an mmapable array (include/sluice/srctab.h has the hash and the rules;
+ * doc/design.md the protocol). A slot is 32 bytes; its ctl word is the
+ * bucket's bound word with the slot's state, the address's family and a
+ * version in bits that a bound word leaves clear (SLUICE_SLOT_*), so one
+ * CAS changes both and a reader that re-reads ctl knows the slot is still
+ * its source's. Buckets of SLUICE_SLOTS_PER_BUCKET slots, 128 bytes: two
+ * cache lines, page-aligned by the mmapable array.
+ */
+struct sluice_slot {
+	__u64 tat;		/* as struct sluice_bucket's */
+	__u64 ctl;		/* a bound word | SLUICE_SLOT_* */
+	__u8 a[SLUICE_ADDR_LEN];	/* the source address (IPv4 mapped) */
+};
+#define SLUICE_SLOTS_PER_BUCKET		4U
+struct sluice_slot_bucket {
+	struct sluice_slot s[SLUICE_SLOTS_PER_BUCKET];
+};
+/* Each slot's passed and dropped, beside the table (one entry per bucket):
+ * zeroed when a source claims the slot. */
+struct sluice_slot_count {
+	__u32 passed;
+	__u32 dropped;
+};
+struct sluice_slot_counts {
+	struct sluice_slot_count c[SLUICE_SLOTS_PER_BUCKET];
+};
+_Static_assert(__builtin_offsetof(struct sluice_slot, tat) ==
+	       __builtin_offsetof(struct sluice_bucket, tat), "a slot is judged as a bucket");
+_Static_assert(__builtin_offsetof(struct sluice_slot, ctl) ==
+	       __builtin_offsetof(struct sluice_bucket, bound), "a slot is judged as a bucket");
+_Static_assert(sizeof(struct sluice_slot_bucket) == 128, "a bucket is two cache lines");
+
+/* The slot bits of ctl, clear in every other bound word. */
+#define SLUICE_SLOT_STATE_MASK		(3ULL << 18)
+#define SLUICE_SLOT_EMPTY		0ULL		/* never claimed */
+#define SLUICE_SLOT_CLAIMING		(1ULL << 18)	/* being written: skip */
+#define SLUICE_SLOT_LIVE		(2ULL << 18)	/* a source's */
+#define SLUICE_SLOT_V6			(1ULL << 20)	/* family: IPv6 */
+#define SLUICE_SLOT_VER_ONE		(1ULL << 21)	/* the version, bumped at */
+#define SLUICE_SLOT_VER_MASK		(0x7ffULL << 21)/* each claim */
+#define SLUICE_SLOT_ID_MASK		(SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6 | \
+					 SLUICE_SLOT_VER_MASK)
 
 /* What a bucket may admit beyond its share: units granted by the agent,
  * spent by CAS; void after expires_ns. Keyed by the bucket's key. */

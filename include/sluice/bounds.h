@@ -17,10 +17,18 @@
  * far below the clock's range in GCRA units (see gcra.h). */
 #define SLUICE_BURST_SECONDS_MAX	1000000ULL
 
-/* Default and bounds of the source table (one bucket per address). */
+/* Default and bounds of the source table (--max-sources: sources live at
+ * once, one slot per address; see srctab.h). */
 #define SLUICE_MAX_SOURCES_DEFAULT	262144U
 #define SLUICE_MAX_SOURCES_MIN		1024U
 #define SLUICE_MAX_SOURCES_MAX		16777216U
+/* Keyed buckets (--per /LEN, --per rule, L4 rules) live in an LRU hash of
+ * --max-sources entries, at most this many. */
+#define SLUICE_MAX_KEYED		65536U
+/* Stripe locks that serialise inserts of one key (srctab.h), and how many
+ * times a new source tries to take its stripe before it is dropped. */
+#define SLUICE_SRC_LOCKS		4096U
+#define SLUICE_SRC_LOCK_TRIES		16
 
 /* Datapath bounds. */
 /* VLAN tags (802.1Q, 802.1ad) looked through to the IP header: Linux strips

@@ -44,8 +44,12 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 	fx->skel = open_skel();
 	if (!fx->skel)
 		return -errno;
-	if (max_sources)
-		bpf_map__set_max_entries(fx->skel->maps.src_buckets, max_sources);
+	if (!max_sources)
+		max_sources = SLUICE_MAX_SOURCES_DEFAULT;
+	err = srctab_size(fx->skel->maps.src_table, fx->skel->maps.src_counts,
+			  fx->skel->maps.src_buckets, max_sources);
+	if (err)
+		return err;
 	err = sluice_bpf__load(fx->skel);
 	if (err)
 		return err;
@@ -56,7 +60,11 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 	fx->m.lock = -1;
 	fx->m.ncpus = libbpf_num_possible_cpus();
 	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");
-	/* What attach does on fresh maps: commit the initial policy. */
+	/* What attach does on fresh maps: seed the source table, then
+	 * commit the initial policy. */
+	err = srctab_init(&fx->m, max_sources);
+	if (err)
+		return err;
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -305,7 +313,28 @@ static inline int bucket_of(struct fixture *fx, const char *src, struct sluice_b
 
 	if (parse_source(src, &k))
 		return -EINVAL;
-	return bpf_map_lookup_elem(fx->m.src_buckets, &k, b) ? -errno : 0;
+	return bucket_lookup(&fx->m, &k, b);
+}
+
+/* Overwrite the passed and dropped counts of src's slot in place. */
+static inline int set_source_counts(struct fixture *fx, const char *src, __u32 passed,
+				    __u32 dropped)
+{
+	struct sluice_slot_count *n;
+	struct sluice_src_key k;
+	struct srctab t;
+	long at;
+
+	if (parse_source(src, &k) || srctab_open(&fx->m, &t))
+		return -EINVAL;
+	at = srctab_find(&t, &k);
+	if (at >= 0) {
+		n = &t.cnt[at / SLUICE_SLOTS_PER_BUCKET].c[at % SLUICE_SLOTS_PER_BUCKET];
+		n->passed = passed;
+		n->dropped = dropped;
+	}
+	srctab_close(&t);
+	return at >= 0 ? 0 : -ENOENT;
 }
 
 /* The bucket of IPv6 packets from src: parse_source takes ::ffff:a.b.c.d
@@ -317,7 +346,7 @@ static inline int bucket_of_v6(struct fixture *fx, const char *src, struct sluic
 	if (parse_source(src, &k))
 		return -EINVAL;
 	k.family = SLUICE_FAMILY_V6;
-	return bpf_map_lookup_elem(fx->m.src_buckets, &k, b) ? -errno : 0;
+	return bucket_lookup(&fx->m, &k, b);
 }
 
 #endif /* SLUICE_TEST_FIXTURE_H */

@@ -6,4 +6,6 @@
 #include <linux/types.h>
 
 #define SLUICE_NEW_BUCKET(map, key, val) ((void)(map), (void)(key), (void)(val), -12)
+/* ... nor a slot of the source table. */
+#define SLUICE_TABLE_OFF 1
 #include "../../bpf/sluice.bpf.c"

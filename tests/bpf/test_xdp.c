@@ -522,9 +522,8 @@ static void source_counters_saturate(void)
 	      "no bucket");
 	CHECK(b.passed == 1 && b.dropped == 1, "passed %u dropped %u, want 1 and 1", b.passed,
 	      b.dropped);
-	b.passed = SLUICE_SRC_COUNT_MAX - 1;
-	b.dropped = SLUICE_SRC_COUNT_MAX - 2;
-	CHECK(bpf_map_update_elem(fx.m.src_buckets, &k, &b, BPF_EXIST) == 0, "update");
+	CHECK(set_source_counts(&fx, "198.18.0.91", SLUICE_SRC_COUNT_MAX - 1,
+				SLUICE_SRC_COUNT_MAX - 2) == 0, "update");
 	run_frame(&fx, &f, 5, NULL);
 	CHECK(bucket_of(&fx, "198.18.0.91", &b) == 0 && b.dropped == SLUICE_SRC_COUNT_MAX &&
 	      b.passed == SLUICE_SRC_COUNT_MAX - 1,

@@ -25,7 +25,8 @@ names         2	# drop reason and mode names
 cli           3	# the command-line grammar
 pins          3	# where the pins live, who reads them
 maps          4	# the pinned maps of an interface
-sources       5	# counting tracked sources
+srctab        5	# the source table: sized, mapped, read and CASed
+sources       6	# counting tracked sources
 cluster_state 5	# the cluster agent's state and share
 policy        6	# the policy model in memory
 rule          7	# rule words: parsing and printing

@@ -71,6 +71,7 @@ struct attach_job {
 	enum xdp_attach_mode old_mode;
 	int used;	/* the mode it runs in, -1 while not on the link */
 	int prog_fd;
+	__u64 max_sources;	/* a new source table's --max-sources */
 };
 
 /* Checks that change nothing, then the pin directory. */
@@ -111,8 +112,9 @@ static int attach_open(struct attach_job *job, const struct attach_options *o, b
 	if (!job->skel)
 		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
 	snprintf(path, sizeof(path), "%s/%s", job->dir,
-		 bpf_map__name(job->skel->maps.src_buckets));
+		 bpf_map__name(job->skel->maps.src_table));
 	job->had_pins = !access(path, F_OK);
+	job->max_sources = o->max_sources;
 	return prepare_maps(job->skel, job->dir, job->iface, o->max_sources, max_given);
 }
 
@@ -211,7 +213,7 @@ static int attach_finish(struct attach_job *job)
 	err = pin_prog(job->dir, job->prog_fd);
 	if (!err)
 		err = write_meta(job->iface, job->ifindex, job->used, job->multiprog,
-				 prog_id_of(job->prog_fd));
+				 prog_id_of(job->prog_fd), job->max_sources);
 	if (!err)
 		err = pins_set_access(job->dir, job->gid);
 	if (err) {

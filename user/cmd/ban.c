@@ -341,26 +341,38 @@ static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_k
 }
 
 /* Lift one ban: the bucket becomes spent as of now (a token bucket empty,
- * refilling at its rate; a window full for the rest of this window). Userspace cannot compare-and-swap a map value, so the
- * bucket is re-read and written back whole if it exists (BPF_EXIST); a
- * packet judged between the read and the write may still see the ban, and
- * its own TAT update (and count) is overwritten by the lift. */
+ * refilling at its rate; a window full for the rest of this window). A
+ * slot of the source table moves by CAS, as the datapath's do: a lift
+ * that loses to a packet is read and tried again. A keyed bucket cannot be
+ * CASed from userspace: it is written back whole if it exists (BPF_EXIST),
+ * so a packet judged between the read and the write may still see the
+ * ban, and its own state update (and count) is overwritten by the lift. */
+/* Lifts that lose CAS after CAS to the datapath: the source sends that hard. */
+#define LIFT_TRIES 64
+
 static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted)
 {
 	struct sluice_bucket b;
 	__u64 now;
+	int r, err;
 
 	*lifted = false;
-	if (bpf_map_lookup_elem(m->src_buckets, &ban->row.key, &b))
-		return errno == ENOENT ? 0 : -errno;
-	now = mono_now_ns();
-	if (!limit_banned(&ban->lim, b.tat, now))
-		return 0;	/* ended meanwhile */
-	b.tat = limit_state_with(&ban->lim, now, 0);
-	if (map_update(m->src_buckets, &ban->row.key, &b, BPF_EXIST))
-		return errno == ENOENT ? 0 : -errno;
-	*lifted = true;
-	return 0;
+	for (int tries = 0; tries < LIFT_TRIES; tries++) {
+		err = bucket_lookup(m, &ban->row.key, &b);
+		if (err)
+			return err == -ENOENT ? 0 : err;
+		now = mono_now_ns();
+		if (!limit_banned(&ban->lim, b.tat, now))
+			return 0;	/* ended meanwhile */
+		r = bucket_set_state(m, &ban->row.key, &b, limit_state_with(&ban->lim, now, 0));
+		if (r < 0)
+			return r;
+		if (r) {
+			*lifted = true;
+			return 0;
+		}
+	}
+	return -EAGAIN;
 }
 
 static int ban_del(const struct cli_cmd *c, struct cli_args *a)

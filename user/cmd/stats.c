@@ -53,7 +53,7 @@ static void stats_json(const struct sluice_maps *m, const struct sluice_counter 
 		json_obj_close(&j);
 	}
 	json_u64(&j, "tracked_sources", sources > 0 ? (__u64)sources : 0);
-	json_u64(&j, "capacity", map_capacity(m->src_buckets));
+	json_u64(&j, "capacity", srctab_capacity(m));
 	json_obj_close(&j);
 	json_end(&j);
 }
@@ -62,7 +62,7 @@ static void stats_text(const struct sluice_maps *m, const struct sluice_counter 
 		       const struct sluice_counter *prev, double secs, long sources)
 {
 	printf("%s: %ld sources tracked of %u\n", m->iface, sources,
-	       map_capacity(m->src_buckets));
+	       srctab_capacity(m));
 	printf("  %-6s %-18s %12s %18s%s\n", "ACTION", "REASON", "PACKETS", "BYTES",
 	       prev ? "         PKTS/S" : "");
 	for (int drop = 0; drop < 2; drop++)
@@ -219,7 +219,7 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 	v->tracked = true;
 	v->b = *b;
 	v->tat = b->tat;
-	old_gen = SLUICE_BOUND_GEN(b->bound);
+	old_gen = SLUICE_BOUND_GEN_FULL(b->bound, gen);
 	old_idx = SLUICE_BOUND_IDX(b->bound);
 	if (old_gen == gen || policy_entry(m, slot, v->rule->index, &nv))
 		return;
@@ -374,10 +374,10 @@ static bool find_bucket(const struct sluice_maps *m, const struct sluice_src_key
 			struct sluice_bucket *b)
 {
 	*key = *src;
-	if (sp->key_len >= SLUICE_KEY_LEN_SOURCE && !bpf_map_lookup_elem(m->src_buckets, key, b))
+	if (sp->key_len >= SLUICE_KEY_LEN_SOURCE && !bucket_lookup(m, key, b))
 		return true;
 	source_key_mask(src, sp->key_len, (__u16)idx, key);
-	if (!bpf_map_lookup_elem(m->src_buckets, key, b))
+	if (!bucket_lookup(m, key, b))
 		return true;
 	if (sp->key_len >= SLUICE_KEY_LEN_SOURCE)
 		*key = *src;

@@ -154,7 +154,7 @@ static int gather_status(const char *iface, struct iface_status *st)
 			snprintf(st->group, sizeof(st->group), "%u", (unsigned int)sb.st_gid);
 	}
 	st->sources = count_sources(&m);
-	st->capacity = map_capacity(m.src_buckets);
+	st->capacity = srctab_capacity(&m);
 	st->rules = p->n;
 	st->def = p->def;
 	st->monitor_rules = p->def.monitor;

@@ -37,18 +37,22 @@ static const char index_page[] =
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
 
+/* Live slots of the source table, and keyed buckets: the kernel's count of
+ * them where the iterator is loaded, else a walk. */
 static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
 {
+	long slots = table_sources(m), n = -ENOENT;
 	__u32 id;
-	long n;
 
+	if (slots < 0)
+		return slots;
 	if (ex->srcs) {
 		id = map_id(m->src_buckets);
 		n = id ? src_counter_get(ex->srcs, id) : -ENOENT;
-		if (n >= 0)
-			return n;
 	}
-	return sources_walk(m->src_buckets);
+	if (n < 0)
+		n = sources_walk(m->src_buckets);
+	return n < 0 ? n : slots + n;
 }
 
 static void rule_sample(const struct rule *r, bool is_default, struct prom_rule *out)
@@ -138,8 +142,9 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 		s->reasons[r].c = c[r];
 	}
 	s->sources = tracked_sources(ex, &m);
-	s->capacity = map_capacity(m.src_buckets);
+	s->capacity = srctab_capacity(&m);
 	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
+	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ||
 	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
 		goto out;
 	sample_cluster(&m, &s->cluster);

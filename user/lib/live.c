@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Reading an attached interface's live state: the source table's buckets,
  * the policy table's entries, the config word, and the rules by index. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "output.h"
 #include "rule.h"
 #include "live.h"
+#include "srctab.h"
 
 struct bucket_rows {
 	struct bucket_row *rows;
@@ -17,8 +19,15 @@ static int add_row(const struct sluice_src_key *key, const struct sluice_bucket 
 {
 	struct bucket_rows *t = ctx;
 
-	if (t->n == t->cap)	/* the table grew under us: enough */
-		return 1;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 1024;
+		struct bucket_row *rows = realloc(t->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return -1;
+		t->rows = rows;
+		t->cap = cap;
+	}
 	t->rows[t->n].key = *key;
 	t->rows[t->n].b = *b;
 	t->n++;
@@ -27,13 +36,12 @@ static int add_row(const struct sluice_src_key *key, const struct sluice_bucket 
 
 int read_buckets(const struct sluice_maps *m, struct bucket_row **out, size_t *n)
 {
-	struct bucket_rows t = { .cap = map_capacity(m->src_buckets) };
+	struct bucket_rows t = { 0 };
 	long r;
 
-	t.rows = calloc(t.cap ? t.cap : 1, sizeof(*t.rows));
-	if (!t.rows)
-		return runtime_err("out of memory");
-	r = walk_buckets(m->src_buckets, add_row, &t);
+	r = walk_buckets(m, add_row, &t);
+	if (r >= 0 && t.n < (size_t)r)
+		r = -ENOMEM;
 	if (r < 0) {
 		free(t.rows);
 		return runtime_err("cannot read the source table: %s", strerror((int)-r));

@@ -94,7 +94,8 @@ _Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
 /* Whether the pinned map fd is the map this build of sluice declares: a
  * pin left by another version (a detach skipped on upgrade) may differ in
  * layout, and would be read wrong. The source table's size is the
- * operator's (--max-sources). */
+ * operator's (--max-sources): its slots, their counts and the keyed
+ * buckets. */
 static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach)
 {
 	struct bpf_map_info info;
@@ -139,7 +140,9 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 #undef OPEN_PIN
 #define CHECK_PIN(name)							\
 	if (!err && !pin_matches(m->name, skel->maps.name,		\
-				 m->name == m->src_buckets) && !stale)	\
+				 m->name == m->src_buckets ||		\
+				 m->name == m->src_table ||		\
+				 m->name == m->src_counts) && !stale)	\
 		stale = bpf_map__name(skel->maps.name);
 	SLUICE_MAPS(CHECK_PIN)
 #undef CHECK_PIN
@@ -243,7 +246,7 @@ bool maps_still_current(const struct sluice_maps *m)
 	return same;
 }
 
-long walk_buckets(int fd, bucket_fn fn, void *ctx)
+long walk_keyed(int fd, bucket_fn fn, void *ctx)
 {
 	struct sluice_src_key *keys = calloc(WALK_BATCH, sizeof(*keys));
 	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));

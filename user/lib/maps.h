@@ -12,6 +12,9 @@
 /* Every map of sluice's BPF object, listed once; X(name) is called for
  * each, the name being both the map's (and its pin's) and the field's. */
 #define SLUICE_MAPS(X)							\
+	X(src_table)							\
+	X(src_counts)							\
+	X(src_locks)							\
 	X(src_buckets)							\
 	X(policy_lpm)							\
 	X(policy_table)							\
@@ -68,10 +71,11 @@ __u32 map_id(int fd);
  * detached, or detached and attached afresh, since): the daemons stop when
  * it has not. */
 bool maps_still_current(const struct sluice_maps *m);
-/* Calls fn (if any) for each bucket of the source table, read in batches,
- * until fn returns non-zero. Returns the buckets visited, or -errno. */
+/* Calls fn (if any) for each keyed bucket (the LRU hash at fd), read in
+ * batches, until fn returns non-zero. Returns the buckets visited, or
+ * -errno. walk_buckets (srctab.h) walks every bucket. */
 typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_bucket *b,
 			 void *ctx);
-long walk_buckets(int fd, bucket_fn fn, void *ctx);
+long walk_keyed(int fd, bucket_fn fn, void *ctx);
 
 #endif /* SLUICE_MAPS_H */

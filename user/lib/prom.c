@@ -223,7 +223,14 @@ static void put_new_sources(FILE *f, const struct family *fam, const struct prom
 		    (unsigned long long)i->new_sources);
 }
 
-/* Entries taken less those still tracked. */
+static void put_refused(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->refused);
+}
+
+/* Entries taken less those still tracked: slots reclaimed from idle
+ * sources, and keyed buckets the LRU evicted. */
 static void put_evictions(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
 	long tracked = i->sources > 0 ? i->sources : 0;
@@ -365,17 +372,20 @@ static const struct family families[] = {
 	  "Bytes seen by the XDP program, by what it did and why.", .each = put_reasons,
 	  .bytes = true },
 	{ "sluice_tracked_sources", "gauge",
-	  "Buckets in the source table now: one per tracked source, prefix or rule.",
+	  "Buckets held now: one per tracked source, prefix or rule.",
 	  .each = put_tracked_sources },
 	{ "sluice_tracked_sources_capacity", "gauge",
-	  "Size of the source table; past it the least recently seen bucket is evicted.",
+	  "Sources the source table holds at once (attach --max-sources).",
 	  .each = put_capacity },
 	{ "sluice_new_sources_total", "counter",
 	  "Entries the source table took for sources (or keyed prefixes) never seen before.",
 	  .each = put_new_sources },
 	{ "sluice_source_evictions_total", "counter",
-	  "Entries evicted to make room: entries taken less those still tracked.",
+	  "Entries given to new sources: idle sources' slots reclaimed, keyed buckets evicted.",
 	  .each = put_evictions },
+	{ "sluice_new_sources_refused_total", "counter",
+	  "New sources dropped because every slot they may take held a source in debt.",
+	  .each = put_refused },
 	{ "sluice_new_source_budget_per_second", "gauge",
 	  "New sources the source table admits per second (limit new-sources); 0 is off.",
 	  .each = put_budget_rate },

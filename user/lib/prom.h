@@ -61,6 +61,7 @@ struct prom_iface {
 	long sources;			/* tracked now */
 	__u32 capacity;
 	__u64 new_sources;		/* entries taken for new sources, ever */
+	__u64 refused;			/* new sources refused: slots all in debt */
 	__u64 budget_rate;		/* new-source budget per period, 0 off */
 	__u32 budget_period;		/* SLUICE_PERIOD_*, 0 when off */
 	__u64 budget_burst;

@@ -22,6 +22,7 @@
 #include "pins.h"
 #include "maps.h"
 #include "names.h"
+#include "srctab.h"
 #include "sources.h"
 #include "cluster_state.h"
 #include "policy.h"

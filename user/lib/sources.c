@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "sources.h"
 #include "maps.h"
+#include "srctab.h"
 #include "sources.skel.h"
 
 #define ITER_BUF	4096
@@ -113,7 +114,7 @@ long src_counter_get(const struct src_counter *c, __u32 id)
 
 long sources_walk(int map_fd)
 {
-	return walk_buckets(map_fd, NULL, NULL);
+	return walk_keyed(map_fd, NULL, NULL);
 }
 
 /* A walk stops here; the iterator counts a bigger table. */
@@ -137,7 +138,7 @@ long sources_count(int map_fd)
 	long seen = 0, n;
 	__u32 id;
 
-	n = walk_buckets(map_fd, walk_until_max, &seen);
+	n = walk_keyed(map_fd, walk_until_max, &seen);
 	if (n >= 0 && n <= SOURCES_WALK_MAX && seen <= SOURCES_WALK_MAX)
 		return n;
 	c = src_counter_open();
@@ -149,9 +150,25 @@ long sources_count(int map_fd)
 	return n >= 0 ? n : sources_walk(map_fd);
 }
 
-/* A walk of a small table, the kernel's element count of a big one when it
- * keeps one (Linux 6.6+), else a walk; all exact, see sources.c. */
+long table_sources(const struct sluice_maps *m)
+{
+	struct srctab t;
+	long n;
+	int err = srctab_open(m, &t);
+
+	if (err)
+		return err;
+	n = srctab_live(&t);
+	srctab_close(&t);
+	return n;
+}
+
 long count_sources(const struct sluice_maps *m)
 {
-	return sources_count(m->src_buckets);
+	long slots = table_sources(m), keyed;
+
+	if (slots < 0)
+		return slots;
+	keyed = sources_count(m->src_buckets);
+	return keyed < 0 ? keyed : slots + keyed;
 }

@@ -19,13 +19,15 @@ void src_counter_close(struct src_counter *c);
  * iterator does not list it, or another -errno. */
 long src_counter_get(const struct src_counter *c, __u32 map_id);
 
-/* Every key of the table, in batches: exact on any kernel, but its cost
- * grows with the table. */
+/* Every key of a keyed-bucket table, in batches: exact on any kernel, but
+ * its cost grows with the table. */
 long sources_walk(int map_fd);
-/* One table's count, the cheap way: a walk while the table is small (up to
- * 16384 sources), else the iterator; used by count_sources(). */
+/* A keyed-bucket table's count, the cheap way: a walk while the table is
+ * small (up to 16384 buckets), else the iterator; used by count_sources(). */
 long sources_count(int map_fd);
-/* sources_count of m's source table. */
+/* Live slots of m's source table: a scan of its ctl words in place. */
+long table_sources(const struct sluice_maps *m);
+/* Every bucket of m: live slots of the source table and keyed buckets. */
 long count_sources(const struct sluice_maps *m);
 
 #endif /* SLUICE_SOURCES_H */

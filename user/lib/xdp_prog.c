@@ -25,6 +25,8 @@
 #include "map_write.h"
 #include "policy.h"
 #include "store.h"
+#include "srctab.h"
+#include "sluice/srctab.h"
 #include "xdp_prog.h"
 #include "sluice.skel.h"
 
@@ -378,25 +380,27 @@ int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 		if (bpf_map__set_pin_path(map, path))
 			return runtime_err("cannot set pin path %s", path);
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(skel->maps.src_buckets));
+	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(skel->maps.src_table));
 	fd = bpf_obj_get(path);
 	if (fd >= 0) {
 		__u32 cap = map_capacity(fd);
 
 		close(fd);
-		if (max_given && cap != max_sources)
-			return usage_err("%s keeps its %u-source table across attaches: "
+		if (max_given && cap != srctab_buckets(max_sources))
+			return usage_err("%s keeps its source table across attaches: "
 					 "run 'sluice detach %s' first to change --max-sources",
-					 iface, cap, iface);
-		max_sources = cap;
+					 iface, iface);
+		/* The pins are reused, whatever size is set here. */
+		return 0;
 	}
-	if (bpf_map__set_max_entries(skel->maps.src_buckets, (__u32)max_sources))
+	if (srctab_size(skel->maps.src_table, skel->maps.src_counts, skel->maps.src_buckets,
+			max_sources))
 		return runtime_err("cannot size the source table");
 	return 0;
 }
 
 int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
-	       bool multiprog, __u32 prog_id)
+	       bool multiprog, __u32 prog_id, __u64 max_sources)
 {
 	struct sluice_maps m;
 	struct sluice_meta meta = {
@@ -421,6 +425,12 @@ int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 		goto out;
 	if (map_update(m.meta, &zero, &meta, BPF_ANY)) {
 		err = runtime_err("cannot write attach metadata: %s", strerror(errno));
+		goto out;
+	}
+	/* A new source table gets its seed before any policy limits: until
+	 * then every packet is allowed and none needs a slot. */
+	if (srctab_init(&m, max_sources)) {
+		err = runtime_err("cannot set up the source table: %s", strerror(errno));
 		goto out;
 	}
 	/* Fresh maps: commit the initial policy (default: not limited). */

@@ -64,7 +64,7 @@ int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 		 __u64 max_sources, bool max_given);
 /* The attach metadata, and on fresh maps the first policy. */
 int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
-	       bool multiprog, __u32 prog_id);
+	       bool multiprog, __u32 prog_id, __u64 max_sources);
 __u32 prog_id_of(int fd);
 /* Swap the program in place where the previous one runs alone: 0 swapped,
  * 1 not applicable, or an exit code on failure. */

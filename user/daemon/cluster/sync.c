@@ -97,7 +97,7 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 
 	e->ask = false;
 	e->charge = e->want = e->grant = 0;
-	if (!r || bpf_map_lookup_elem(ag->m.src_buckets, &e->key, &b)) {
+	if (!r || bucket_lookup(&ag->m, &e->key, &b)) {
 		e->release = true;	/* its rule or its bucket is gone */
 		return;
 	}

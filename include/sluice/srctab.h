@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The source table's arithmetic, shared by the XDP program (bpf/srctab.h)
+ * and userspace (user/lib/srctab.c): its size, where a source may live,
+ * and when a slot may change hands without changing any decision.
+ *
+ * A source lives in one of the SLUICE_SLOTS_PER_BUCKET slots of one of two
+ * buckets, chosen by a hash of its address seeded at random when the table
+ * is made (struct sluice_config's src_seed), so nobody outside can aim a
+ * flood at one bucket. The table has --max-sources / SLUICE_SRC_LOAD
+ * slots, so 40 bytes a slot (the slot and its counts) cost 62.5 bytes a
+ * source.
+ */
+#ifndef SLUICE_SRCTAB_H
+#define SLUICE_SRCTAB_H
+
+#include "sluice/algo.h"
+
+/* The table's load at --max-sources live sources: 16/25 = 0.64. */
+#define SLUICE_SRC_LOAD_NUM		16ULL
+#define SLUICE_SRC_LOAD_DEN		25ULL
+
+/* Buckets of a table for max_sources live sources. */
+SLUICE_INLINE __u32 srctab_buckets(__u64 max_sources)
+{
+	__u64 slots = (max_sources * SLUICE_SRC_LOAD_DEN + SLUICE_SRC_LOAD_NUM - 1) /
+		      SLUICE_SRC_LOAD_NUM;
+
+	return (__u32)((slots + SLUICE_SLOTS_PER_BUCKET - 1) / SLUICE_SLOTS_PER_BUCKET);
+}
+
+/* 64 bits of hash of an address and family (a 128-bit mix, then a
+ * finaliser); the two halves pick the two buckets. */
+SLUICE_INLINE __u64 srctab_hash(__u64 a0, __u64 a1, __u32 family, __u64 seed)
+{
+	__u64 h = (a0 ^ seed ^ family) * 0x9E3779B97F4A7C15ULL;
+
+	h ^= (a1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
+	h ^= h >> 31;
+	h *= 0xBF58476D1CE4E5B9ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+/* The two candidate buckets of hash h in a table of n buckets (n > 1):
+ * distinct, so a source always has 2 x SLUICE_SLOTS_PER_BUCKET slots. */
+SLUICE_INLINE void srctab_pick(__u64 h, __u32 n, __u32 *b1, __u32 *b2)
+{
+	*b1 = (__u32)(((h & 0xffffffffULL) * n) >> 32);
+	*b2 = (__u32)(((h >> 32) * (n - 1)) >> 32);
+	if (*b2 >= *b1)
+		(*b2)++;
+}
+
+/* The stripe lock of hash h (SLUICE_SRC_LOCKS of them). */
+SLUICE_INLINE __u32 srctab_stripe(__u64 h)
+{
+	return (__u32)((h >> 20) ^ (h >> 44)) & (SLUICE_SRC_LOCKS - 1);
+}
+
+/*
+ * Whether a bucket of limit l in state st would judge every packet from
+ * now on exactly as a fresh bucket (state 0) does: then its slot may be
+ * given to another source, and if its source comes back it starts fresh
+ * with no decision changed. A token bucket whose TAT is behind now; a
+ * fixed window with nothing spent in the current window; a sliding window
+ * with nothing in this window or the one before, not banned.
+ */
+SLUICE_INLINE int limit_idle(const struct sluice_limit *l, __u64 st, __u64 now)
+{
+	__u64 w, prev, cur;
+
+	if (l->algo == SLUICE_ALGO_FIXED_WINDOW)
+		return st <= fw_start(now, l->interval, l->tolerance);
+	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW) {
+		w = win_index(now, l->interval);
+		if (sw_ahead(st, w, l->bits, l->ban_windows))
+			return 0;
+		sw_counts(st, w, l->bits, &prev, &cur);
+		return !prev && !cur;
+	}
+	return st < gcra_now(now);
+}
+
+/* The state a slot claimed for a source of limit l starts with: fresh (0
+ * is empty for every algorithm; so are a token bucket's or a fixed
+ * window's 1, an instant long past, and a sliding window's empty counts
+ * tagged with window 1), and never old, the state of the slot's last
+ * source, so a CAS its last packets began never lands on the new one. */
+SLUICE_INLINE __u64 srctab_fresh_state(const struct sluice_limit *l, __u64 old)
+{
+	if (old)
+		return 0;
+	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW)
+		return sw_make(1, 0, 0, l->bits);
+	return 1;
+}
+
+#endif /* SLUICE_SRCTAB_H */

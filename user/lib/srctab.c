@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The source table in userspace: sized and seeded at attach, read in place
+ * through an mmap of the pinned array, and written by the same CAS
+ * protocol as the XDP program (include/sluice/srctab.h). */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "srctab.h"
+#include "map_write.h"
+#include "sluice/srctab.h"
+
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *keyed,
+		__u64 max_sources)
+{
+	__u32 nb = srctab_buckets(max_sources);
+	__u32 nk = max_sources < SLUICE_MAX_KEYED ? (__u32)max_sources : SLUICE_MAX_KEYED;
+
+	if (bpf_map__set_max_entries(table, nb) || bpf_map__set_max_entries(counts, nb) ||
+	    bpf_map__set_max_entries(keyed, nk))
+		return -EINVAL;
+	return 0;
+}
+
+int srctab_init(const struct sluice_maps *m, __u64 max_sources)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+	__u64 seed = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	if (cfg.src_seed)
+		return 0;	/* kept across attaches, with its sources */
+	while (!seed)
+		if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+			return -errno;
+	cfg.src_seed = seed;
+	cfg.src_buckets = srctab_buckets(max_sources);
+	cfg.src_capacity = (__u32)max_sources;
+	/* Before the program runs and before any policy: nothing else
+	 * writes the config meanwhile. */
+	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+__u32 srctab_capacity(const struct sluice_maps *m)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(m->config, &zero, &cfg) ? 0 : cfg.src_capacity;
+}
+
+static size_t page_round(size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (len + pg - 1) / pg * pg;
+}
+
+static void *map_in(int fd, size_t len, bool *writable)
+{
+	void *p = map_mmap(fd, len);
+
+	*writable = p != MAP_FAILED;
+	if (p == MAP_FAILED)
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	return p;
+}
+
+int srctab_open(const struct sluice_maps *m, struct srctab *t)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+	bool w1, w2;
+
+	memset(t, 0, sizeof(*t));
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	t->nbuckets = map_capacity(m->src_table);
+	if (!t->nbuckets || map_capacity(m->src_counts) != t->nbuckets)
+		return -EINVAL;
+	t->seed = cfg.src_seed;
+	t->tab_len = page_round((size_t)t->nbuckets * sizeof(*t->tab));
+	t->cnt_len = page_round((size_t)t->nbuckets * sizeof(*t->cnt));
+	t->tab = map_in(m->src_table, t->tab_len, &w1);
+	if (t->tab == MAP_FAILED) {
+		t->tab = NULL;
+		return -errno;
+	}
+	t->cnt = map_in(m->src_counts, t->cnt_len, &w2);
+	if (t->cnt == MAP_FAILED) {
+		int err = -errno;
+
+		t->cnt = NULL;
+		srctab_close(t);
+		return err;
+	}
+	t->writable = w1 && w2;
+	return 0;
+}
+
+void srctab_close(struct srctab *t)
+{
+	if (t->tab)
+		munmap(t->tab, t->tab_len);
+	if (t->cnt)
+		munmap(t->cnt, t->cnt_len);
+	t->tab = NULL;
+	t->cnt = NULL;
+}
+
+/* Slot at's ctl when it is live, else 0; its address and state are read
+ * between two reads of ctl that agree. */
+static __u64 slot_snapshot(const struct srctab *t, __u32 at, struct sluice_slot *out)
+{
+	const struct sluice_slot *s = &t->tab[at / SLUICE_SLOTS_PER_BUCKET].s[at % SLUICE_SLOTS_PER_BUCKET];
+	__u64 c;
+
+	for (int tries = 0; tries < 4; tries++) {
+		c = READ_ONCE(s->ctl);
+		if ((c & SLUICE_SLOT_STATE_MASK) != SLUICE_SLOT_LIVE)
+			return 0;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		memcpy(out->a, (const void *)s->a, sizeof(out->a));
+		out->tat = READ_ONCE(s->tat);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (((READ_ONCE(s->ctl) ^ c) & SLUICE_SLOT_ID_MASK) == 0) {
+			out->ctl = c;
+			return c;
+		}
+	}
+	return 0;
+}
+
+bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
+		 struct sluice_bucket *b)
+{
+	const struct sluice_slot_count *n;
+	struct sluice_slot s;
+
+	if (at >= t->nbuckets * SLUICE_SLOTS_PER_BUCKET || !slot_snapshot(t, at, &s))
+		return false;
+	memset(key, 0, sizeof(*key));
+	memcpy(key->a, s.a, sizeof(key->a));
+	key->family = (s.ctl & SLUICE_SLOT_V6) ? SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4;
+	key->key_len = SLUICE_KEY_LEN_SOURCE;
+	key->policy = SLUICE_KEY_HOME;
+	n = &t->cnt[at / SLUICE_SLOTS_PER_BUCKET].c[at % SLUICE_SLOTS_PER_BUCKET];
+	b->tat = s.tat;
+	b->bound = s.ctl;
+	b->passed = READ_ONCE(n->passed);
+	b->dropped = READ_ONCE(n->dropped);
+	return true;
+}
+
+long srctab_find(const struct srctab *t, const struct sluice_src_key *key)
+{
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+	__u64 a0, a1;
+	__u32 bk[2];
+
+	if (t->nbuckets < 2)
+		return -1;
+	memcpy(&a0, key->a, sizeof(a0));
+	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
+	srctab_pick(srctab_hash(a0, a1, key->family, t->seed), t->nbuckets, &bk[0], &bk[1]);
+	for (int j = 0; j < 2; j++)
+		for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET; i++) {
+			__u32 at = bk[j] * SLUICE_SLOTS_PER_BUCKET + i;
+
+			if (srctab_read(t, at, &k, &b) && k.family == key->family &&
+			    !memcmp(k.a, key->a, sizeof(k.a)))
+				return at;
+		}
+	return -1;
+}
+
+long srctab_live(const struct srctab *t)
+{
+	long n = 0;
+
+	for (__u32 b = 0; b < t->nbuckets; b++)
+		for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET; i++)
+			n += (READ_ONCE(t->tab[b].s[i].ctl) & SLUICE_SLOT_STATE_MASK) ==
+			     SLUICE_SLOT_LIVE;
+	return n;
+}
+
+static bool is_home(const struct sluice_src_key *key)
+{
+	return key->policy == SLUICE_KEY_HOME && key->key_len >= SLUICE_KEY_LEN_SOURCE;
+}
+
+long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
+{
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+	struct srctab t;
+	long total = 0, r;
+	int err = srctab_open(m, &t);
+
+	if (err)
+		return err;
+	for (__u32 at = 0; at < t.nbuckets * SLUICE_SLOTS_PER_BUCKET; at++) {
+		if (!srctab_read(&t, at, &k, &b))
+			continue;
+		total++;
+		if (fn && fn(&k, &b, ctx)) {
+			srctab_close(&t);
+			return total;
+		}
+	}
+	srctab_close(&t);
+	r = walk_keyed(m->src_buckets, fn, ctx);
+	return r < 0 ? r : total + r;
+}
+
+int bucket_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
+		  struct sluice_bucket *b)
+{
+	struct sluice_src_key k;
+	struct srctab t;
+	long at;
+	int err;
+
+	if (!is_home(key))
+		return bpf_map_lookup_elem(m->src_buckets, key, b) ? -errno : 0;
+	err = srctab_open(m, &t);
+	if (err)
+		return err;
+	at = srctab_find(&t, key);
+	err = at >= 0 && srctab_read(&t, (__u32)at, &k, b) ? 0 : -ENOENT;
+	srctab_close(&t);
+	return err;
+}
+
+int bucket_set_state(const struct sluice_maps *m, const struct sluice_src_key *key,
+		     const struct sluice_bucket *b, __u64 tat)
+{
+	struct sluice_bucket nb = *b;
+	struct sluice_slot *s;
+	struct srctab t;
+	long at;
+	int err, r = 0;
+
+	if (!is_home(key)) {
+		nb.tat = tat;
+		if (map_update(m->src_buckets, key, &nb, BPF_EXIST))
+			return errno == ENOENT ? 0 : -errno;
+		return 1;
+	}
+	err = srctab_open(m, &t);
+	if (err)
+		return err;
+	if (!t.writable) {
+		srctab_close(&t);
+		return -EPERM;
+	}
+	at = srctab_find(&t, key);
+	if (at >= 0) {
+		s = &t.tab[at / SLUICE_SLOTS_PER_BUCKET].s[at % SLUICE_SLOTS_PER_BUCKET];
+		/* The state moves only while the slot is still this source's,
+		 * bound as it was read: the XDP program's rule (judge.h). */
+		if (READ_ONCE(s->ctl) == b->bound)
+			r = __sync_bool_compare_and_swap(&s->tat, b->tat, tat);
+	}
+	srctab_close(&t);
+	return r;
+}
