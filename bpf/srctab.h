@@ -212,6 +212,20 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	return claim;
 }
 
+/* A stripe lock being waited for (lock_step). */
+struct lock_wait {
+	__u64 *lk;
+	int got;
+};
+
+static long lock_step(__u64 i, struct lock_wait *lw)
+{
+	if (!lw->lk)
+		return 1;
+	lw->got = SLUICE_SRC_TRYLOCK(lw->lk);
+	return lw->got;
+}
+
 /*
  * A slot for a new source, key, whose home bucket is bound by word bound
  * (the new-source budget already passed), under the stripe lock of its
@@ -229,9 +243,10 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	struct sluice_slot *s = NULL;
 	struct src_place w;
 	struct verdict v;
+	struct lock_wait lw = {};
 	__u64 *lk, claim = 0, gen_slot;
 	__u32 si, at = 0, k;
-	int i, reclaimed = 0, r = SRC_FULL;
+	int reclaimed = 0, r = SRC_FULL;
 
 	if (!cfg || !key || !id || src_locate(cfg, key, &w))
 		return SRC_BUSY;
@@ -242,11 +257,14 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	lk = bpf_map_lookup_elem(&src_locks, &si);
 	if (!lk)
 		return SRC_BUSY;
-	for (i = 0; i < SLUICE_SRC_LOCK_TRIES; i++)
-		if (SLUICE_SRC_TRYLOCK(lk))
-			break;
-	if (i == SLUICE_SRC_LOCK_TRIES)
-		return SRC_BUSY;
+	/* Held for the few hundred ns of a claim; the bound is for a holder
+	 * that stalls (BPF_PROG_TEST_RUN can be preempted; XDP cannot). */
+	lw.lk = lk;
+	if (!SLUICE_SRC_TRYLOCK(lk)) {
+		bpf_loop(SLUICE_SRC_LOCK_SPINS, lock_step, &lw, 0);
+		if (!lw.got)
+			return SRC_BUSY;
+	}
 	if (src_find(&w, &at, id)) {
 		r = (int)at;
 		goto out;

@@ -2,11 +2,12 @@
 /* The source table under floods of never-seen sources, through
  * BPF_PROG_TEST_RUN with a tiny table, deterministically: the new-source
  * budget admits exactly its burst, sources already known keep their
- * buckets and counts, and a client sending between the flood's packets is
- * never evicted while the budget holds. */
+ * buckets and counts, a client over its rate keeps its slot through any
+ * flood, and the budget bounds what a flood holds. */
 #include <unistd.h>
 #include "fixture.h"
 #include "check.h"
+#include "sluice/srctab.h"
 
 #define TINY_TABLE	SLUICE_MAX_SOURCES_MIN	/* 1024 entries */
 
@@ -191,30 +192,55 @@ static void prime_clients(void)
 	}
 }
 
-/* With the budget, a flood of 20 x the table's size leaves every client
- * its bucket and its counts. */
-static void clients_keep_buckets_with_budget(void)
+/* Clients over their rate are in debt, so no slot of theirs is idle: a
+ * flood of never-seen sources 20 x the table, each over its rate too,
+ * leaves every client its slot with every packet counted. The flood takes
+ * the rest of the table; what does not fit is refused and counted as
+ * no_bucket, never admitted unjudged. */
+static void clients_in_debt_keep_slots(void)
 {
+	struct sluice_counter c[SLUICE_R_MAX];
+	__u64 refused0, refused, nb0;
+	long held;
 	int kept;
 
-	CHECK(setup(TINY_TABLE, "limit default --rate 1000000 --burst 1000000") == 0, "setup");
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/m --burst 1") == 0, "setup");
 	prime_clients();
-	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, TINY_TABLE / 2) == 0, "budget");
+	refused0 = events_now(SLUICE_EV_SOURCE_REFUSED);
+	CHECK(read_counters(&fx.m, c) == 0, "counters");
+	nb0 = c[SLUICE_R_NO_BUCKET].packets;
 	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
-	CHECK(kept == 8, "%d of 8 clients kept their buckets", kept);
+	CHECK(kept == 8, "%d of 8 clients kept their slots", kept);
+	held = table_sources(&fx.m);
+	refused = events_now(SLUICE_EV_SOURCE_REFUSED) - refused0;
+	CHECK(read_counters(&fx.m, c) == 0, "counters");
+	printf("  without a budget: %ld slots held of %u, %llu new sources refused\n", held,
+	       srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET, (unsigned long long)refused);
+	CHECK(held <= (long)(srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET) &&
+	      held >= TINY_TABLE, "%ld slots held", held);
+	CHECK(refused >= 20 * TINY_TABLE - (__u64)held &&
+	      c[SLUICE_R_NO_BUCKET].packets - nb0 == refused,
+	      "%llu refused, %llu no_bucket drops, for a flood of %u into %ld slots",
+	      (unsigned long long)refused,
+	      (unsigned long long)(c[SLUICE_R_NO_BUCKET].packets - nb0), 20 * TINY_TABLE, held);
 }
 
-/* Without it, the same flood evicts clients (what the budget is for). */
-static void clients_evicted_without_budget(void)
+/* With the budget, the flood holds what the budget admits (its burst, at
+ * one an hour), and the clients keep their slots. */
+static void budget_bounds_the_flood(void)
 {
+	long held;
 	int kept;
 
-	CHECK(setup(TINY_TABLE, "limit default --rate 1000000 --burst 1000000") == 0, "setup");
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/m --burst 1") == 0, "setup");
 	prime_clients();
+	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, TINY_TABLE / 8) == 0, "budget");
 	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
-	printf("  without a budget, %d of 8 clients kept their buckets\n", kept);
-	CHECK(kept < 8, "every client survived a flood 20 x the table without a budget: "
-	      "this test shows nothing");
+	held = table_sources(&fx.m);
+	printf("  with a budget of %u: %ld slots held\n", TINY_TABLE / 8, held);
+	CHECK(kept == 8, "%d of 8 clients kept their slots", kept);
+	CHECK(held == 8 + TINY_TABLE / 8, "%ld slots held, want 8 clients + %u", held,
+	      TINY_TABLE / 8);
 }
 
 int main(void)
@@ -226,8 +252,8 @@ int main(void)
 	RUN(budget_admits_its_burst);
 	RUN(budget_spares_allow_and_deny);
 	RUN(l4_rule_keeps_home_state);
-	RUN(clients_keep_buckets_with_budget);
-	RUN(clients_evicted_without_budget);
+	RUN(clients_in_debt_keep_slots);
+	RUN(budget_bounds_the_flood);
 	fixture_close(&fx);
 	return check_summary();
 }
