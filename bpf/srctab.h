@@ -176,8 +176,8 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_bucket *s, __u
 }
 
 /*
- * Take slot s for a new source of limit lim: an empty one, or an idle one
- * (slot_idle) reclaimed. One CAS of ctl takes the slot from whatever else
+ * Take slot s for a new source of limit lim: an empty one, or with reclaim
+ * an idle one (slot_idle). One CAS of ctl takes the slot from whatever else
  * reads or claims it; then one CAS of the state, from the value judged
  * idle to a fresh one, decides between the reclaim and an admission of
  * the old source that read ctl before it changed: exactly one of them
@@ -185,7 +185,8 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_bucket *s, __u
  * Returns the claimed ctl (state claiming), or 0.
  */
 static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_slot *s,
-				       const struct sluice_limit *lim, int *reclaimed)
+				       const struct sluice_limit *lim, int reclaim,
+				       int *reclaimed)
 {
 	__u64 c = READ_ONCE(s->ctl), t = 0, claim;
 
@@ -193,7 +194,7 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	return 0;	/* tests/bpf: a table that never gives a slot */
 #endif
 	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
-		if (!slot_idle(cfg, (struct sluice_bucket *)s, c, &t))
+		if (!reclaim || !slot_idle(cfg, (struct sluice_bucket *)s, c, &t))
 			return 0;
 		*reclaimed = 1;
 	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
@@ -231,7 +232,7 @@ static long lock_step(__u64 i, struct lock_wait *lw)
  * (the new-source budget already passed), under the stripe lock of its
  * hash, so two CPUs never give one source two slots: found again if
  * another CPU claimed one meanwhile, else an empty or idle slot of its two
- * buckets, claimed (slot_take), zeroed and published with its address and
+ * buckets (empty ones first), claimed (slot_take), zeroed and published with its address and
  * bound word. Returns the slot's index with *id its slot bits, SRC_FULL
  * when every candidate holds a source in debt (the packet is dropped, and
  * counted), or SRC_BUSY. Global, so the verifier checks it once.
@@ -269,15 +270,14 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		r = (int)at;
 		goto out;
 	}
-	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
-		at = w.b[k / SLUICE_SLOTS_PER_BUCKET & 1] * SLUICE_SLOTS_PER_BUCKET +
-		     k % SLUICE_SLOTS_PER_BUCKET;
+	/* Empty slots first: a reclaim forgets a source's counts. */
+	for (k = 0; k < 4 * SLUICE_SLOTS_PER_BUCKET && !claim; k++) {
+		at = ((k / SLUICE_SLOTS_PER_BUCKET & 1) ? w.b[1] : w.b[0]) *
+		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
-		if (!s)
-			continue;
-		claim = slot_take(cfg, s, &v.lim, &reclaimed);
-		if (claim)
-			break;
+		if (s)
+			claim = slot_take(cfg, s, &v.lim, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
+					  &reclaimed);
 	}
 	if (!claim || !s)
 		goto out;

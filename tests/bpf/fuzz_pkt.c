@@ -229,7 +229,7 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		bad |= act != v.xdp || moved != (int)v.reason;
 		rb = v.bucketed ? ref_bucket_find(&st, &v.key) : NULL;
 		if (rb) {
-			missing = bpf_map_lookup_elem(fx.m.src_buckets, &v.key, &b) != 0;
+			missing = bucket_lookup(&fx.m, &v.key, &b) != 0;
 			bad |= missing || b.passed != rb->passed || b.dropped != rb->dropped;
 		}
 		if (!bad)
@@ -328,17 +328,25 @@ static int reset_state(struct fixture *fx)
 	static __u8 zeros[MAX_CPUS * sizeof(struct sluice_policy_counter)];
 	struct sluice_config cfg;
 	struct bucket_row *rows;
+	struct srctab t;
 	__u32 zero = 0, idx;
 	size_t n, i;
 
 	if (read_buckets(&fx->m, &rows, &n))
 		return -1;
 	for (i = 0; i < n; i++)
-		if (bpf_map_delete_elem(fx->m.src_buckets, &rows[i].key)) {
+		if (rows[i].key.policy != SLUICE_KEY_HOME &&
+		    bpf_map_delete_elem(fx->m.src_buckets, &rows[i].key)) {
 			free(rows);
 			return -errno;
 		}
 	free(rows);
+	/* The source table's slots, emptied in place: no program runs. */
+	if (srctab_open(&fx->m, &t))
+		return -1;
+	memset(t.tab, 0, (size_t)t.nbuckets * sizeof(*t.tab));
+	memset(t.cnt, 0, (size_t)t.nbuckets * sizeof(*t.cnt));
+	srctab_close(&t);
 	for (idx = 0; idx < SLUICE_MAX_POLICIES; idx++)
 		if (bpf_map_update_elem(fx->m.policy_counters, &idx, zeros, BPF_ANY))
 			return -errno;

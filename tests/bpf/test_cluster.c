@@ -212,7 +212,7 @@ static __u32 dropped_of(const struct sluice_src_key *k)
 {
 	struct sluice_bucket b;
 
-	return bpf_map_lookup_elem(fx.m.src_buckets, k, &b) ? ~0U : b.dropped;
+	return bucket_lookup(&fx.m, k, &b) ? ~0U : b.dropped;
 }
 
 static void sleep_ns(__u64 ns)
@@ -697,7 +697,7 @@ static struct race_res race_run(skel_open_fn open_skel)
 	r.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	r.dropped = c[SLUICE_R_RATE_LIMITED].packets;
 	r.left = credit_at(&k);
-	r.src_passed = bpf_map_lookup_elem(fx.m.src_buckets, &k, &b) ? ~0ULL : b.passed;
+	r.src_passed = bucket_lookup(&fx.m, &k, &b) ? ~0ULL : b.passed;
 	printf("  %s: 2 CPUs, %llu packets in %.3f s: %llu passed (share %llu + lease %llu = "
 	       "%llu), %llu credit left%s\n", open_skel == sluice_bpf__open ? "real" : "racy",
 	       (unsigned long long)(r.passed + r.dropped), (double)(mono_now_ns() - t0) / 1e9,

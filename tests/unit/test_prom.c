@@ -173,6 +173,7 @@ static void case_two_ifaces(void)
 	/* a full table that has turned over: 300000 taken, 37856 evicted;
 	 * a budget of 600 a minute (10 per second) */
 	ifc[0].new_sources = 300000;
+	ifc[0].refused = 4321;
 	ifc[0].budget_rate = 600;
 	ifc[0].budget_period = SLUICE_PERIOD_MIN;
 	ifc[0].budget_burst = 50;
