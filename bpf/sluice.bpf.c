@@ -24,6 +24,10 @@
 #ifndef SLUICE_SOURCE_HOOK
 #define SLUICE_SOURCE_HOOK(src) ((void)(src))
 #endif
+/* At the verdict; the insert race test counts admissions per source. */
+#ifndef SLUICE_VERDICT_HOOK
+#define SLUICE_VERDICT_HOOK(src, reason) ((void)(src), (void)(reason))
+#endif
 
 #include "maps.h"
 #include "counters.h"
@@ -254,6 +258,7 @@ judge:
 	}
 
 counted:
+	SLUICE_VERDICT_HOOK(&p.src, reason);
 	pass = !sluice_reason_is_drop(reason);
 	/* Passed but malformed: the stack decides; the source paid for it. */
 	if (pass && r == PARSE_MALFORMED_SRC)

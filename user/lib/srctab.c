@@ -143,7 +143,8 @@ bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 	const struct sluice_slot_count *n;
 	struct sluice_slot s;
 
-	if (at >= t->nbuckets * SLUICE_SLOTS_PER_BUCKET || !slot_snapshot(t, at, &s))
+	if (!t->tab || !t->cnt || at >= t->nbuckets * SLUICE_SLOTS_PER_BUCKET ||
+	    !slot_snapshot(t, at, &s))
 		return false;
 	memset(key, 0, sizeof(*key));
 	memcpy(key->a, s.a, sizeof(key->a));

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The source table's insert race: both CPUs churn thousands of sources
+ * through a few hundred slots (sluice_churn.bpf.c draws each packet's
+ * source at random from 4096), each source idle a millisecond after its
+ * last admission, for millions of packets. A thread watching the table
+ * meanwhile must never see one source live in two slots at once, and no
+ * source may be admitted more than burst + elapsed / T + 1 times. The
+ * same run of the build without the stripe lock must show duplicates, and
+ * of the build whose reclaim stores instead of CASes must over-admit or
+ * show duplicates: so the test can fail.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include "fixture.h"
+#include "check.h"
+#include "sluice/srctab.h"
+#include "sluice_churn.skel.h"
+#include "sluice_churn_nolock.skel.h"
+#include "sluice_churn_store.skel.h"
+
+#define CHURN_SOURCES	4096
+#define CHURN_TABLE	256		/* --max-sources: 400 slots */
+#define CHURN_REPEAT	(1U << 20)	/* frames per BPF_PROG_TEST_RUN */
+#define CHURN_RUNS	5		/* runs per CPU: 10M+ packets in all */
+#define CHURN_T_NS	1000000ULL	/* --rate 1000: T = 1 ms */
+#define CHURN_BURST	1ULL
+
+static struct fixture fx;
+static struct sluice_churn_bpf *churn;
+static atomic_int running;
+
+typedef struct sluice_churn_bpf *(*churn_open_fn)(void);
+
+static struct sluice_churn_bpf *open_real(void)
+{
+	return sluice_churn_bpf__open();
+}
+
+static struct sluice_churn_bpf *open_nolock(void)
+{
+	return (struct sluice_churn_bpf *)sluice_churn_nolock_bpf__open();
+}
+
+static struct sluice_churn_bpf *open_store(void)
+{
+	return (struct sluice_churn_bpf *)sluice_churn_store_bpf__open();
+}
+
+/* fixture_open_with for the churn builds, whose skeleton has one more map. */
+static int churn_fixture(churn_open_fn open_skel)
+{
+	struct policy *p;
+	int err;
+
+	memset(&fx, 0, sizeof(fx));
+	churn = open_skel();
+	if (!churn)
+		return -errno;
+	fx.skel = (struct sluice_bpf *)churn;	/* for fixture_close */
+	err = srctab_size(churn->maps.src_table, churn->maps.src_counts, churn->maps.src_buckets,
+			  CHURN_TABLE);
+	if (!err)
+		err = sluice_churn_bpf__load(churn);
+	if (err)
+		return err;
+	fx.prog_fd = bpf_program__fd(churn->progs.sluice_xdp);
+#define MAP_FD(name) fx.m.name = bpf_map__fd(churn->maps.name);
+	SLUICE_MAPS(MAP_FD)
+#undef MAP_FD
+	fx.m.lock = -1;
+	fx.m.ncpus = libbpf_num_possible_cpus();
+	snprintf(fx.m.iface, sizeof(fx.m.iface), "test");
+	err = srctab_init(&fx.m, CHURN_TABLE);
+	if (err)
+		return err;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	policy_init(p);
+	err = policy_commit(&fx.m, p);
+	free(p);
+	return err ? err : fixture_policy(&fx, "limit default --rate 1000 --burst 1");
+}
+
+static void *hammer(void *arg)
+{
+	struct frame f;
+
+	(void)arg;
+	frame_udp_from(&f, "198.19.252.1");
+	for (int i = 0; i < CHURN_RUNS; i++)
+		if (run_frame(&fx, &f, CHURN_REPEAT, NULL) < 0)
+			break;
+	return NULL;
+}
+
+struct seen {
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+	__u32 at;
+};
+
+static int seen_cmp(const void *x, const void *y)
+{
+	const struct seen *a = x, *b = y;
+	int c = memcmp(&a->k, &b->k, sizeof(a->k));
+
+	return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+/* Whether slot at still holds what s saw: the same claim, bound, source. */
+static bool still(const struct srctab *t, const struct seen *s)
+{
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+
+	return srctab_read(t, s->at, &k, &b) && b.bound == s->b.bound &&
+	       !memcmp(&k, &s->k, sizeof(k));
+}
+
+/* One look at the table: the sources live in two slots at once, each pair
+ * seen twice (so both were live together, not one after the other). */
+static long duplicates_now(const struct srctab *t, struct seen *s)
+{
+	__u32 nslots = t->nbuckets * SLUICE_SLOTS_PER_BUCKET, n = 0;
+	long dups = 0;
+
+	for (__u32 at = 0; at < nslots; at++)
+		if (srctab_read(t, at, &s[n].k, &s[n].b))
+			s[n++].at = at;
+	qsort(s, n, sizeof(*s), seen_cmp);
+	for (__u32 i = 1; i < n; i++)
+		if (!memcmp(&s[i].k, &s[i - 1].k, sizeof(s[i].k)) && still(t, &s[i - 1]) &&
+		    still(t, &s[i]))
+			dups++;
+	return dups;
+}
+
+struct watch {
+	long dups, looks;
+};
+
+static void *watch_table(void *arg)
+{
+	struct watch *w = arg;
+	struct seen *s;
+	struct srctab t;
+
+	if (srctab_open(&fx.m, &t))
+		return NULL;
+	s = calloc((size_t)t.nbuckets * SLUICE_SLOTS_PER_BUCKET, sizeof(*s));
+	while (s && atomic_load(&running)) {
+		w->dups += duplicates_now(&t, s);
+		w->looks++;
+	}
+	if (s)
+		w->dups += duplicates_now(&t, s);
+	free(s);
+	srctab_close(&t);
+	return NULL;
+}
+
+struct churn_run {
+	long dups, looks, over;	/* duplicates seen, looks, sources over the bound */
+	__u64 packets, admitted, reclaimed, worst, bound;
+};
+
+static __u64 event_sum(__u32 ev)
+{
+	__u64 v[256] = { 0 }, sum = 0;
+
+	if (fx.m.ncpus <= 256 && !bpf_map_lookup_elem(fx.m.events, &ev, v))
+		for (int c = 0; c < fx.m.ncpus; c++)
+			sum += v[c];
+	return sum;
+}
+
+static int churn_run(churn_open_fn open_skel, struct churn_run *r)
+{
+	struct sluice_counter c[SLUICE_R_MAX];
+	pthread_t cpu[2], watcher;
+	struct watch w = { 0 };
+	__u64 t0, t1, n;
+	__u32 i;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	if (churn_fixture(open_skel))
+		return -1;
+	atomic_store(&running, 1);
+	pthread_create(&watcher, NULL, watch_table, &w);
+	t0 = mono_now_ns();
+	for (i = 0; i < 2; i++)
+		pthread_create(&cpu[i], NULL, hammer, NULL);
+	for (i = 0; i < 2; i++)
+		pthread_join(cpu[i], NULL);
+	t1 = mono_now_ns();
+	atomic_store(&running, 0);
+	pthread_join(watcher, NULL);
+	r->dups = w.dups;
+	r->looks = w.looks;
+	/* Each source: at most burst + (t1 - t0) / T + 1 admissions. */
+	r->bound = CHURN_BURST + (t1 - t0) / CHURN_T_NS + 1;
+	fd = bpf_map__fd(churn->maps.churn_admits);
+	for (i = 0; i < CHURN_SOURCES; i++) {
+		n = 0;
+		bpf_map_lookup_elem(fd, &i, &n);
+		r->admitted += n;
+		if (n > r->worst)
+			r->worst = n;
+		r->over += n > r->bound;
+	}
+	r->reclaimed = event_sum(SLUICE_EV_SOURCE_RECLAIMED);
+	if (read_counters(&fx.m, c) == 0)
+		for (i = 0; i < SLUICE_R_MAX; i++)
+			r->packets += c[i].packets;
+	fixture_close(&fx);
+	return 0;
+}
+
+static void print_run(const char *what, const struct churn_run *r)
+{
+	printf("  %s: %llu packets, %llu admitted, %llu reclaims; %ld duplicates in %ld looks; "
+	       "most admitted for one source %llu (bound %llu), %ld sources over\n", what,
+	       (unsigned long long)r->packets, (unsigned long long)r->admitted,
+	       (unsigned long long)r->reclaimed, r->dups, r->looks,
+	       (unsigned long long)r->worst, (unsigned long long)r->bound, r->over);
+}
+
+static void insert_race(void)
+{
+	struct churn_run r;
+
+	CHECK(churn_run(open_real, &r) == 0, "load the churn build");
+	print_run("real", &r);
+	CHECK(r.packets >= 10000000ULL, "%llu packets, want 10M+", (unsigned long long)r.packets);
+	CHECK(r.reclaimed > 100000, "%llu reclaims: the table did not churn",
+	      (unsigned long long)r.reclaimed);
+	CHECK(r.looks > 100, "the table was looked at %ld times", r.looks);
+	CHECK(r.dups == 0, "%ld duplicate live keys", r.dups);
+	CHECK(r.over == 0, "%ld sources admitted over burst + elapsed/T + 1 (worst %llu > %llu)",
+	      r.over, (unsigned long long)r.worst, (unsigned long long)r.bound);
+}
+
+static void no_lock_is_caught(void)
+{
+	struct churn_run r;
+
+	CHECK(churn_run(open_nolock, &r) == 0, "load the build without the stripe lock");
+	print_run("no stripe lock", &r);
+	CHECK(r.dups > 0 || r.over > 0, "the build without the stripe lock went uncaught");
+}
+
+static void plain_store_is_caught(void)
+{
+	struct churn_run r;
+
+	CHECK(churn_run(open_store, &r) == 0, "load the build whose reclaim stores");
+	print_run("reclaim by store", &r);
+	CHECK(r.dups > 0 || r.over > 0, "the build whose reclaim stores went uncaught");
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("needs root for BPF_PROG_TEST_RUN\n");
+		return 77;
+	}
+	libbpf_set_print(NULL);
+	RUN(insert_race);
+	RUN(no_lock_is_caught);
+	RUN(plain_store_is_caught);
+	return check_summary();
+}
