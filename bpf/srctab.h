@@ -9,16 +9,8 @@
 #ifndef SLUICE_BPF_SRCTAB_H
 #define SLUICE_BPF_SRCTAB_H
 
-/* Taking a stripe lock; tests/bpf swaps in one that always succeeds, to
- * show that the insert race test sees the duplicates it prevents. */
-#ifndef SLUICE_SRC_TRYLOCK
-#define SLUICE_SRC_TRYLOCK(lk) (__sync_val_compare_and_swap(lk, 0, 1) == 0)
-#endif
-/* The reclaim's step that decides between an idle source's last admission
- * and the reclaim; tests/bpf swaps in a plain store, which lets both win. */
-#ifndef SLUICE_RECLAIM_CAS
-#define SLUICE_RECLAIM_CAS(ptr, old, new) __sync_val_compare_and_swap(ptr, old, new)
-#endif
+/* Taking a stripe lock (0 free, 1 held). */
+#define SRC_TRYLOCK(lk) (__sync_val_compare_and_swap(lk, 0, 1) == 0)
 
 /* Where a source may live: its hash and its two buckets. */
 struct src_place {
@@ -206,7 +198,7 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
-	if (SLUICE_RECLAIM_CAS(&s->tat, t, srctab_fresh_state(lim, t)) != t) {
+	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(lim, t)) != t) {
 		WRITE_ONCE(s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
@@ -223,7 +215,7 @@ static long lock_step(__u64 i, struct lock_wait *lw)
 {
 	if (!lw->lk)
 		return 1;
-	lw->got = SLUICE_SRC_TRYLOCK(lw->lk);
+	lw->got = SRC_TRYLOCK(lw->lk);
 	return lw->got;
 }
 
@@ -261,7 +253,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	/* Held for the few hundred ns of a claim; the bound is for a holder
 	 * that stalls (BPF_PROG_TEST_RUN can be preempted; XDP cannot). */
 	lw.lk = lk;
-	if (!SLUICE_SRC_TRYLOCK(lk)) {
+	if (!SRC_TRYLOCK(lk)) {
 		bpf_loop(SLUICE_SRC_LOCK_SPINS, lock_step, &lw, 0);
 		if (!lw.got)
 			return SRC_BUSY;

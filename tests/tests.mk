@@ -101,12 +101,10 @@ $(BUILD)/tests/test_cluster: tests/bpf/test_cluster.c tests/bpf/fixture.h tests/
 		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_lease_racy.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_cluster
-# The source table's insert race: test_srctab runs the churn build and the
-# two broken ones (no stripe lock; a reclaim that stores), whose skeletons
-# have one map more than sluice's.
+# The source table's insert race: test_srctab runs the churn build, whose
+# skeleton has one map more than sluice's.
 $(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/bpf/check.h \
-		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h \
-		$(BUILD)/tests/sluice_churn_nolock.skel.h $(BUILD)/tests/sluice_churn_store.skel.h
+		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS) -lpthread
 TEST_BINS	+= $(BUILD)/tests/test_srctab
 # The minimal bucket with the same marker sources (bench_min_random.bpf.c)
