@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "fixture.h"
+#include "sluice/srctab.h"
 #include "sluice_random.skel.h"
 #include "bench_min_random.skel.h"
 
@@ -139,26 +140,38 @@ static double hot_aggregate_ns(int prog_fd, const char *const src[2])
 	return (w[0].ns + w[1].ns) / 2;
 }
 
-/* The source table's memory as the kernel accounts it (fdinfo memlock,
- * what `bpftool map show` prints), per entry, for a table of max_sources. */
-static long table_bytes_per_source(__u32 max_sources)
+/* Every map's memory as the kernel accounts it (fdinfo memlock, what
+ * `bpftool map show` prints), summed, for a program of max_sources. */
+static long memlock_of(int fd)
 {
-	struct fixture fx;
 	char path[64], line[128];
 	long memlock = -1;
 	FILE *f;
 
-	if (fixture_open(&fx, max_sources))
-		return -1;
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fx.m.src_buckets);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "memlock: %ld", &memlock) == 1)
 			break;
 	if (f)
 		fclose(f);
+	return memlock;
+}
+
+static long all_maps_bytes(__u32 max_sources)
+{
+	struct fixture fx;
+	long sum = 0, m;
+
+	if (fixture_open(&fx, max_sources))
+		return -1;
+#define ADD_MAP(name)							\
+	m = memlock_of(fx.m.name);					\
+	sum = m < 0 || sum < 0 ? -1 : sum + m;
+	SLUICE_MAPS(ADD_MAP)
+#undef ADD_MAP
 	fixture_close(&fx);
-	return memlock < 0 ? -1 : memlock / (long)max_sources;
+	return sum;
 }
 
 /* Run each case (the first packets take the bucket and spend its burst);
@@ -553,8 +566,9 @@ static void cluster_scenarios(double base)
 	}
 	cluster_rows(&fx, &fx0, base);
 	if (!bpf_obj_get_info_by_fd(fx.prog_fd, &info, &info_len))
-		printf("the XDP program: %u instructions, %u processed by the verifier\n",
-		       info.xlated_prog_len / 8, info.verified_insns);
+		printf("the XDP program: %u instructions, %u processed by the verifier "
+		       "(%.1f %% of its 1,000,000)\n", info.xlated_prog_len / 8,
+		       info.verified_insns, info.verified_insns / 1e4);
 out:
 	fixture_close(&fx0);
 out_fx:
@@ -659,21 +673,32 @@ static void v2_rows(struct fixture *fx2, double base)
 	}
 }
 
-/* The source table's memory (the kernel's memlock accounting) by --max-sources. */
+/* Memory per tracked source: every map's memlock at two table sizes, the
+ * difference divided by the difference in sources (what a source costs,
+ * whatever the fixed maps cost). */
 static void table_memory_rows(void)
 {
-	printf("\nsource table memory (the kernel's memlock accounting):\n");
-	for (__u32 n = 4096; n <= 1048576; n *= 16) {
-		long per = table_bytes_per_source(n);
+	static const __u32 sizes[][2] = { { 65536, 1048576 }, { 262144, 4194304 } };
 
-		printf("  --max-sources %-8u %ld bytes per source, %.1f MiB in all\n", n, per,
-		       (double)per * n / (1 << 20));
+	printf("\nmemory per tracked source (every map's memlock, two table sizes):\n");
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		long lo = all_maps_bytes(sizes[i][0]), hi = all_maps_bytes(sizes[i][1]);
+
+		if (lo < 0 || hi < 0) {
+			printf("  cannot read memlock\n");
+			continue;
+		}
+		printf("  --max-sources %u -> %u: %.1f bytes per source (%.1f MiB -> %.1f MiB)\n",
+		       sizes[i][0], sizes[i][1],
+		       (double)(hi - lo) / (double)(sizes[i][1] - sizes[i][0]),
+		       (double)lo / (1 << 20), (double)hi / (1 << 20));
 	}
-	printf("  every algorithm: a bucket value of %zu bytes, its state in one %zu-byte word\n",
-	       sizeof(struct sluice_bucket), sizeof(((struct sluice_bucket *)0)->tat));
+	printf("  a slot is %zu bytes and its counts %zu, at load %.2f\n",
+	       sizeof(struct sluice_slot), sizeof(struct sluice_slot_count),
+	       (double)SLUICE_SRC_LOAD_NUM / SLUICE_SRC_LOAD_DEN);
 }
 
-/* usage: bench_xdp [algos|cluster]   (only the algorithms, or only the
+/* usage: bench_xdp [algos|cluster|memory]   (only the algorithms, only the memory, or only the
  * --cluster rows, next to bare) */
 int main(int argc, char **argv)
 {
@@ -712,6 +737,10 @@ int main(int argc, char **argv)
 	printf("%-46s %8.1f %8.2f\n", "bare XDP_DROP (baseline)", base, 1.0);
 	if (argc > 1 && !strcmp(argv[1], "algos")) {
 		algo_scenarios(base);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "memory")) {
+		table_memory_rows();
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "cluster")) {
