@@ -38,8 +38,14 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h $(wildcard include/sluice/*.h)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# A constant the compiler puts in .rodata becomes a map of its own, which
+# the pins would have to keep and libxdp's loads fight over: none allowed.
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp
+	@if [ $* = sluice ] && grep -q 'struct bpf_map \*rodata;' $@.tmp; then \
+		echo "$<: has .rodata (a constant initializer?); sluice's maps must be its own" >&2; \
+		rm -f $@.tmp; exit 1; fi
+	mv $@.tmp $@
 
 .SECONDARY:
 

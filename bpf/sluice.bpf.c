@@ -196,7 +196,7 @@ int sluice_xdp(struct xdp_md *ctx)
 {
 	struct pkt p = { .bytes = bpf_xdp_get_buff_len(ctx) };
 	__u32 zero = 0, reason, idx = SLUICE_POLICY_DEFAULT;
-	struct bref home = { .at = -1 }, br;
+	struct bref home, br;
 	struct sluice_slot_count *n;
 	struct sluice_config *cfg;
 	struct sluice_slot *s;
@@ -225,6 +225,11 @@ int sluice_xdp(struct xdp_md *ctx)
 	/* The common case: the source's home bucket, a slot of the source
 	 * table, serves it in this generation, and knows its rule. */
 	p.kidx = SLUICE_KEY_HOME;
+	/* Field by field: an initializer would be a constant in .rodata, a
+	 * map the pins would have to keep. */
+	home.b = NULL;
+	home.id = 0;
+	home.at = -1;
 	r2 = src_lookup(cfg, &p.src, &home.id);
 	if (r2 >= 0) {
 		s = src_slot((__u32)r2);

@@ -3,6 +3,7 @@
  * through an mmap of the pinned array, and written by the same CAS
  * protocol as the XDP program (include/sluice/srctab.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -13,6 +14,7 @@
 #include "sluice/srctab.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define SRCTAB_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
 
 int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *keyed,
 		__u64 max_sources)
@@ -62,14 +64,54 @@ static size_t page_round(size_t len)
 	return (len + pg - 1) / pg * pg;
 }
 
-static void *map_in(int fd, size_t len, bool *writable)
+/* A copy of an array map of n values of size vsz, read in batches: what a
+ * reader with a read-only descriptor gets (the kernel maps an array shared
+ * only through a writable one). NULL, with errno, on failure. */
+static void *copy_in(int fd, __u32 n, size_t vsz)
+{
+	__u32 *keys = calloc(SRCTAB_BATCH, sizeof(*keys)), in = 0, out = 0, count;
+	char *vals = calloc(n ? n : 1, vsz);
+	__u32 done = 0;
+	int r, err = 0;
+
+	if (!keys || !vals) {
+		err = ENOMEM;
+		goto fail;
+	}
+	while (done < n) {
+		count = n - done < SRCTAB_BATCH ? n - done : SRCTAB_BATCH;
+		r = bpf_map_lookup_batch(fd, done ? &in : NULL, &out, keys, vals + done * vsz,
+					 &count, NULL);
+		if (r && errno != ENOENT) {
+			err = errno;
+			goto fail;
+		}
+		done += count;
+		in = out;
+		if (r || !count)
+			break;
+	}
+	free(keys);
+	return vals;
+fail:
+	free(keys);
+	free(vals);
+	errno = err;
+	return NULL;
+}
+
+/* The array at fd mapped in place, writable when fd is; else a copy. */
+static void *map_in(int fd, size_t len, __u32 n, size_t vsz, bool *writable, bool *copied)
 {
 	void *p = map_mmap(fd, len);
 
 	*writable = p != MAP_FAILED;
-	if (p == MAP_FAILED)
-		p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	return p;
+	*copied = false;
+	if (p != MAP_FAILED)
+		return p;
+	p = copy_in(fd, n, vsz);
+	*copied = p != NULL;
+	return p ? p : MAP_FAILED;
 }
 
 int srctab_open(const struct sluice_maps *m, struct srctab *t)
@@ -87,12 +129,13 @@ int srctab_open(const struct sluice_maps *m, struct srctab *t)
 	t->seed = cfg.src_seed;
 	t->tab_len = page_round((size_t)t->nbuckets * sizeof(*t->tab));
 	t->cnt_len = page_round((size_t)t->nbuckets * sizeof(*t->cnt));
-	t->tab = map_in(m->src_table, t->tab_len, &w1);
+	t->tab = map_in(m->src_table, t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
 	if (t->tab == MAP_FAILED) {
 		t->tab = NULL;
 		return -errno;
 	}
-	t->cnt = map_in(m->src_counts, t->cnt_len, &w2);
+	t->cnt = map_in(m->src_counts, t->cnt_len, t->nbuckets, sizeof(*t->cnt), &w2,
+			&t->cnt_copied);
 	if (t->cnt == MAP_FAILED) {
 		int err = -errno;
 
@@ -104,12 +147,18 @@ int srctab_open(const struct sluice_maps *m, struct srctab *t)
 	return 0;
 }
 
+static void map_out(void *p, size_t len, bool copied)
+{
+	if (copied)
+		free(p);
+	else if (p)
+		munmap(p, len);
+}
+
 void srctab_close(struct srctab *t)
 {
-	if (t->tab)
-		munmap(t->tab, t->tab_len);
-	if (t->cnt)
-		munmap(t->cnt, t->cnt_len);
+	map_out(t->tab, t->tab_len, t->tab_copied);
+	map_out(t->cnt, t->cnt_len, t->cnt_copied);
 	t->tab = NULL;
 	t->cnt = NULL;
 }

@@ -19,7 +19,8 @@ struct srctab {
 	size_t tab_len, cnt_len;
 	__u32 nbuckets;
 	__u64 seed;
-	bool writable;
+	bool writable;		/* mapped in place and writable */
+	bool tab_copied, cnt_copied;	/* a read-only descriptor's copies */
 };
 
 /* Size the table for max_sources before the object is loaded: the slots,
@@ -32,7 +33,9 @@ int srctab_init(const struct sluice_maps *m, __u64 max_sources);
 /* --max-sources of m's table, from the config map (0 if unset). */
 __u32 srctab_capacity(const struct sluice_maps *m);
 
-/* Map m's table (writable when m's descriptor is). 0, or -errno. */
+/* Map m's table in place, writable, when m's descriptors are writable;
+ * else (a reader of the pins' group) a copy read in batches, each slot
+ * read whole but the table not at one instant. 0, or -errno. */
 int srctab_open(const struct sluice_maps *m, struct srctab *t);
 void srctab_close(struct srctab *t);
 /* Slot at, read as a bucket of key: true when it holds a live source. */
