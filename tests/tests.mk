@@ -77,7 +77,7 @@ $(BUILD)/bench-min: tools/bench_min.c $(BUILD)/bench_min.skel.h
 # bpf/sluice.bpf.c (or tools/bench_min.bpf.c), and its skeleton is
 # $(BUILD)/tests/NAME.skel.h, named NAME_bpf.
 BPF_TEST_CFLAGS	:= -I $(BUILD)/tests
-$(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c bpf/sluice.bpf.c bpf/*.h tools/bench_min.bpf.c \
+$(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c bpf/sluice.bpf.c bpf/*.h tools/bench_min.bpf.c tests/bpf/sluice_churn.bpf.c \
 		$(TEST_HEADERS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -I bpf -c $< -o $@
@@ -104,7 +104,7 @@ TEST_BINS	+= $(BUILD)/tests/test_cluster
 # The source table's insert race: test_srctab runs the churn build, whose
 # skeleton has one map more than sluice's.
 $(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/bpf/check.h \
-		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h
+		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h $(BUILD)/tests/sluice_churn_nolock.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS) -lpthread
 TEST_BINS	+= $(BUILD)/tests/test_srctab
 # The minimal bucket with the same marker sources (bench_min_random.bpf.c)

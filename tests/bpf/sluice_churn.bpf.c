@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* sluice's XDP program for the insert race test (test_srctab): the source
- * of an IPv4 packet from 198.19.252.0/24 is replaced by one of
- * CHURN_SOURCES (198.18.0.0 to 198.18.15.255) at random, so one
+ * of an IPv4 packet from 198.19.252.N is replaced by one of the first 2^N
+ * of CHURN_SOURCES (198.18.0.0 to 198.18.15.255) at random, or for N = 13
+ * by one of the CHURN_HOT first half the time and one of the rest the
+ * other half, so one
  * BPF_PROG_TEST_RUN of a repeated frame churns many sources through a
  * small table; every admission of those sources is counted per source in
  * churn_admits. Its map comes after sluice's, so the skeleton keeps
@@ -11,14 +13,22 @@
 #include <bpf/bpf_helpers.h>
 
 #define CHURN_SOURCES	4096
+#define CHURN_HOT	32
+#define CHURN_MIXED	13
 
 static __attribute__((always_inline)) inline void churn_source(__u8 *a)
 {
 	__u32 r;
 
-	if (a[12] != 198 || a[13] != 19 || a[14] != 252)
+	if (a[12] != 198 || a[13] != 19 || a[14] != 252 || a[15] > CHURN_MIXED)
 		return;
-	r = bpf_get_prandom_u32() % CHURN_SOURCES;
+	r = bpf_get_prandom_u32();
+	if (a[15] < CHURN_MIXED)
+		r &= (1U << a[15]) - 1;
+	else if (r & 1)
+		r = (r >> 1) % CHURN_HOT;
+	else
+		r = CHURN_HOT + (r >> 1) % (CHURN_SOURCES - CHURN_HOT);
 	a[13] = 18;
 	a[14] = (__u8)(r >> 8);
 	a[15] = (__u8)r;
