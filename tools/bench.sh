@@ -17,12 +17,12 @@ BENCH_GEN=xdp tools/bench-veth.sh
 echo
 
 # The receiver's NAPI thread, with a "sluice (before)" row: the
-# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 61d32b5:
-# the datapath before its per-packet cost was cut), built in a temporary
-# worktree, loading its own program.
+# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 04c7492:
+# the datapath before source table v3, every source in an LRU hash), built
+# in a temporary worktree, loading its own program.
 # BENCH_SLUICE_BEFORE=/path/to/sluice uses that binary instead; a clone
 # without the revision (shallow) runs without the row.
-rev=${SLUICE_NAPI_BEFORE:-61d32b5}
+rev=${SLUICE_NAPI_BEFORE:-04c7492}
 if [[ -z ${BENCH_SLUICE_BEFORE:-} ]] && git rev-parse -q --verify "$rev^{commit}" >/dev/null 2>&1; then
 	tmp=$(mktemp -d /tmp/sluice-napi-before.XXXXXX)
 	cleanup() { git worktree remove --force "$tmp" >/dev/null 2>&1 || rm -rf "$tmp"; }
