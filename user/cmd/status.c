@@ -44,7 +44,10 @@ struct iface_status {
 	enum run_state run;
 	struct elsewhere where;	/* RUN_ELSEWHERE */
 	struct sluice_meta meta;
-	long sources;
+	long sources;		/* held: live slots and keyed buckets */
+	long slots_live;	/* live slots of the source table */
+	__u64 slots;		/* the source table's slots */
+	__u64 refused;		/* new sources refused: slots all in debt */
 	__u32 capacity;
 	unsigned int rules;
 	unsigned int monitor_rules;	/* --monitor: a dry run, dropping nothing */
@@ -55,14 +58,15 @@ struct iface_status {
 	char group[32];		/* who may read the pins */
 };
 
-/* A table this full (percent) is under pressure: new sources evict. */
+/* A table this full (percent of its slots), which has refused new
+ * sources, is under pressure: it is full of sources in debt. */
 #define STATUS_FULL_PCT		90
 
 static bool under_pressure(const struct iface_status *st)
 {
 	return st->budget_spent ||
-	       (st->capacity && st->sources > 0 &&
-		(__u64)st->sources * 100 >= (__u64)st->capacity * STATUS_FULL_PCT);
+	       (st->refused && st->slots && st->slots_live > 0 &&
+		(__u64)st->slots_live * 100 >= st->slots * STATUS_FULL_PCT);
 }
 
 /* Whether this process may look at programs (by id) and other namespaces. */
@@ -154,6 +158,8 @@ static int gather_status(const char *iface, struct iface_status *st)
 			snprintf(st->group, sizeof(st->group), "%u", (unsigned int)sb.st_gid);
 	}
 	st->sources = count_sources(&m);
+	st->slots_live = table_sources(&m);
+	st->slots = (__u64)map_capacity(m.src_table) * SLUICE_SLOTS_PER_BUCKET;
 	st->capacity = srctab_capacity(&m);
 	st->rules = p->n;
 	st->def = p->def;
@@ -164,6 +170,7 @@ static int gather_status(const char *iface, struct iface_status *st)
 	free(p);
 	if (budget_state(&m, &st->budget_spent) ||
 	    read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &st->new_admitted) ||
+	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &st->refused) ||
 	    read_counters(&m, c)) {
 		maps_close(&m);
 		return EXIT_RUNTIME;
@@ -193,6 +200,9 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "attached_at", st->meta.attached_at);
 	json_u64(j, "tracked_sources", st->sources > 0 ? (__u64)st->sources : 0);
 	json_u64(j, "capacity", st->capacity);
+	json_u64(j, "slots", st->slots);
+	json_u64(j, "slots_live", st->slots_live > 0 ? (__u64)st->slots_live : 0);
+	json_u64(j, "refused_sources", st->refused);
 	json_str(j, "group", st->group);
 	json_bool(j, "under_pressure", under_pressure(st));
 	json_obj_open(j, "new_sources");
@@ -253,9 +263,12 @@ static void print_status_text(const struct iface_status *st)
 	       mode_name(st->meta.xdp_mode),
 	       st->meta.multiprog ? "libxdp dispatcher" : "single program",
 	       st->meta.prog_id, when);
-	printf("  sources: %ld tracked of %u (%.0f%% full)\n", st->sources, st->capacity,
-	       st->capacity ? 100.0 * (double)(st->sources > 0 ? st->sources : 0) / st->capacity
-			    : 0.0);
+	printf("  sources: %ld tracked, --max-sources %u; %ld of %llu slots held (%.0f%%), "
+	       "%llu new sources refused\n", st->sources, st->capacity, st->slots_live,
+	       (unsigned long long)st->slots,
+	       st->slots ? 100.0 * (double)(st->slots_live > 0 ? st->slots_live : 0) /
+				   (double)st->slots : 0.0,
+	       (unsigned long long)st->refused);
 	if (st->budget.rate) {
 		char rate[32];
 
@@ -270,7 +283,8 @@ static void print_status_text(const struct iface_status *st)
 	if (under_pressure(st))
 		printf("  UNDER PRESSURE: %s\n", st->budget_spent ?
 		       "the new-source budget is spent; new sources are dropped as new_source_limited" :
-		       "the source table is nearly full; new sources evict the least recently seen");
+		       "the source table is full of sources over their rate; new sources are "
+		       "dropped as no_bucket");
 	if (st->def.action == SLUICE_ACT_LIMIT)
 		printf("  default: limit %llu/s burst %llu\n",
 		       (unsigned long long)st->def.rate, (unsigned long long)st->def.burst);
