@@ -368,6 +368,28 @@ int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 
 /* Point every map at its pin so libbpf reuses existing state, and size the
  * source table: the pinned one's size wins unless --max-sources disagrees. */
+/* The maps attach sizes, set to the sizes of their pins under dir. */
+static int pinned_sizes(struct sluice_bpf *skel, const char *dir)
+{
+	struct bpf_map *sized[] = { skel->maps.src_table, skel->maps.src_counts,
+				    skel->maps.src_buckets };
+	char path[SLUICE_PATH_MAX];
+	__u32 cap;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(sized[i]));
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;	/* made afresh, as on a first attach */
+		cap = map_capacity(fd);
+		close(fd);
+		if (!cap || bpf_map__set_max_entries(sized[i], cap))
+			return runtime_err("cannot size %s as its pin", bpf_map__name(sized[i]));
+	}
+	return 0;
+}
+
 int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 		 __u64 max_sources, bool max_given)
 {
@@ -390,8 +412,8 @@ int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 			return usage_err("%s keeps its source table across attaches: "
 					 "run 'sluice detach %s' first to change --max-sources",
 					 iface, iface);
-		/* The pins are reused, whatever size is set here. */
-		return 0;
+		/* The pins are reused: sized as they are, or libbpf refuses them. */
+		return pinned_sizes(skel, dir);
 	}
 	if (srctab_size(skel->maps.src_table, skel->maps.src_counts, skel->maps.src_buckets,
 			max_sources))
