@@ -271,23 +271,60 @@ long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
 	return r < 0 ? r : total + r;
 }
 
+/* Slot i of bucket sb (counts sc) read as a bucket of key: true when it is
+ * live and holds key. */
+static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count *n,
+		    const struct sluice_src_key *key, struct sluice_bucket *b)
+{
+	__u64 fam = key->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
+
+	if ((sl->ctl & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) != (SLUICE_SLOT_LIVE | fam) ||
+	    memcmp(sl->a, key->a, sizeof(sl->a)))
+		return false;
+	b->tat = sl->tat;
+	b->bound = sl->ctl;
+	b->passed = n->passed;
+	b->dropped = n->dropped;
+	return true;
+}
+
+/* A home key's bucket, from copies of its two candidate buckets (each read
+ * whole by the kernel): no mapping, so a reader with read-only descriptors
+ * pays two lookups, not a copy of the table. */
+static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
+		       struct sluice_bucket *b)
+{
+	struct sluice_slot_bucket sb;
+	struct sluice_slot_counts sc;
+	struct sluice_config cfg;
+	__u32 zero = 0, bk[2];
+	__u64 a0, a1;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	if (cfg.src_buckets < 2)
+		return -ENOENT;
+	memcpy(&a0, key->a, sizeof(a0));
+	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
+	srctab_pick(srctab_hash(a0, a1, key->family, cfg.src_seed), cfg.src_buckets, &bk[0],
+		    &bk[1]);
+	for (int j = 0; j < 2; j++) {
+		if (bpf_map_lookup_elem(m->src_table, &bk[j], &sb) ||
+		    bpf_map_lookup_elem(m->src_counts, &bk[j], &sc))
+			return -errno;
+		for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET; i++)
+			if (slot_is(&sb.s[i], &sc.c[i], key, b))
+				return 0;
+	}
+	return -ENOENT;
+}
+
 int bucket_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
 		  struct sluice_bucket *b)
 {
-	struct sluice_src_key k;
-	struct srctab t;
-	long at;
-	int err;
-
 	if (!is_home(key))
 		return bpf_map_lookup_elem(m->src_buckets, key, b) ? -errno : 0;
-	err = srctab_open(m, &t);
-	if (err)
-		return err;
-	at = srctab_find(&t, key);
-	err = at >= 0 && srctab_read(&t, (__u32)at, &k, b) ? 0 : -ENOENT;
-	srctab_close(&t);
-	return err;
+	return slot_lookup(m, key, b);
 }
 
 int bucket_set_state(const struct sluice_maps *m, const struct sluice_src_key *key,
