@@ -271,7 +271,7 @@ long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
 	return r < 0 ? r : total + r;
 }
 
-/* Slot i of bucket sb (counts sc) read as a bucket of key: true when it is
+/* A copied slot sl and its counts n, read as a bucket of key: true when it is
  * live and holds key. */
 static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count *n,
 		    const struct sluice_src_key *key, struct sluice_bucket *b)
@@ -279,7 +279,7 @@ static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count
 	__u64 fam = key->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
 
 	if ((sl->ctl & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) != (SLUICE_SLOT_LIVE | fam) ||
-	    memcmp(sl->a, key->a, sizeof(sl->a)))
+	    memcmp(sl->a, key->a, sizeof(sl->a)) != 0)
 		return false;
 	b->tat = sl->tat;
 	b->bound = sl->ctl;
