@@ -14,6 +14,7 @@ PACKAGES=(
 	prometheus curl jq ca-certificates	# exporter tests
 	gnuplot-nox libxml2-utils		# sluice simulate --plot, its test
 	nginx wrk				# check-server tests and bench
+	hping3					# a spoofed flood from a third-party tool
 	redis-server libhiredis-dev		# cluster agent and its tests
 )
 BPFFS=/sys/fs/bpf

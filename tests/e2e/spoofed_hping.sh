@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# e2e/spoofed_hping: a spoofed flood from Debian's hping3 (--flood
+# --rand-source --udp), a generator nobody on this project wrote, for
+# FLOOD_SECONDS against ten clients over their rate, on the smallest source
+# table (--max-sources 1024), everyone under `limit default --rate 10
+# --burst 5`, no new-source budget.
+#
+# A flood source's first packet leaves its bucket in debt for 100 ms (one
+# token's worth at 10/s), so the flood keeps the table full of sources in
+# debt; a client sending 50/s is in debt all the time, so none of its slots
+# may be taken. Checks: each client's query -j passed count never goes down
+# from before the flood to after it, grows between every two samples, grows
+# during the flood by at least GROW_MIN_PCT% of what its limit allows, and
+# ends equal to its nftables counter behind sluice (its slot survived);
+# status -j never shows more slots held than the table's slots, and says
+# under_pressure during the flood; the overflow is counted
+# (refused_sources, and as many no_bucket drops at least); the flood was
+# real (at least FLOOD_MIN_SENT frames out of the sender namespace, as many
+# seen by XDP).
+#
+# Network safety: hping3 --rand-source draws sources from all of IPv4, so
+# hping3 runs only inside the sender namespace the test makes, whose one
+# interface is a veth whose peer lies in the receiver namespace. There an
+# nftables postrouting rule rewrites the source of every frame to the
+# flood's port into 198.18.0.0-198.19.254.255 (numgen random, before the
+# frame reaches the device), and a netdev egress chain on the veth, the
+# last hook before it, drops and counts any IPv4 frame with a source or
+# destination outside 198.18.0.0/15, any ARP outside it, and anything else
+# (the sender has IPv6 off and a permanent neighbour entry for the
+# receiver, so it sends nothing but the test's frames). The test asserts
+# that the guard dropped nothing (the rewrite alone kept every address
+# inside), that every frame it counted had been rewritten, that sluice
+# tracks no source outside 198.18.0.0/15 and that the receiver saw none
+# pass. hping3 (3.a2.ds2) ignores -c under --flood, so `timeout -s KILL`
+# alone bounds it, in time; the trap deletes both namespaces.
+#
+# SPOOFED_HPING_BREAK=clients has the clients send 5/s, below their rate:
+# their buckets are idle between packets, the flood reclaims their slots,
+# and the checks must fail (how the test was shown to be able to fail).
+set -euo pipefail
+# shellcheck source=tests/lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/lib/nft.sh
+. "$(dirname "$0")/../lib/nft.sh"
+
+BREAK=${SPOOFED_HPING_BREAK:-}
+[[ -z $BREAK || $BREAK == clients ]] || fail "SPOOFED_HPING_BREAK must be clients or unset"
+
+MAX_SOURCES=1024	# the least sluice attach takes
+RATE=10
+BURST=5
+CLIENTS=10	# 198.19.255.1 .. .10, in a /24 the flood's sources stay out of
+CLIENT_PPS=50
+[[ $BREAK == clients ]] && CLIENT_PPS=5
+CLIENT_PORT=5301
+FLOOD_PORT=5302
+FLOOD_SECONDS=4
+# The flood's sources: the 130 816 addresses from 198.18.0.0 (3323068416),
+# the /15 up to the clients' /24.
+FLOOD_FIRST=3323068416
+FLOOD_SPAN=130816
+FLOOD_MIN_SENT=50000
+LEAD=1.5	# clients alone before the flood, and after it
+GROW_MIN_PCT=80
+SAMPLE_GAP=0.4
+
+command -v hping3 >/dev/null || skip "hping3 not installed (tools/install-deps.sh)"
+netns_init hp
+netns_setup
+sluice_attach --max-sources "$MAX_SOURCES"
+sluice_rx limit default --rate "$RATE" --burst "$BURST"
+
+# --- The sender: hping3's frames rewritten into 198.18.0.0/15, a guard ---
+ip netns exec "$NS_TX" sysctl -qw "net.ipv6.conf.$IF_TX.disable_ipv6=1" ||
+	fail "cannot disable IPv6 on $IF_TX"
+ip -n "$NS_TX" neigh replace "$RX4" lladdr "$RX_MAC" dev "$IF_TX" nud permanent ||
+	fail "cannot add the permanent neighbour entry for $RX4"
+ip netns exec "$NS_TX" nft -f - <<-EOF || fail "cannot create the sender's nftables rewrite and guard"
+	table ip sluice_hping {
+		counter rewritten {}
+		chain postrouting {
+			type filter hook postrouting priority 0; policy accept;
+			udp dport $FLOOD_PORT ip saddr set numgen random mod $FLOOD_SPAN offset $FLOOD_FIRST counter name rewritten
+		}
+	}
+	table netdev sluice_hping_guard {
+		counter outside {}
+		counter other {}
+		counter flood_out {}
+		chain egress {
+			type filter hook egress device "$IF_TX" priority 0; policy accept;
+			meta protocol ip ip saddr != 198.18.0.0/15 counter name outside drop
+			meta protocol ip ip daddr != 198.18.0.0/15 counter name outside drop
+			meta protocol ip udp dport $FLOOD_PORT counter name flood_out accept
+			meta protocol ip accept
+			meta protocol arp arp saddr ip 198.18.0.0/15 arp daddr ip 198.18.0.0/15 accept
+			counter name other drop
+		}
+	}
+EOF
+tx_counter() {
+	ip netns exec "$NS_TX" nft -j list counter "$1" "$2" "$3" |
+		jq -er '.nftables[] | select(.counter) | .counter.packets' ||
+		fail "cannot read the sender's nftables counter $3"
+}
+
+# --- The receiver: counters behind sluice -----------------------------------
+nft_rx_init
+nft_rx_counter rx_outside ip saddr != 198.18.0.0/15
+for ((c = 1; c <= CLIENTS; c++)); do
+	echo "add counter netdev $NFT_TABLE c$c"
+	echo "add rule netdev $NFT_TABLE ingress ip saddr 198.19.255.$c udp dport $CLIENT_PORT counter name c$c drop"
+done | ip netns exec "$NS_RX" nft -f - || fail "cannot add the clients' nftables counters"
+nft_rx_counter flood udp dport "$FLOOD_PORT"
+
+status_field() { sluice_jq ".interfaces[] | select(.interface == \"$IF_RX\") | $1" status; }
+stats_sum() { jq '[.packets[] | .[]] | add' <<<"$1"; }
+no_bucket() { jq '[.packets[] | .no_bucket // 0] | add' <<<"$1"; }
+
+# Every client's query -j passed count, one line in client order (0 when
+# not tracked: query shows an untracked source with nothing passed).
+client_counts() {
+	local c q v line=()
+	for ((c = 1; c <= CLIENTS; c++)); do
+		q=$(sluice_rx -j query "198.19.255.$c") || fail "sluice query 198.19.255.$c failed"
+		v=$(jq -er 'if .tracked then .passed else 0 end' <<<"$q") || fail "bad query -j output: $q"
+		line+=("$v")
+	done
+	echo "${line[*]}"
+}
+
+budget=$(status_field '.new_sources.rate // "none"')
+assert_eq "$budget" none "new-source budget"
+SLOTS=$(status_field .slots)
+CAPACITY=$(status_field .capacity)
+REFUSED0=$(status_field .refused_sources)
+ADM0=$(status_field .new_sources.admitted)
+
+# --- Clients, then the flood, then clients alone -----------------------------
+cl_out=$(netns_tmp clients)
+hp_out=$(netns_tmp hping3)
+samples=()
+flood_bg "$cl_out" --src 198.19.255.1 --sources "$CLIENTS" --dport "$CLIENT_PORT" \
+	--pps $((CLIENTS * CLIENT_PPS)) --count $((CLIENTS * CLIENT_PPS * 60)) --seconds 60
+CLIENTS_PID=$FLOOD_PID
+sleep "$LEAD"
+samples+=("$(client_counts)")
+STATS0=$(stats_snap)
+t_before=$(now)
+ip netns exec "$NS_TX" timeout -s KILL "$FLOOD_SECONDS" \
+	hping3 -q -n -I "$IF_TX" --flood --rand-source --udp -p "$FLOOD_PORT" "$RX4" >"$hp_out" 2>&1 &
+HPING_PID=$!
+netns_track_pid "$HPING_PID"
+t_flood=$(now)
+max_live=0
+max_tracked=0
+pressure=false
+during=0
+while kill -0 "$HPING_PID" 2>/dev/null; do
+	sleep "$SAMPLE_GAP"
+	st=$(sluice_rx -j status) || fail "sluice status -j failed"
+	row=$(jq -c ".interfaces[] | select(.interface == \"$IF_RX\")" <<<"$st")
+	live=$(jq -er .slots_live <<<"$row")
+	tracked=$(jq -er .tracked_sources <<<"$row")
+	((live > max_live)) && max_live=$live
+	((tracked > max_tracked)) && max_tracked=$tracked
+	[[ $(jq -r .under_pressure <<<"$row") == true ]] && pressure=true
+	kill -0 "$HPING_PID" 2>/dev/null || break
+	samples+=("$(client_counts)")
+	during=$((during + 1))
+done
+rc=0
+# 137: timeout -s KILL ended hping3 (and itself), as planned; bash then
+# reports the job "Killed" on stderr.
+wait "$HPING_PID" || rc=$?
+t_end=$(now)
+# Forget the PID: the cleanup must not signal one the system may reuse.
+keep=()
+for pid in "${NETNS_PIDS[@]}"; do [[ $pid == "$HPING_PID" ]] || keep+=("$pid"); done
+NETNS_PIDS=("${keep[@]}")
+[[ $rc == 137 || $rc == 124 ]] ||
+	fail "hping3 ended with status $rc before its $FLOOD_SECONDS s: $(cat "$hp_out")"
+sleep 0.2	# the last frames through the rx queue
+t_after=$(now)
+samples+=("$(client_counts)")
+STATS1=$(stats_snap)
+sleep "$LEAD"
+kill -TERM "$CLIENTS_PID"
+FLOOD_PID=$CLIENTS_PID
+flood_wait || fail "sluice-flood (clients) failed: $(cat "$cl_out")"
+CL=$(cat "$cl_out")
+echo "clients: $CL"
+sleep 0.2
+samples+=("$(client_counts)")
+
+# --- Safety ---------------------------------------------------------------
+outside=$(tx_counter netdev sluice_hping_guard outside)
+other=$(tx_counter netdev sluice_hping_guard other)
+fsent=$(tx_counter netdev sluice_hping_guard flood_out)
+rewritten=$(tx_counter ip sluice_hping rewritten)
+assert_eq "$outside" 0 "frames the sender's egress guard dropped for an address outside 198.18.0.0/15"
+assert_eq "$fsent" "$rewritten" "hping3 frames out of the sender, all through the source rewrite"
+assert_eq "$(nft_rx_packets rx_outside)" 0 "frames sluice passed from outside 198.18.0.0/15"
+TOP=$(sluice_rx -j top -n 100000) || fail "sluice top -j failed"
+stray=$(jq -r '[.[] | .source | select(test("^198\\.1[89]\\.") | not)] | length' <<<"$TOP")
+assert_eq "$stray" 0 "sources in sluice's table outside 198.18.0.0/15"
+
+# --- The clients -------------------------------------------------------------
+# Resets: a passed count that went down between two samples (the client's
+# slot taken, its count started again); stalls: one that did not grow
+# (samples SAMPLE_GAP or more apart, a token every 1/RATE s). The last
+# sample comes after the clients stopped: it counts for resets only.
+resets=0
+stalls=0
+reset_clients=()
+for ((c = 0; c < CLIENTS; c++)); do
+	r=0
+	for ((i = 1; i < ${#samples[@]}; i++)); do
+		read -r -a prev <<<"${samples[i - 1]}"
+		read -r -a cur <<<"${samples[i]}"
+		if ((cur[c] < prev[c])); then
+			r=$((r + 1))
+		elif ((cur[c] == prev[c] && i < ${#samples[@]} - 1)); then
+			stalls=$((stalls + 1))
+		fi
+	done
+	resets=$((resets + r))
+	((r == 0)) || reset_clients+=("198.19.255.$((c + 1))")
+done
+echo "clients' passed counts at each sample (before, during, after the flood, after the clients):"
+printf '  %s\n' "${samples[@]}"
+assert_eq "$resets" 0 "clients' passed counts that went down between samples (resets: ${reset_clients[*]:-none})"
+assert_eq "$stalls" 0 "samples in which a client's passed count did not grow"
+assert_ge "$during" 2 "samples of the clients during the flood"
+read -r -a last <<<"${samples[-1]}"
+for ((c = 1; c <= CLIENTS; c++)); do
+	got=$(nft_rx_packets "c$c")
+	[[ $got == "${last[c - 1]}" ]] ||
+		fail "client 198.19.255.$c: query -j passed ${last[c - 1]}, nftables behind sluice $got (its slot was taken)"
+done
+ok "each client's query -j passed count equals its nftables counter: every slot survived"
+# Growth over the flood: from the sample before hping3 started to the one
+# after it stopped, at least GROW_MIN_PCT% of RATE x the least time between
+# the two samples' reads (from the end of the first to the start of the
+# second).
+read -r -a s0 <<<"${samples[0]}"
+read -r -a s1 <<<"${samples[-2]}"
+span=$(calc "$t_after - $t_before")
+grow_min=$(calc "$GROW_MIN_PCT * $RATE * $span / 100" %d)
+worst=
+for ((c = 0; c < CLIENTS; c++)); do
+	g=$((s1[c] - s0[c]))
+	[[ -z $worst || $g -lt $worst ]] && worst=$g
+done
+assert_ge "$worst" "$grow_min" \
+	"least a client passed during the flood ($(calc "$span" %.2f) s between samples, $GROW_MIN_PCT% of its limit)"
+# Over the whole run: within what the limit allows a client sending above
+# its rate for the clients' send time.
+csecs=$(flood_field "$CL" .seconds)
+most=$(calc "$BURST + $RATE * $csecs + 1" %d)
+for ((c = 0; c < CLIENTS; c++)); do
+	((last[c] <= most)) || fail "client 198.19.255.$((c + 1)): passed ${last[c]}, its limit allows $most in $csecs s"
+done
+ok "no client passed more than its limit allows ($most in $csecs s)"
+
+# --- The table and the flood -------------------------------------------------
+assert_le "$max_live" "$SLOTS" "slots held at the samples during the flood (most; capacity $CAPACITY)"
+assert_le "$max_tracked" "$SLOTS" "tracked sources at the samples during the flood (most)"
+refused=$(($(status_field .refused_sources) - REFUSED0))
+nobucket=$(($(no_bucket "$STATS1") - $(no_bucket "$STATS0")))
+assert_ge "$refused" 1 "new sources refused (every slot they may take held a source in debt)"
+assert_ge "$nobucket" "$refused" "no_bucket drops (one per refused new source, at least)"
+assert_eq "$pressure" true "status -j said under_pressure during the flood"
+seen=$(($(stats_sum "$STATS1") - $(stats_sum "$STATS0")))
+assert_ge "$fsent" "$FLOOD_MIN_SENT" "hping3 frames out of the sender (nftables at its egress)"
+assert_ge "$seen" "$FLOOD_MIN_SENT" "frames XDP saw during the flood (stats -j, all reasons)"
+admitted=$(($(status_field .new_sources.admitted) - ADM0))
+fpassed=$(nft_rx_packets flood)
+frows=$(jq '[.[] | select(.source | startswith("198.19.255.") | not)] | length' <<<"$TOP")
+
+cat <<EOF
+
+=== e2e/spoofed_hping summary: --max-sources $MAX_SOURCES ($SLOTS slots), default $RATE/s burst $BURST, no budget ===
+flood (hping3)   $fsent frames in $(calc "$t_end - $t_flood" %.1f) s ($(calc "$fsent / ($t_end - $t_flood)" %.0f)/s), sources rewritten into $FLOOD_SPAN addresses
+XDP saw          $seen frames during the flood; $fpassed flood frames passed
+table            $admitted new entries, $refused new sources refused, $nobucket no_bucket drops;
+                 at most $max_live slots held, $max_tracked tracked of $SLOTS; $frows flood sources in it at the end
+clients          $CLIENTS x $CLIENT_PPS pkt/s: $(flood_field "$CL" .sent) frames in $csecs s; passed ${last[*]}
+                 least growth during the flood $worst (at least $grow_min wanted), resets $resets, stalls $stalls
+safety           guard drops: $outside outside 198.18.0.0/15, $other other; rewritten $rewritten
+EOF
