@@ -209,6 +209,56 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	return claim;
 }
 
+/* Which of w's two buckets has more empty slots: 1 for the second. */
+static __always_inline __u32 src_emptier(const struct src_place *w)
+{
+	struct sluice_slot_bucket *b0 = bpf_map_lookup_elem(&src_table, &w->b[0]);
+	struct sluice_slot_bucket *b1 = bpf_map_lookup_elem(&src_table, &w->b[1]);
+	int i, e = 0;
+
+	if (!b0 || !b1)
+		return 0;
+#pragma unroll
+	for (i = 0; i < (int)SLUICE_SLOTS_PER_BUCKET; i++) {
+		e -= (READ_ONCE(b0->s[i].ctl) & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY;
+		e += (READ_ONCE(b1->s[i].ctl) & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY;
+	}
+	return e > 0;
+}
+
+/* A source's slot being reclaimed: a candidate claiming, still with the
+ * source's address (ctl taken, state not yet). The reclaim either gives
+ * the slot back or writes another address; until then the source must not
+ * take a second slot (pend_step). */
+struct pend_wait {
+	const struct src_place *w;
+	int pending;
+};
+
+static long pend_step(__u64 i, struct pend_wait *pw)
+{
+	const struct src_place *w = pw->w;
+	struct sluice_slot_bucket *sb;
+	struct sluice_slot *s;
+	int j, k;
+
+	pw->pending = 0;
+	if (!w)
+		return 1;
+	for (j = 0; j < 2; j++) {
+		sb = bpf_map_lookup_elem(&src_table, &w->b[j]);
+		if (!sb)
+			continue;
+		for (k = 0; k < (int)SLUICE_SLOTS_PER_BUCKET; k++) {
+			s = &sb->s[k];
+			if ((READ_ONCE(s->ctl) & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_CLAIMING &&
+			    READ_ONCE(SLOT_A1(s)) == w->a1 && READ_ONCE(SLOT_A0(s)) == w->a0)
+				pw->pending = 1;
+		}
+	}
+	return !pw->pending;
+}
+
 /* A stripe lock being waited for (lock_step). */
 struct lock_wait {
 	__u64 *lk;
@@ -241,8 +291,9 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	struct src_place w;
 	struct verdict v;
 	struct lock_wait lw = {};
+	struct pend_wait pw = {};
 	__u64 *lk, claim = 0, gen_slot;
-	__u32 si, at = 0, k;
+	__u32 si, at = 0, k, first;
 	int reclaimed = 0, r = SRC_FULL;
 
 	if (!cfg || !key || !id || src_locate(cfg, key, &w))
@@ -262,13 +313,23 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		if (!lw.got)
 			return SRC_BUSY;
 	}
+	/* The source's own slot may be mid-reclaim: wait for the reclaim to
+	 * give it back or take it, then look again. */
+	pw.w = &w;
+	bpf_loop(SLUICE_SRC_LOCK_SPINS, pend_step, &pw, 0);
+	if (pw.pending) {
+		r = SRC_BUSY;
+		goto out;
+	}
 	if (src_find(&w, &at, id)) {
 		r = (int)at;
 		goto out;
 	}
-	/* Empty slots first: a reclaim forgets a source's counts. */
+	/* Empty slots first (a reclaim forgets a source's counts), in the
+	 * emptier bucket first: balanced, two choices fill the table evenly. */
+	first = src_emptier(&w);
 	for (k = 0; k < 4 * SLUICE_SLOTS_PER_BUCKET && !claim; k++) {
-		at = ((k / SLUICE_SLOTS_PER_BUCKET & 1) ? w.b[1] : w.b[0]) *
+		at = (((k / SLUICE_SLOTS_PER_BUCKET & 1) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
 		if (s)

@@ -29,17 +29,24 @@ SLUICE_INLINE __u32 srctab_buckets(__u64 max_sources)
 	return (__u32)((slots + SLUICE_SLOTS_PER_BUCKET - 1) / SLUICE_SLOTS_PER_BUCKET);
 }
 
-/* 64 bits of hash of an address and family (a 128-bit mix, then a
- * finaliser); the two halves pick the two buckets. */
+/* A 64-bit finaliser (MurmurHash3's fmix64): every input bit reaches
+ * every output bit. */
+SLUICE_INLINE __u64 srctab_mix(__u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* 64 bits of hash of an address (as two words) and family, seeded; the two
+ * halves pick the two buckets. Each word is mixed whole: an IPv4 address
+ * (IPv4-mapped) sits in the high half of a1. */
 SLUICE_INLINE __u64 srctab_hash(__u64 a0, __u64 a1, __u32 family, __u64 seed)
 {
-	__u64 h = (a0 ^ seed ^ family) * 0x9E3779B97F4A7C15ULL;
-
-	h ^= (a1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
-	h ^= h >> 31;
-	h *= 0xBF58476D1CE4E5B9ULL;
-	h ^= h >> 32;
-	return h;
+	return srctab_mix(a1 ^ srctab_mix(a0 ^ seed ^ family));
 }
 
 /* The two candidate buckets of hash h in a table of n buckets (n > 1):

@@ -13,7 +13,7 @@
 #include <bpf/bpf_helpers.h>
 
 #define CHURN_SOURCES	4096
-#define CHURN_HOT	32
+#define CHURN_HOT	8
 #define CHURN_MIXED	13
 
 static __attribute__((always_inline)) inline void churn_source(__u8 *a)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The source table's insert race: both CPUs churn 4096 sources through 100
- * slots (sluice_churn.bpf.c draws each packet's source at random): 32 hot
+ * slots (sluice_churn.bpf.c draws each packet's source at random): 8 hot
  * sources over their rate (T = 100 us), the rest idle a microsecond after
  * each admission, so slots are claimed and reclaimed millions of times, for
  * 10M+ packets. A thread watching the table meanwhile must never see one
@@ -18,19 +18,20 @@
 #include "sluice_churn_nolock.skel.h"
 
 #define CHURN_SOURCES	4096
-#define CHURN_HOT	32		/* 198.18.0.0/27: half the packets */
+#define CHURN_HOT	8		/* 198.18.0.0/29: half the packets */
 #define CHURN_TABLE	64		/* --max-sources: 100 slots */
 #define CHURN_REPEAT	(1U << 20)	/* frames per BPF_PROG_TEST_RUN */
 #define CHURN_RUNS	5		/* runs per CPU: 10M+ packets in all */
 #define CHURN_HOT_T_NS	100000ULL	/* the hot sources' T: 100 us */
 #define CHURN_BURST	1ULL
+#define WATCH_EVERY_US	50		/* between two looks at the table */
 /* The frame the churn build turns into hot and churning sources
  * (sluice_churn.bpf.c's mixed mode), and the policy: the hot sources over
  * their rate, in debt most of the time; the others idle a microsecond
  * after each admission, so their slots are reclaimed all the time. */
 #define CHURN_FRAME_SRC	"198.19.252.13"
-#define CHURN_POLICY	"limit set 198.18.0.0/27 --rate 10000 --burst 1;" \
-			"limit default --rate 1000000 --burst 1"
+#define CHURN_POLICY	"limit set 198.18.0.0/29 --rate 10000 --burst 1;" \
+			"limit default --rate 10000 --burst 1"
 
 static struct fixture fx;
 static struct sluice_churn_bpf *churn;
@@ -154,6 +155,7 @@ static void *watch_table(void *arg)
 	while (s && atomic_load(&running)) {
 		w->dups += duplicates_now(&t, s);
 		w->looks++;
+		usleep(WATCH_EVERY_US);	/* leave both CPUs to the hammers */
 	}
 	if (s)
 		w->dups += duplicates_now(&t, s);

@@ -2,62 +2,144 @@
 /* fill_sources: puts many sources into a pinned source table without
  * sending a packet, and counts a table independently of sluice.
  *
- *   fill_sources fill PIN N    inserts 2001:2::/48 keys 1..N (fresh buckets)
- *   fill_sources count PIN     prints the number of keys, walked one by one
- * Only the map's keys change: no traffic, no policy. */
+ *   fill_sources fill DIR N    puts 2001:2::/48 sources 1..N into free slots
+ *                              of the source table pinned under DIR (fresh
+ *                              buckets); prints how many found one
+ *   fill_sources count DIR     prints the live slots and keyed buckets,
+ *                              slot by slot and key by key
+ * Only the table changes: no traffic, no policy. The slots are written in
+ * place, through an mmap of the pinned array, as the XDP program's claim
+ * writes them (include/sluice/srctab.h gives the two candidate buckets). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice/sluice.h"
+#include "sluice/srctab.h"
 
-#define BATCH 8192
+struct table {
+	struct sluice_slot_bucket *tab;
+	size_t len;
+	__u32 n;
+	__u64 seed;
+	int keyed;	/* the keyed buckets' LRU hash */
+};
 
-static void key_of(__u32 i, struct sluice_src_key *k)
+static int open_pin(const char *dir, const char *name)
 {
-	memset(k, 0, sizeof(*k));
-	k->a[0] = 0x20;		/* 2001:2:: */
-	k->a[1] = 0x01;
-	k->a[3] = 0x02;
-	k->a[12] = (__u8)(i >> 24);
-	k->a[13] = (__u8)(i >> 16);
-	k->a[14] = (__u8)(i >> 8);
-	k->a[15] = (__u8)i;
-	k->family = SLUICE_FAMILY_V6;
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		fprintf(stderr, "fill_sources: %s: %s\n", path, strerror(errno));
+	return fd;
 }
 
-static int fill(int fd, __u32 n)
+static int table_open(const char *dir, struct table *t)
 {
-	struct sluice_src_key *keys = calloc(BATCH, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(BATCH, sizeof(*vals));
-	__u32 i = 0;
+	int cfd = open_pin(dir, "config"), tfd = open_pin(dir, "src_table");
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), zero = 0;
+	struct sluice_config cfg;
 
-	if (!keys || !vals)
-		return 1;
-	while (i < n) {
-		__u32 c = 0;
-
-		for (; c < BATCH && i < n; c++)
-			key_of(++i, &keys[c]);
-		if (bpf_map_update_batch(fd, keys, vals, &c, NULL)) {
-			fprintf(stderr, "fill_sources: update_batch: %s\n", strerror(errno));
-			return 1;
-		}
+	t->keyed = open_pin(dir, "src_buckets");
+	if (cfd < 0 || tfd < 0 || t->keyed < 0 || bpf_map_lookup_elem(cfd, &zero, &cfg) ||
+	    bpf_obj_get_info_by_fd(tfd, &info, &len))
+		return -1;
+	t->n = info.max_entries;
+	t->seed = cfg.src_seed;
+	t->len = ((size_t)t->n * sizeof(*t->tab) + 4095) / 4096 * 4096;
+	t->tab = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, tfd, 0);
+	if (t->tab == MAP_FAILED || t->n < 2 || cfg.src_buckets != t->n) {
+		fprintf(stderr, "fill_sources: cannot map the source table\n");
+		return -1;
 	}
-	free(keys);
-	free(vals);
 	return 0;
 }
 
-/* Key by key, the slow way: independent of sluice's own counting. */
-static int count(int fd)
+static void addr_of(__u32 i, __u8 a[SLUICE_ADDR_LEN])
+{
+	memset(a, 0, SLUICE_ADDR_LEN);
+	a[0] = 0x20;		/* 2001:2:: */
+	a[1] = 0x01;
+	a[3] = 0x02;
+	a[12] = (__u8)(i >> 24);
+	a[13] = (__u8)(i >> 16);
+	a[14] = (__u8)(i >> 8);
+	a[15] = (__u8)i;
+}
+
+static int empties(const struct sluice_slot_bucket *b)
+{
+	int e = 0;
+
+	for (__u32 k = 0; k < SLUICE_SLOTS_PER_BUCKET; k++)
+		e += !(b->s[k].ctl & SLUICE_SLOT_STATE_MASK);
+	return e;
+}
+
+/* A free slot of source i's two buckets, the emptier first, as the XDP
+ * program takes them, claimed: 1, or 0 if both are full. */
+static int put(struct table *t, __u32 i)
+{
+	__u8 a[SLUICE_ADDR_LEN];
+	__u64 a0, a1;
+	__u32 b[2];
+
+	addr_of(i, a);
+	memcpy(&a0, a, sizeof(a0));
+	memcpy(&a1, a + sizeof(a0), sizeof(a1));
+	srctab_pick(srctab_hash(a0, a1, SLUICE_FAMILY_V6, t->seed), t->n, &b[0], &b[1]);
+	if (empties(&t->tab[b[1]]) > empties(&t->tab[b[0]])) {
+		__u32 x = b[0];
+
+		b[0] = b[1];
+		b[1] = x;
+	}
+	for (int j = 0; j < 2; j++)
+		for (__u32 k = 0; k < SLUICE_SLOTS_PER_BUCKET; k++) {
+			struct sluice_slot *s = &t->tab[b[j]].s[k];
+
+			if (s->ctl & SLUICE_SLOT_STATE_MASK)
+				continue;
+			if (!__sync_bool_compare_and_swap(&s->ctl, 0, SLUICE_SLOT_CLAIMING))
+				continue;
+			memcpy(s->a, a, sizeof(s->a));
+			s->tat = 0;
+			__atomic_store_n(&s->ctl, SLUICE_SLOT_LIVE | SLUICE_SLOT_V6 |
+				       SLUICE_SLOT_VER_ONE, __ATOMIC_RELEASE);
+			return 1;
+		}
+	return 0;
+}
+
+static int fill(struct table *t, __u32 n)
+{
+	unsigned long put_in = 0;
+
+	for (__u32 i = 1; i <= n; i++)
+		put_in += put(t, i);
+	printf("%lu\n", put_in);
+	return 0;
+}
+
+/* Slot by slot and key by key, the slow way: independent of sluice's own
+ * counting. */
+static int count(struct table *t)
 {
 	struct sluice_src_key cur, next;
-	void *prev = NULL;
 	unsigned long n = 0;
+	void *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
+	for (__u32 b = 0; b < t->n; b++)
+		for (__u32 k = 0; k < SLUICE_SLOTS_PER_BUCKET; k++)
+			n += (t->tab[b].s[k].ctl & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE;
+	while (!bpf_map_get_next_key(t->keyed, prev, &next)) {
 		cur = next;
 		prev = &cur;
 		n++;
@@ -72,19 +154,16 @@ static int count(int fd)
 
 int main(int argc, char **argv)
 {
-	int fd;
+	struct table t;
 
 	if (argc < 3 || (strcmp(argv[1], "fill") && strcmp(argv[1], "count")) ||
 	    (!strcmp(argv[1], "fill") && argc != 4)) {
-		fprintf(stderr, "usage: fill_sources fill PIN N | fill_sources count PIN\n");
+		fprintf(stderr, "usage: fill_sources fill DIR N | fill_sources count DIR\n");
 		return 2;
 	}
-	fd = bpf_obj_get(argv[2]);
-	if (fd < 0) {
-		fprintf(stderr, "fill_sources: %s: %s\n", argv[2], strerror(errno));
+	if (table_open(argv[2], &t))
 		return 1;
-	}
 	if (!strcmp(argv[1], "count"))
-		return count(fd);
-	return fill(fd, (__u32)strtoul(argv[3], NULL, 10));
+		return count(&t);
+	return fill(&t, (__u32)strtoul(argv[3], NULL, 10));
 }
