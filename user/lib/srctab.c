@@ -107,8 +107,8 @@ static void *map_in(int fd, size_t len, __u32 n, size_t vsz, bool *writable, boo
 
 	*writable = p != MAP_FAILED;
 	*copied = false;
-	if (p != MAP_FAILED)
-		return p;
+	if (p != MAP_FAILED || (errno != EACCES && errno != EPERM))
+		return p;	/* mapped, or a failure a copy would hide */
 	p = copy_in(fd, n, vsz);
 	*copied = p != NULL;
 	return p ? p : MAP_FAILED;
