@@ -34,10 +34,32 @@ struct fixture {
 /* Opens a skeleton with sluice's layout (a test may build a variant). */
 typedef struct sluice_bpf *(*skel_open_fn)(void);
 
+/* What attach does once the program is loaded and fx's map descriptors
+ * are set: seed the source table, then commit the initial policy. */
+static inline int fixture_finish(struct fixture *fx, __u32 max_sources)
+{
+	struct policy *p;
+	int err;
+
+	fx->m.lock = -1;
+	fx->m.ncpus = libbpf_num_possible_cpus();
+	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");
+	err = srctab_init(&fx->m, max_sources);
+	if (err)
+		return err;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	policy_init(p);
+	err = policy_commit(&fx->m, p);
+	free(p);
+	return err;
+}
+
+
 static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 				    skel_open_fn open_skel)
 {
-	struct policy *p;
 	int err;
 
 	memset(fx, 0, sizeof(*fx));
@@ -57,21 +79,7 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 #define MAP_FD(name) fx->m.name = bpf_map__fd(fx->skel->maps.name);
 	SLUICE_MAPS(MAP_FD)
 #undef MAP_FD
-	fx->m.lock = -1;
-	fx->m.ncpus = libbpf_num_possible_cpus();
-	snprintf(fx->m.iface, sizeof(fx->m.iface), "test");
-	/* What attach does on fresh maps: seed the source table, then
-	 * commit the initial policy. */
-	err = srctab_init(&fx->m, max_sources);
-	if (err)
-		return err;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	policy_init(p);
-	err = policy_commit(&fx->m, p);
-	free(p);
-	return err;
+	return fixture_finish(fx, max_sources);
 }
 
 static inline int fixture_open(struct fixture *fx, __u32 max_sources)

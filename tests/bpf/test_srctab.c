@@ -52,7 +52,6 @@ static struct sluice_churn_bpf *open_nolock(void)
 /* fixture_open_with for the churn builds, whose skeleton has one more map. */
 static int churn_fixture(churn_open_fn open_skel)
 {
-	struct policy *p;
 	int err;
 
 	memset(&fx, 0, sizeof(fx));
@@ -70,18 +69,7 @@ static int churn_fixture(churn_open_fn open_skel)
 #define MAP_FD(name) fx.m.name = bpf_map__fd(churn->maps.name);
 	SLUICE_MAPS(MAP_FD)
 #undef MAP_FD
-	fx.m.lock = -1;
-	fx.m.ncpus = libbpf_num_possible_cpus();
-	snprintf(fx.m.iface, sizeof(fx.m.iface), "test");
-	err = srctab_init(&fx.m, CHURN_TABLE);
-	if (err)
-		return err;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	policy_init(p);
-	err = policy_commit(&fx.m, p);
-	free(p);
+	err = fixture_finish(&fx, CHURN_TABLE);
 	return err ? err : fixture_policy(&fx, CHURN_POLICY);
 }
 

@@ -9,19 +9,16 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include "sluice/srctab.h"
 
 #define SLUICE_FNV_OFFSET	0xcbf29ce484222325ULL
 #define SLUICE_FNV_PRIME	0x100000001b3ULL
 
-/* murmur3's fmix64: every input bit reaches every output bit. */
+/* murmur3's fmix64: every input bit reaches every output bit (the source
+ * table's own mixer, include/sluice/srctab.h). */
 static inline __u64 hash_mix64(__u64 x)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
+	return srctab_mix(x);
 }
 
 static inline __u64 hash_bytes(__u64 seed, const void *p, size_t len)
