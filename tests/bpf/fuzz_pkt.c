@@ -113,13 +113,44 @@ static struct sluice_bpf *open_shortext(void)
 	return (struct sluice_bpf *)sluice_shortext_bpf__open();
 }
 
+/* Sources the table reclaimed or refused so far. */
+static int table_moves(struct fixture *fx, __u64 *n)
+{
+	__u64 a, b;
+
+	if (read_event(&fx->m, SLUICE_EV_SOURCE_RECLAIMED, &a) ||
+	    read_event(&fx->m, SLUICE_EV_SOURCE_REFUSED, &b))
+		return -1;
+	*n = a + b;
+	return 0;
+}
+
+/* Before any packet ran: no source sits anywhere yet. */
+static int set_src_seed(struct fixture *fx, __u64 seed)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fx->m.config, &zero, &cfg))
+		return -errno;
+	cfg.src_seed = seed;
+	return bpf_map_update_elem(fx->m.config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
 static int load(struct fixture *fx)
 {
 	int err = fixture_open_with(fx, MAX_SOURCES, strcmp(run.variant, "short-ext") ? sluice_bpf__open
 										  : open_shortext);
 
-	if (err)
+	if (err) {
 		fprintf(stderr, "fuzz_pkt: cannot load the XDP program: %s\n", strerror(-err));
+		return err;
+	}
+	/* The table's hash seed from the run's, so that a replay on a fresh
+	 * program places every source where the run did. */
+	err = set_src_seed(fx, run.seed * 0x9e3779b97f4a7c15ULL | 1);
+	if (err)
+		fprintf(stderr, "fuzz_pkt: cannot set the source table's seed: %s\n", strerror(-err));
 	return err;
 }
 
@@ -469,6 +500,7 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 	struct ref_policy *rp = calloc(1, sizeof(*rp));
 	struct ref_state st = { 0 };
 	__u64 pred[SLUICE_R_MAX][2], budget, taken0 = 0, taken = 0, phase_ran = 0;
+	__u64 moved0 = 0, moved = 0;
 	char policy[4096];
 	__u32 i = 0, start, ran;
 	int bad = 0, ret = -1;
@@ -481,7 +513,8 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 		return -1;
 	}
 	if (reset_state(fx) || apply_policy(fx, policy, budget, rp) || fx->m.ncpus > MAX_CPUS ||
-	    percpu_counters(fx, c0) || read_event(&fx->m, SLUICE_EV_NEW_SOURCE_ADMITTED, &taken0)) {
+	    percpu_counters(fx, c0) || read_event(&fx->m, SLUICE_EV_NEW_SOURCE_ADMITTED, &taken0) ||
+	    table_moves(fx, &moved0)) {
 		fprintf(stderr, "fuzz_pkt: cannot set up phase %u\n", phase);
 		goto out;
 	}
@@ -515,6 +548,13 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 		     taken - taken0 != st.n)) {
 		say("MISMATCH phase %u: %llu new_source_admitted events, the reference took %zu buckets\n",
 		    phase, (unsigned long long)(taken - taken0), st.n);
+		bad = 1;
+	}
+	/* The reference keeps every source it saw; the program's table would
+	 * differ from it only by a reclaim or a refusal (MAX_SOURCES). */
+	if (table_moves(fx, &moved) == 0 && moved != moved0) {
+		say("%s phase %u: the source table reclaimed or refused %llu sources (both candidate buckets full), which the reference does not model (MAX_SOURCES too small)\n",
+		    bad ? "  and in" : "MISMATCH", phase, (unsigned long long)(moved - moved0));
 		bad = 1;
 	}
 	if (st.n > run.max_buckets)

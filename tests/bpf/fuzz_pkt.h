@@ -12,7 +12,13 @@
 #define LINEAR_MAX	512		/* all of whose headers lie in the first buffer */
 #define BUILD_MAX	10240		/* room while building */
 #define PHASE_FRAMES	100000U		/* frames per policy (one program load) */
-#define MAX_SOURCES	65536U		/* the program's source table */
+/* The program's source table: large enough that no phase's few thousand
+ * sources fill both of a source's candidate buckets (the reference does
+ * not model where a source sits, so a reclaim or a refusal would differ
+ * from it; each phase checks that none happened). Two choices at this
+ * size: about 10^-23 a new source, by the balanced-allocation fluid
+ * limit; at 2048 it happens within a phase. */
+#define MAX_SOURCES	65536U
 #define REF_CAP		(1U << 18)	/* the reference's bucket table */
 #define SWEEP_LEN	128U		/* truncation sweeps cover offsets 0..127 */
 #define MAX_CPUS	256
