@@ -400,8 +400,11 @@ size_t gen_frame(__u64 seed, __u32 phase, __u32 idx, __u8 *out)
 		fill(&r, put(&g, n), n);
 		mk_count[MK_pad]++;
 	} else if (chance(&r, 1)) {
-		/* Past one page: the program sees a multi-buffer frame whose
-		 * headers are in the first buffer, and counts every byte. */
+		/* Past one page: the program sees a multi-buffer frame and
+		 * counts every byte. Its headers are in the first buffer,
+		 * unless a header cut at LINEAR_MAX claims a length that runs
+		 * into the fill and on past the first buffer: the program
+		 * reads no header there, nor does the reference. */
 		n = 1500 + below(&r, FRAME_MAX - 1500 + 1);
 		if (n > g.len)
 			fill(&r, put(&g, n - g.len), n - g.len);

@@ -17,10 +17,34 @@
 #include <getopt.h>
 #include <sched.h>
 #include <time.h>
+#include <bpf/btf.h>
 #include "fixture.h"
 #include "refclass.h"
 #include "sluice_shortext.skel.h"
 #include "fuzz_pkt.h"
+
+/* ---- the run ---- */
+
+/* The reasons in enum order, named as include/sluice/reasons.h lists them. */
+#define REASON_NAME(id, name, drop, help) [SLUICE_R_##id] = name,
+static const char *const reason_names[SLUICE_R_MAX] = { SLUICE_REASONS(REASON_NAME) };
+#undef REASON_NAME
+
+static struct {
+	__u64 seed, frames, mismatches, refused;
+	__u64 reasons[SLUICE_R_MAX];	/* frames per reason, agreed on */
+	double seconds;
+	const char *variant;
+	int verbose;
+	int quiet;	/* the self-test: only the closing lines */
+	__u32 caught_phase, caught_frame;	/* the replay's first mismatch */
+	size_t max_buckets;	/* the most buckets a phase took */
+	size_t linear;		/* bytes of a frame in its first buffer */
+	__u32 first_phase;	/* --phase */
+	int cpus[MAX_CPUS], ncpus;	/* the CPUs the run is pinned to in turn */
+	__u32 batch;
+	int cpu_seen[MAX_CPUS];
+} run = { .batch = 4096, .variant = "real" };
 
 /* ---- policies: committed by the CLI's code, copied for the reference ---- */
 
@@ -76,31 +100,11 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 			ref_rule_of(&p->rules[i], 0, &rp->rules[i]);
 		rp->n = p->n;
 		rp->new_sources = budget;
+		rp->linear = run.linear;
 	}
 	free(p);
 	return err;
 }
-
-/* ---- the run ---- */
-
-/* The reasons in enum order, named as include/sluice/reasons.h lists them. */
-#define REASON_NAME(id, name, drop, help) [SLUICE_R_##id] = name,
-static const char *const reason_names[SLUICE_R_MAX] = { SLUICE_REASONS(REASON_NAME) };
-#undef REASON_NAME
-
-static struct {
-	__u64 seed, frames, mismatches, refused;
-	__u64 reasons[SLUICE_R_MAX];	/* frames per reason, agreed on */
-	double seconds;
-	const char *variant;
-	int verbose;
-	int quiet;	/* the self-test: only the closing lines */
-	__u32 caught_phase, caught_frame;	/* the replay's first mismatch */
-	size_t max_buckets;	/* the most buckets a phase took */
-	int cpus[MAX_CPUS], ncpus;	/* the CPUs the run is pinned to in turn */
-	__u32 batch;
-	int cpu_seen[MAX_CPUS];
-} run = { .batch = 4096, .variant = "real" };
 
 #define say(...)						\
 	do {							\
@@ -562,6 +566,8 @@ static int phase_run(struct fixture *fx, __u32 phase, __u64 frames, double deadl
 	if (bad) {
 		run.mismatches++;
 		say("  policy: %s%s\n", policy, budget ? "; limit new-sources" : "");
+		say("  rerun: fuzz_pkt --seed %llu --phase %u --frames %u\n",
+		    (unsigned long long)run.seed, phase, PHASE_FRAMES);
 		replay(phase, policy, budget, i ? i - 1 : 0);
 	}
 	ret = bad ? 1 : 0;
@@ -581,7 +587,7 @@ static int fuzz(__u64 frames, double deadline, __u64 *sent, __u32 *phases)
 
 	if (load(&fx))
 		return -1;
-	for (phase = 0; (!frames || *sent < frames) && now_s() < deadline; phase++) {
+	for (phase = run.first_phase; (!frames || *sent < frames) && now_s() < deadline; phase++) {
 		__u64 left = frames ? frames - *sent : PHASE_FRAMES;
 
 		r = phase_run(&fx, phase, left < PHASE_FRAMES ? left : PHASE_FRAMES, deadline, sent);
@@ -590,7 +596,7 @@ static int fuzz(__u64 frames, double deadline, __u64 *sent, __u32 *phases)
 			break;
 		}
 	}
-	*phases = phase;
+	*phases = phase - run.first_phase;
 	fixture_close(&fx);
 	return r;
 }
@@ -627,14 +633,15 @@ static int prove_it(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fuzz_pkt [--seed N] [--frames N] [--seconds S] [--batch K]\n"
-		"                [--variant real|short-ext] [--prove] [--verbose]\n"
+		"usage: fuzz_pkt [--seed N] [--phase P] [--frames N] [--seconds S]\n"
+		"                [--batch K] [--variant real|short-ext] [--prove] [--verbose]\n"
 		"Run generated and mutated frames through sluice's XDP program and a\n"
 		"reference classifier; stop at the first disagreement (exit 1).\n"
 		"Stops after N frames or S seconds, whichever comes first; given only\n"
 		"one, the other is unbounded (default: 10000000 frames, 60 seconds;\n"
 		"0 means no bound of that kind). --batch: frames per counter check\n"
-		"(default 4096). The seed defaults to the time and is printed.\n"
+		"(default 4096). The seed defaults to the time and is printed; --phase\n"
+		"starts at phase P (of 100000 frames each), to rerun a mismatch.\n"
 		"--prove: first show that the short-ext variant (a parser walking too\n"
 		"few IPv6 extension headers) is caught, else fail.\n");
 }
@@ -658,7 +665,7 @@ struct fuzz_opts {
 /* One option c: -1 to go on, else the exit status. */
 static int take_opt(int c, char **argv, struct fuzz_opts *o)
 {
-	__u64 batch;
+	__u64 batch, v;
 
 	switch (c) {
 	case 's':
@@ -683,6 +690,11 @@ static int take_opt(int c, char **argv, struct fuzz_opts *o)
 			return 2;
 		}
 		run.batch = (__u32)batch;
+		break;
+	case 'P':
+		if (parse_num("--phase", optarg, 0xffffffffULL, &v))
+			return 2;
+		run.first_phase = (__u32)v;
 		break;
 	case 'v':
 		if (strcmp(optarg, "real") && strcmp(optarg, "short-ext")) {
@@ -714,6 +726,7 @@ static int parse_args(int argc, char **argv, struct fuzz_opts *o)
 {
 	static const struct option lo[] = {
 		{ "seed", required_argument, NULL, 's' },
+		{ "phase", required_argument, NULL, 'P' },
 		{ "frames", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 't' },
 		{ "batch", required_argument, NULL, 'b' },
@@ -774,6 +787,31 @@ static void print_summary(__u64 sent, __u32 phase, double took, int r)
 	       r ? "checked up to the mismatch" : "held", seen[0] ? seen : "(none)");
 }
 
+/*
+ * How much of a frame BPF_PROG_TEST_RUN puts in the first buffer, where
+ * the program reads headers; the rest goes to fragments (multi-buffer): a
+ * page less the XDP headroom and the skb_shared_info at its end, aligned
+ * to the cache line (net/bpf/test_run.c), its size read from the
+ * kernel's BTF. 0 when the BTF cannot say.
+ */
+static size_t test_run_linear(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	long page = sysconf(_SC_PAGESIZE);
+	__s64 sz = -1;
+	__s32 id;
+
+	if (!btf)
+		return 0;
+	id = btf__find_by_name_kind(btf, "skb_shared_info", BTF_KIND_STRUCT);
+	if (id > 0)
+		sz = btf__resolve_size(btf, (__u32)id);
+	btf__free(btf);
+	if (sz <= 0 || page <= XDP_PACKET_HEADROOM + sz)
+		return 0;
+	return (size_t)page - XDP_PACKET_HEADROOM - (((size_t)sz + CACHE_LINE - 1) & ~(CACHE_LINE - 1));
+}
+
 int main(int argc, char **argv)
 {
 	struct fuzz_opts o = { .frames = 10000000, .seconds = 60 };
@@ -791,6 +829,11 @@ int main(int argc, char **argv)
 		printf("fuzz_pkt: needs root for BPF_PROG_TEST_RUN\n");
 		return 77;
 	}
+	run.linear = test_run_linear();
+	if (!run.linear) {
+		fprintf(stderr, "fuzz_pkt: cannot tell the first buffer's size from the kernel's BTF (struct skb_shared_info)\n");
+		return 1;
+	}
 	if (sched_getaffinity(0, sizeof(all), &all)) {
 		fprintf(stderr, "fuzz_pkt: cannot read the CPU affinity: %s\n", strerror(errno));
 		return 1;
@@ -799,7 +842,8 @@ int main(int argc, char **argv)
 		if (CPU_ISSET(i, &all))
 			run.cpus[run.ncpus++] = i;
 	libbpf_set_print(NULL);
-	printf("fuzz_pkt: seed %llu, variant %s\n", (unsigned long long)run.seed, run.variant);
+	printf("fuzz_pkt: seed %llu, variant %s, headers read from the first %zu bytes\n",
+	       (unsigned long long)run.seed, run.variant, run.linear);
 	fflush(stdout);
 	if (o.prove && prove_it())
 		return 1;

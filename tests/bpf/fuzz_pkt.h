@@ -10,6 +10,7 @@
 
 #define FRAME_MAX	9000		/* the longest frame sent: a jumbo frame, */
 #define LINEAR_MAX	512		/* all of whose headers lie in the first buffer */
+#define CACHE_LINE	64		/* the kernel's SMP_CACHE_BYTES (x86-64) */
 #define BUILD_MAX	10240		/* room while building */
 #define PHASE_FRAMES	100000U		/* frames per policy (one program load) */
 /* The program's source table: large enough that no phase's few thousand

@@ -384,7 +384,9 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 
 	memset(v, 0, sizeof(*v));
 	v->policy = -1;
-	ref_parse_frame(p, len, &f);
+	/* Headers are read from the first buffer only: past it, a
+	 * multi-buffer frame's bytes are counted, never parsed. */
+	ref_parse_frame(p, pol->linear && len > pol->linear ? pol->linear : len, &f);
 	if (f.parse == REF_NO_SOURCE) {
 		finish(v, SLUICE_R_MALFORMED);
 		return;

@@ -57,6 +57,8 @@ struct ref_policy {
 	struct ref_rule rules[REF_MAX_RULES];
 	unsigned int n;
 	__u64 new_sources;	/* budget of new buckets, 0: off */
+	size_t linear;		/* bytes of a frame in its first buffer, where
+				 * the program reads headers; 0: all of it */
 };
 
 /* One bucket the reference expects in the source table. */
