@@ -308,10 +308,10 @@ gen() { # NSRC COUNT [OPTION...]: one bounded flood from CPU 1; its JSON in FLOO
 		fail "flood failed: $(cat "$FLOOD_OUT")"
 }
 
-# The source table's memory (the kernel's accounting: bpftool's
-# bytes_memlock) per entry, for the maps of TABLE entries that CFG uses.
+# Kernel memory (bpftool's bytes_memlock) of every map CFG uses, summed,
+# with its table sized for TABLE sources: one line "CFG TABLE BYTES MAPS".
 record_memory() { # CFG TABLE
-	local cfg=$1 table=$2 id f ids=()
+	local cfg=$1 table=$2 id f ids=() total=0 n=0 b
 	grep -q "^$cfg $table " "$MEMORY" && return 0
 	case $cfg in
 	min) mapfile -t ids < <(jq -r '.map_ids[]' <<<"$MIN_INFO") ;;
@@ -319,15 +319,16 @@ record_memory() { # CFG TABLE
 		for f in "$SLUICE_PIN_ROOT/$IF_RX"/*; do
 			bpftool -j map show pinned "$f" 2>/dev/null | jq -r 'select(.id) | .id' || true
 		done >"$(netns_tmp ids)"
-		mapfile -t ids <"$(netns_tmp ids)"
+		mapfile -t ids < <(sort -un "$(netns_tmp ids)")
 		;;
 	*) return 0 ;;
 	esac
 	for id in "${ids[@]}"; do
-		bpftool -j map show id "$id" |
-			jq -r --arg c "$cfg" --argjson t "$table" \
-				'select(.max_entries == $t and (.type | test("hash"))) | "\($c) \($t) \(.name) \(.type) \(.bytes_memlock)"'
-	done >>"$MEMORY"
+		b=$(bpftool -j map show id "$id" | jq -r '.bytes_memlock // 0')
+		total=$((total + b))
+		n=$((n + 1))
+	done
+	echo "$cfg $table $total $n" >>"$MEMORY"
 }
 
 # Warm-up: passes over the sources until one reached the receiver whole
@@ -550,11 +551,18 @@ echo "floods where frames taken + ring drops == frames sent: $exact of $(wc -l <
 	"off by more than 16: $off (largest difference $worst)"
 if [[ -s $MEMORY ]]; then
 	echo
-	echo "source table memory (bpftool map show: bytes_memlock / max_entries):"
-	while read -r cfg table name type bytes; do
-		printf '  %-18s %-12s %-14s max_entries %-8s %8s bytes %6s per source\n' \
-			"${LABEL[$cfg]}" "$name" "$type" "$table" "$bytes" "$(calc "$bytes / $table" %.1f)"
-	done < <(sort -k1,1 -k2,2n "$MEMORY")
+	echo "kernel memory of every map (bpftool map show: bytes_memlock, summed), by table size;"
+	echo "per source: the growth from the next smaller table over the sources added:"
+	sort -k1,1 -k2,2n "$MEMORY" | while read -r cfg table bytes maps; do
+		if [[ ${prev_cfg:-} == "$cfg" ]]; then
+			per=$(calc "($bytes - $prev_bytes) / ($table - $prev_table)" %.1f)
+		else
+			per=-
+		fi
+		printf '  %-18s %2s maps, table for %-8s %11s bytes %8s per source\n' \
+			"${LABEL[$cfg]}" "$maps" "$table" "$bytes" "$per"
+		prev_cfg=$cfg prev_table=$table prev_bytes=$bytes
+	done
 fi
 cat <<EOF
 
@@ -610,10 +618,9 @@ if [[ -n $JSON_OUT ]]; then
 			value: (map({key: .sources, value: .passed_pct}) | from_entries)}) | from_entries),
 		 ring_drop_pct: ($rows | group_by(.config) | map({key: .[0].config,
 			value: (map({key: .sources, value: .ring_drop_pct}) | from_entries)}) | from_entries),
-		 bytes_per_source: ($mem | split("\n") | map(select(length > 0) | split(" ") |
-			{config: .[0], max_entries: (.[1] | tonumber), map: .[2],
-			 bytes_memlock: (.[4] | tonumber),
-			 per_source: ((.[4] | tonumber) / (.[1] | tonumber))}))}' >"$JSON_OUT" ||
+		 memory: ($mem | split("\n") | map(select(length > 0) | split(" ") |
+			{config: .[0], table: (.[1] | tonumber), bytes_memlock: (.[2] | tonumber),
+			 maps: (.[3] | tonumber)}))}' >"$JSON_OUT" ||
 		fail "cannot write $JSON_OUT"
 	echo "(medians written to $JSON_OUT)"
 fi
