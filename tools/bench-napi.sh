@@ -578,11 +578,13 @@ uses its IPv6 table. 'random' sends from $RANDOM_NET (less
 $RANDOM_SKIP) in a shuffled order that repeats an address only every
 130816 frames, over tables of $RANDOM_TABLE, far fewer than the addresses
 the receiver takes in one cycle even with ring drops: (nearly) every
-packet misses, evicts the least recently used entry and takes a new
-bucket, whose burst admits it, so it passes to the stack ('passed' is
-the share that missed; 'bare XDP_PASS' is the floor of a flood that all
-passes). It measures a spoofed flood churning the table without a
-new-source budget, not the drop regime. Ring drops are frames the
+packet is a source the table does not hold. An LRU table (the minimal
+bucket, sluice before its source table v3) evicts the least recently
+used entry for it and admits it on a fresh bucket, so it passes to the
+stack ('passed'; 'bare XDP_PASS' is the floor of a flood that all
+passes); sluice's source table, full of sources in debt, refuses it and
+drops it as no_bucket. It measures a spoofed flood without a new-source
+budget. Ring drops are frames the
 generator found the veth's ring (256 frames) full for; they cost the
 receiver nothing and are not in its count.
 EOF
