@@ -99,6 +99,39 @@ struct {
 	__type(value, struct sluice_ban);
 } bans SEC(".maps");
 
+/* The prefix ban table (sluice/abi.h): slot 0 holds the live trie, or
+ * nothing while no prefix is banned. The inner trie's size is set at
+ * attach (--max-bans). */
+struct ban_trie_inner {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_MAX_BANS_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(key_size, sizeof(struct sluice_ban_key));
+	__uint(value_size, sizeof(struct sluice_pfx_ban));
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct ban_trie_inner);
+} ban_trie SEC(".maps");
+
+/* The lists of prefix bans, by index (sluice_ban_list), and what each
+ * dropped, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_BAN_LISTS);
+	__type(key, __u32);
+	__type(value, struct sluice_ban_list);
+} ban_lists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_BAN_LISTS);
+	__type(key, __u32);
+	__type(value, struct sluice_counter);
+} ban_drops SEC(".maps");
+
 /* Cluster-wide limits (sluice.h): leases the agent writes (through
  * bpf/cluster.bpf.c) and leased rules spend, notices of the buckets that
  * want one, and the agent's state. */

@@ -82,6 +82,41 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 	return PARSE_NON_IP;
 }
 
+/* Whether p's source lies in a banned prefix (ban add, ban load): then
+ * its drop is counted to the entry and to its list. Costs one array-of-
+ * maps lookup while no prefix is banned (the slot is empty then). */
+static __always_inline int prefix_banned(const struct pkt *p)
+{
+	struct sluice_ban_key k;
+	struct sluice_pfx_ban *b;
+	struct sluice_counter *c;
+	__u32 zero = 0, list;
+	__u64 until;
+	void *trie;
+
+	trie = bpf_map_lookup_elem(&ban_trie, &zero);
+	if (!trie)
+		return 0;
+	__builtin_memset(&k, 0, sizeof(k));
+	k.prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + SLUICE_KEY_LEN_SOURCE;
+	k.family = p->src.family;
+	__builtin_memcpy(k.addr, p->src.a, sizeof(k.addr));
+	b = bpf_map_lookup_elem(trie, &k);
+	if (!b)
+		return 0;
+	until = READ_ONCE(b->until_ns);
+	if (until && bpf_ktime_get_ns() >= until)
+		return 0;	/* expired: absent until a sweep removes it */
+	__sync_fetch_and_add(&b->dropped, 1);
+	list = READ_ONCE(b->list);
+	c = bpf_map_lookup_elem(&ban_drops, &list);
+	if (c) {
+		c->packets++;
+		c->bytes += p->bytes;
+	}
+	return 1;
+}
+
 /* Whether p's source is banned by the check server (a request rule's
  * escalation): then *idx is the rule that banned it. Looked up only while
  * bans exist. */
@@ -216,7 +251,12 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (!cfg)	/* an array's only entry: cannot happen */
 		return count(SLUICE_R_NO_BUCKET, p.bytes);
 
-	/* A source the check server banned: dropped before anything else. */
+	/* A banned prefix, then a source the check server banned: dropped
+	 * before anything else. A prefix ban belongs to no rule. */
+	if (prefix_banned(&p)) {
+		SLUICE_VERDICT_HOOK(&p.src, SLUICE_R_BANNED);
+		return count(SLUICE_R_BANNED, p.bytes);
+	}
 	if (source_banned(cfg, &p, &idx)) {
 		reason = SLUICE_R_BANNED;
 		goto counted;

@@ -75,6 +75,40 @@ struct sluice_ban {
 	__u32 pad;
 };
 
+/*
+ * The prefix ban table (ban add, ban load): a longest-prefix-match trie of
+ * banned prefixes, checked before any rule. It lives in slot 0 of the
+ * ban_trie map (an array of maps): userspace builds a new trie and swaps it
+ * in whole, so a list is replaced in one step, and removes it when the
+ * last ban goes, so the datapath looks at none while no prefix is banned.
+ * The key is the source's family, then its address in the 128-bit form
+ * (IPv4 as ::ffff:a.b.c.d), as struct sluice_src_key has them.
+ */
+struct sluice_ban_key {
+	__u32 prefixlen;	/* SLUICE_BAN_KEY_FAMILY_BITS + prefix, 128-bit form */
+	__u8 family;		/* SLUICE_FAMILY_V4 or SLUICE_FAMILY_V6 */
+	__u8 addr[SLUICE_ADDR_LEN];
+	__u8 pad[3];		/* zero */
+};
+#define SLUICE_BAN_KEY_FAMILY_BITS	8U
+struct sluice_pfx_ban {
+	__u64 until_ns;		/* CLOCK_MONOTONIC; 0: forever */
+	__u64 dropped;		/* packets dropped (atomic adds) */
+	__u64 lists;		/* bit i: list i holds the prefix */
+	__u32 list;		/* the list its drops count to: the lowest of lists */
+	__u32 kind;		/* SLUICE_BAN_KIND_*: how it came last */
+};
+#define SLUICE_BAN_KIND_ADDED		1U	/* ban add */
+#define SLUICE_BAN_KIND_LOADED		2U	/* ban load */
+/* A list of prefix bans (ban_lists map, index = list): its name, "" when
+ * unused; written by userspace only. */
+#define SLUICE_BAN_LIST_NAME		32
+struct sluice_ban_list {
+	char name[SLUICE_BAN_LIST_NAME];
+	__u64 entries[3];	/* prefixes by kind (index SLUICE_BAN_KIND_*) */
+	__u64 next_expiry;	/* the earliest until_ns of its entries, 0: none */
+};
+
 /* A rule's match (--proto, --dport, --syn). A rule applies to a packet when
  * its CIDR covers the source and every flag set here holds. */
 #define SLUICE_MATCH_PROTO		0x1	/* the L4 protocol is proto */
@@ -265,6 +299,9 @@ struct sluice_config {
 	__u64 src_seed;
 	__u32 src_buckets;
 	__u32 src_capacity;
+	/* The prefix ban table's capacity (attach --max-bans). */
+	__u32 ban_capacity;
+	__u32 pad_bans;
 };
 #define SLUICE_BANS_LIVE		1ULL
 #define SLUICE_BANS_WRITE		2ULL

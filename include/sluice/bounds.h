@@ -31,6 +31,17 @@
 #define SLUICE_SRC_LOCKS		4096U
 #define SLUICE_SRC_LOCK_SPINS		(1U << 20)
 
+/* The prefix ban table (ban add, ban load; --max-bans): prefixes banned
+ * at once, and the named lists they come in. A table takes memory only for
+ * the prefixes it holds. */
+#define SLUICE_MAX_BANS_DEFAULT		1048576U
+#define SLUICE_MAX_BANS_MIN		1024U
+#define SLUICE_MAX_BANS_MAX		16777216U
+#define SLUICE_BAN_LISTS		64U
+/* ban add --for and a list entry's duration: 1 s to 10 years. */
+#define SLUICE_BAN_FOR_NS_MIN		SLUICE_NS_PER_SEC
+#define SLUICE_BAN_FOR_NS_MAX		(3650ULL * 86400 * SLUICE_NS_PER_SEC)
+
 /* Datapath bounds. */
 /* VLAN tags (802.1Q, 802.1ad) looked through to the IP header: Linux strips
  * nested priority tags (VLAN ID 0) one after another, so a frame is judged

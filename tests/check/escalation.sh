@@ -38,7 +38,7 @@ assert_eq "$codes" "200 200 429 429 429 429 " "checks of $BAD, one after the oth
 assert_eq "$(hdr Retry-After)" 3 "Retry-After of the check that started the ban (the --ban)"
 entry=$(sluice_rx -j ban list | jq -c --arg a "$BAD" '[.[] | select(.source == $a)] | .[0] // empty')
 [[ -n $entry ]] || fail "ban list -j has no ban of $BAD: $(sluice_rx -j ban list)"
-assert_eq "$(jq -r '.kind + " " + .policy' <<<"$entry")" "requests 198.18.0.0/24 --requests" "ban list: kind and rule"
+assert_eq "$(jq -r '.kind + " " + .policy' <<<"$entry")" "escalated 198.18.0.0/24 --requests" "ban list: kind and rule"
 assert_le "$(jq -r .left_ms <<<"$entry")" 3000 "ban list: time left"
 code=$(check "$BAD")
 assert_eq "$code" 429 "check of $BAD while banned"
@@ -98,7 +98,7 @@ done
 assert_eq "$codes" "200 200 429 429 429 429 " "checks of ::ffff:$MAPPED, one after the other"
 assert_eq "$(hdr Retry-After)" 3 "Retry-After of the check that started its ban"
 assert_eq "$(sluice_rx -j ban list | jq -r --arg a "$MAPPED" '.[] | select(.source == $a) | .kind')" \
-	requests "ban list: the ban of $MAPPED"
+	escalated "ban list: the ban of $MAPPED"
 s0=$(stats_snap)
 out=$(flood --src "$MAPPED" --count 20 --pps 1000)
 [[ $(flood_field "$out" .sent) == 20 ]] || fail "flood from $MAPPED: $out"

@@ -46,7 +46,7 @@ assert_ge "$(map_fds "$CHECK_PID" | awk '$3 == "ro"' | wc -l)" 10 \
 for ((i = 0; i < 4; i++)); do
 	check "$TX4" >/dev/null
 done
-sluice_rx -j ban list | jq -e --arg a "$TX4" 'any(.[]; .source == $a and .kind == "requests")' \
+sluice_rx -j ban list | jq -e --arg a "$TX4" 'any(.[]; .source == $a and .kind == "escalated")' \
 	>/dev/null || fail "no ban of $TX4 after 4 checks: $(sluice_rx -j ban list)"
 ok "a client over its rule is banned by the check server"
 check_stop

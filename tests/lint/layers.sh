@@ -26,6 +26,7 @@ cli           3	# the command-line grammar
 pins          3	# where the pins live, who reads them
 maps          4	# the pinned maps of an interface
 srctab        5	# the source table: sized, mapped, read and CASed
+bantab        5	# the prefix ban table: its trie, lists and sweep
 sources       6	# counting tracked sources
 cluster_state 5	# the cluster agent's state and share
 policy        6	# the policy model in memory

@@ -32,15 +32,17 @@ static const char *const attach_modes[] = {
 struct attach_options {
 	int mode;
 	__u64 max_sources;
+	__u64 max_bans;
 	const char *group;	/* NULL: SLUICE_PIN_GROUP, created if missing */
 };
 
 static const struct attach_options attach_defaults = {
 	.mode = ATTACH_AUTO,
 	.max_sources = SLUICE_MAX_SOURCES_DEFAULT,
+	.max_bans = SLUICE_MAX_BANS_DEFAULT,
 };
 
-enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_GROUP };
+enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_MAX_BANS, ATTACH_GROUP };
 
 static const struct cli_opt attach_opts[] = {
 	[ATTACH_MODE] = CLI_ENUM("mode", 0, "native|skb|auto",
@@ -49,6 +51,10 @@ static const struct cli_opt attach_opts[] = {
 	[ATTACH_MAX_SOURCES] = CLI_U64("max-sources", 0, "N", "size of the source table",
 				       struct attach_options, max_sources, SLUICE_MAX_SOURCES_MIN,
 				       SLUICE_MAX_SOURCES_MAX, "sources"),
+	[ATTACH_MAX_BANS] = CLI_U64("max-bans", 0, "N",
+				    "prefixes the ban table holds (ban add, ban load)",
+				    struct attach_options, max_bans, SLUICE_MAX_BANS_MIN,
+				    SLUICE_MAX_BANS_MAX, "prefixes"),
 	[ATTACH_GROUP] = CLI_STR("group", 0, "NAME",
 				 "group that may read the pins (default 'sluice', created if missing)",
 				 struct attach_options, group),
@@ -71,7 +77,7 @@ struct attach_job {
 	enum xdp_attach_mode old_mode;
 	int used;	/* the mode it runs in, -1 while not on the link */
 	int prog_fd;
-	__u64 max_sources;	/* a new source table's --max-sources */
+	struct table_sizes sizes;	/* a new source and ban table's */
 };
 
 /* Checks that change nothing, then the pin directory. */
@@ -104,7 +110,8 @@ static int attach_begin(struct attach_job *job, const struct attach_options *o)
 }
 
 /* Opens the skeleton on the pinned maps, sized by --max-sources. */
-static int attach_open(struct attach_job *job, const struct attach_options *o, bool max_given)
+static int attach_open(struct attach_job *job, const struct attach_options *o,
+		       const struct cli_args *a)
 {
 	char path[SLUICE_PATH_MAX];
 
@@ -114,8 +121,11 @@ static int attach_open(struct attach_job *job, const struct attach_options *o, b
 	snprintf(path, sizeof(path), "%s/%s", job->dir,
 		 bpf_map__name(job->skel->maps.src_table));
 	job->had_pins = !access(path, F_OK);
-	job->max_sources = o->max_sources;
-	return prepare_maps(job->skel, job->dir, job->iface, o->max_sources, max_given);
+	job->sizes.sources = o->max_sources;
+	job->sizes.bans = o->max_bans;
+	job->sizes.sources_given = a->val[ATTACH_MAX_SOURCES] != NULL;
+	job->sizes.bans_given = a->val[ATTACH_MAX_BANS] != NULL;
+	return prepare_maps(job->skel, job->dir, job->iface, &job->sizes);
 }
 
 /* The error of an attach that found no mode to run in; the previous
@@ -213,7 +223,7 @@ static int attach_finish(struct attach_job *job)
 	err = pin_prog(job->dir, job->prog_fd);
 	if (!err)
 		err = write_meta(job->iface, job->ifindex, job->used, job->multiprog,
-				 prog_id_of(job->prog_fd), job->max_sources);
+				 prog_id_of(job->prog_fd), &job->sizes);
 	if (!err)
 		err = pins_set_access(job->dir, job->gid);
 	if (err) {
@@ -252,7 +262,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	err = attach_begin(&job, o);
 	if (err)
 		return err;
-	err = attach_open(&job, o, a->val[ATTACH_MAX_SOURCES] != NULL);
+	err = attach_open(&job, o, a);
 	if (!job.skel)
 		return err;
 	if (!err)

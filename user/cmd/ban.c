@@ -261,60 +261,113 @@ static int ban_cmp(const void *a, const void *b)
 	return memcmp(&x->row.key, &y->row.key, sizeof(x->row.key));
 }
 
-static int ban_list(const struct cli_cmd *c, struct cli_args *a)
+struct ban_list_options {
+	const char *list;
+};
+static const struct ban_list_options ban_list_defaults = { 0 };
+static const struct cli_opt ban_list_opts[] = {
+	CLI_STR("list", 0, "NAME", "only the prefix bans of list NAME", struct ban_list_options,
+		list),
+	CLI_OPT_END,
+};
+
+/* The prefix bans, first: their count, or -1 after an error (printed). */
+static int list_prefixes(const char *name, struct json *j, bool *unreadable)
+{
+	struct sluice_maps m;
+	struct bantab t;
+	int n, li = -1;
+
+	*unreadable = false;
+	n = prefix_bans_peek(&m, &t);
+	if (n) {
+		*unreadable = n > 0;
+		return n > 0 ? 0 : -1;
+	}
+	if (name && (li = bantab_list_find(&t, name)) < 0) {
+		runtime_err("no ban list '%s' on %s", name, m.iface);
+		prefix_bans_close(&m, &t);
+		return -1;
+	}
+	n = prefix_bans_list(&t, li, j);
+	prefix_bans_close(&m, &t);
+	return n;
+}
+
+/* The bans of --ban rules and of the check server's escalation. */
+static void rule_ban_rows(const struct sluice_maps *m, const struct policy *p, struct ban *bans,
+			  size_t n, struct json *j)
 {
 	char src[SLUICE_CIDR_STR_MAX], label[RULE_TEXT_MAX];
-	struct sluice_maps m;
-	struct policy *p;
-	struct ban *bans = NULL;
-	struct json j;
-	size_t n = 0;
-	int err;
 
-	(void)c;
-	(void)a;
-	err = open_policy(&m, &p, false);
-	if (err)
-		return err;
-	err = read_bans(&m, p, &bans, &n);
-	if (err)
-		goto out;
-	qsort(bans, n, sizeof(*bans), ban_cmp);
-	if (opts.json) {
-		json_begin(&j, stdout);
-		json_arr_open(&j, NULL);
-	} else if (n) {
-		printf("%-43s %-40s %12s\n", "SOURCE", "RULE", "LEFT");
-	} else {
-		printf("no bans on %s\n", m.iface);
-	}
+	(void)m;
+	if (!opts.json && n)
+		printf("%s%-43s %-40s %12s\n", "", "SOURCE", "RULE", "LEFT");
 	for (size_t i = 0; i < n; i++) {
 		format_source(&bans[i].row.key, src, sizeof(src));
 		if (bans[i].rule)
 			policy_rule_label(p, bans[i].rule, label, sizeof(label));
 		else
 			snprintf(label, sizeof(label), "(a rule since deleted)");
-		if (opts.json) {
-			json_obj_open(&j, NULL);
-			json_str(&j, "source", src);
-			json_str(&j, "policy", label);
-			json_str(&j, "kind", bans[i].escalated ? "requests" : "packets");
-			json_u64(&j, "left_ms", (bans[i].left_ns + 999999) / 1000000);
-			json_double(&j, "left_seconds", (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
-			if (bans[i].escalated)
-				json_null(&j, "dropped");
-			else
-				json_u64(&j, "dropped", bans[i].row.b.dropped);
-			json_obj_close(&j);
-		} else {
+		if (!opts.json) {
 			printf("%-43s %-40s %11.3fs\n", src, label,
 			       (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
+			continue;
 		}
+		json_obj_open(j, NULL);
+		json_str(j, "source", src);
+		json_str(j, "policy", label);
+		json_str(j, "kind", bans[i].escalated ? "escalated" : "rule");
+		json_u64(j, "left_ms", (bans[i].left_ns + 999999) / 1000000);
+		json_double(j, "left_seconds", (double)bans[i].left_ns / SLUICE_NS_PER_SEC);
+		if (bans[i].escalated)
+			json_null(j, "dropped");
+		else
+			json_u64(j, "dropped", bans[i].row.b.dropped);
+		json_obj_close(j);
+	}
+}
+
+static int ban_list(const struct cli_cmd *c, struct cli_args *a)
+{
+	const struct ban_list_options *o = CLI_OPTIONS(a, struct ban_list_options);
+	struct sluice_maps m;
+	struct policy *p;
+	struct ban *bans = NULL;
+	struct json j;
+	bool unreadable;
+	size_t n = 0;
+	int err, np;
+
+	(void)c;
+	err = open_policy(&m, &p, false);
+	if (err)
+		return err;
+	if (!o->list)
+		err = read_bans(&m, p, &bans, &n);
+	if (err)
+		goto out;
+	qsort(bans, n, sizeof(*bans), ban_cmp);
+	if (opts.json) {
+		json_begin(&j, stdout);
+		json_arr_open(&j, NULL);
+	}
+	np = list_prefixes(o->list, &j, &unreadable);
+	if (np < 0) {
+		err = EXIT_RUNTIME;
+	} else {
+		if (!opts.json && np && n)
+			printf("\n");
+		rule_ban_rows(&m, p, bans, n, &j);
 	}
 	if (opts.json) {
 		json_arr_close(&j);
 		json_end(&j);
+	} else if (!err && !n && !np) {
+		printf("no bans on %s\n", m.iface);
 	}
+	if (unreadable)
+		fprintf(stderr, "sluice: the prefix bans are not shown: reading them needs root\n");
 out:
 	free(bans);
 	free(p);
@@ -375,25 +428,53 @@ static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted
 	return -EAGAIN;
 }
 
-static int ban_del(const struct cli_cmd *c, struct cli_args *a)
+/* The prefix ban on exactly arg's prefix (of list, or of every list),
+ * lifted: *done counts it. 0 or an exit status. */
+static int del_prefix(const char *arg, const char *list, size_t *done)
 {
-	const char *arg = a->pos[0], *e;
+	struct sluice_maps m;
+	struct bantab t;
+	struct cidr c;
+	char why[256];
+	int err, li = -1, r;
+
+	if (parse_ban_prefix(arg, &c, why, sizeof(why)))
+		return usage_err("%s: give ADDR or ADDR/LEN", why);
+	err = prefix_bans_open(&m, &t, true);
+	if (err)
+		return err;
+	if (list && (li = bantab_list_find(&t, list)) < 0) {
+		prefix_bans_close(&m, &t);
+		return runtime_err("no ban list '%s' on %s: see 'sluice ban list'", list, m.iface);
+	}
+	r = prefix_ban_del(&m, &t, &c, li);
+	prefix_bans_close(&m, &t);
+	if (r < 0 || r > 1)
+		return r < 0 ? EXIT_RUNTIME : r;
+	*done += (size_t)r;
+	return 0;
+}
+
+/* The bans of --ban rules and escalations on arg, lifted: *done counts
+ * them. 0 or an exit status. */
+static int del_rule_bans(const char *arg, size_t *done)
+{
+	const char *e;
 	struct sluice_src_key want;
 	struct sluice_maps m;
 	struct policy *p;
 	struct ban *bans = NULL;
 	char why[256];
-	size_t n = 0, done = 0;
+	size_t n = 0;
 	bool prefix = strchr(arg, '/') != NULL, lifted, swept = false;
 	struct ban_writer w = { .fd = -1 };
 	int err;
 
-	(void)c;
 	if (prefix) {
 		struct cidr cidr;
 
 		if (parse_cidr(arg, &cidr, why, sizeof(why)))
-			return usage_err("%s: give an address, or ADDR/LEN of a keyed prefix", why);
+			return usage_err("%s: give ADDR or ADDR/LEN", why);
 		memset(&want, 0, sizeof(want));
 		memcpy(want.a, cidr.addr.a, sizeof(want.a));
 		want.family = cidr_family(&cidr);
@@ -415,7 +496,7 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 						  strerror(errno));
 				break;
 			}
-			done++;
+			(*done)++;
 			swept = true;
 			continue;
 		}
@@ -426,7 +507,7 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 			err = runtime_err("cannot lift the ban on %s: %s", arg, strerror(-err));
 			break;
 		}
-		done += lifted;
+		*done += lifted;
 	}
 	/* The last ban gone: the datapath may stop looking (a running check
 	 * server would do it within a second; there may be none). */
@@ -434,31 +515,62 @@ static int ban_del(const struct cli_cmd *c, struct cli_args *a)
 		ban_sweep(&w);
 		ban_writer_close(&w);
 	}
-	if (!err && !done)
-		err = runtime_err("no ban on %s: see 'sluice ban list'", arg);
-	if (!err && !opts.json)
-		printf("%s: lifted %zu ban%s\n", arg, done, done == 1 ? "" : "s");
 	free(bans);
 	free(p);
 	maps_close(&m);
 	return err;
 }
 
+struct ban_del_options {
+	const char *list;
+};
+static const struct ban_del_options ban_del_defaults = { 0 };
+static const struct cli_opt ban_del_opts[] = {
+	CLI_STR("list", 0, "NAME", "lift only list NAME's prefix ban", struct ban_del_options,
+		list),
+	CLI_OPT_END,
+};
+
+static int ban_del(const struct cli_cmd *c, struct cli_args *a)
+{
+	const struct ban_del_options *o = CLI_OPTIONS(a, struct ban_del_options);
+	const char *arg = a->pos[0];
+	size_t done = 0;
+	int err;
+
+	(void)c;
+	err = del_prefix(arg, o->list, &done);
+	if (!err && !o->list)
+		err = del_rule_bans(arg, &done);
+	if (!err && !done)
+		err = runtime_err("no ban on %s%s%s: see 'sluice ban list'", arg,
+				  o->list ? " in list " : "", o->list ? o->list : "");
+	if (!err && !opts.json)
+		printf("%s: lifted %zu ban%s\n", arg, done, done == 1 ? "" : "s");
+	return err;
+}
+
 static const struct cli_cmd ban_list_cmd = {
 	.name = "list", .path = "ban list", .json = true, .run = ban_list,
-	.help = "Live bans of --ban rules: the source (or keyed prefix), its rule, the time left.\n"
-		"Bans of request rules (the check server's escalation) are listed as 'requests'.",
+	.opts = ban_list_opts, CLI_DEFAULTS(ban_list_defaults),
+	.help = "Every ban: prefix bans (ban add, ban load) with their kind, list, time left\n"
+		"and packets dropped; then the live bans of --ban rules (kind 'rule') and of\n"
+		"request rules (the check server's escalation, kind 'escalated').\n"
+		"--list NAME shows only that list's prefix bans.",
 };
 static const struct cli_cmd ban_del_cmd = {
-	.name = "del", .path = "ban del", .args = "ADDR", .min_pos = 1, .max_pos = 1,
-	.run = ban_del,
-	.help = "Lifts every ban on a bucket holding ADDR, or on the keyed prefix ADDR/LEN;\n"
-		"the bucket is left empty and refills at its rate. A request rule's ban on ADDR\n"
-		"is removed. Exit 1 when there is none.",
+	.name = "del", .path = "ban del", .args = "ADDR[/LEN]", .min_pos = 1, .max_pos = 1,
+	.opts = ban_del_opts, .run = ban_del, CLI_DEFAULTS(ban_del_defaults),
+	.help = "Lifts the prefix ban on exactly ADDR[/LEN] (from every list, or --list NAME's\n"
+		"only); without --list also every ban of a --ban rule on a bucket holding ADDR,\n"
+		"or on the keyed prefix ADDR/LEN (the bucket is left empty and refills at its\n"
+		"rate), and a request rule's ban on ADDR. Exit 1 when there is none.",
 };
-static const struct cli_cmd *const ban_cmds[] = { &ban_list_cmd, &ban_del_cmd, NULL };
+static const struct cli_cmd *const ban_cmds[] = { &ban_add_cmd, &ban_del_cmd, &ban_list_cmd,
+						  &ban_load_cmd, NULL };
 
 const struct cli_cmd ban_obj = {
 	.name = "ban", .path = "ban", .sub = ban_cmds,
-	.help = "A rule with --ban DURATION drops a source it rate limits for DURATION.",
+	.help = "Bans: prefixes banned by name or in lists (ban add, ban load), and sources\n"
+		"a rule with --ban DURATION banned for DURATION.",
 };

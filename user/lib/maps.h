@@ -24,6 +24,9 @@
 	X(meta)								\
 	X(events)							\
 	X(bans)								\
+	X(ban_trie)							\
+	X(ban_lists)							\
+	X(ban_drops)							\
 	X(leases)							\
 	X(cluster_hot)							\
 	X(cluster_state)

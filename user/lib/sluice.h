@@ -23,6 +23,7 @@
 #include "maps.h"
 #include "names.h"
 #include "srctab.h"
+#include "bantab.h"
 #include "sources.h"
 #include "cluster_state.h"
 #include "policy.h"
@@ -65,6 +66,35 @@ int ban_sweep(struct ban_writer *w);
  * of the table. sluice defines none; a test defines one to ban the same
  * source again right there. */
 void ban_sweep_window(const struct sluice_src_key *key) __attribute__((weak));
+
+/* --- ban_prefix.c: prefix bans (ban add, ban load, their part of ban
+ * del and ban list) --- */
+/* Opens the picked interface's maps and ban table; edit: writable and
+ * locked, with expired bans swept. */
+int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit);
+void prefix_bans_close(struct sluice_maps *m, struct bantab *t);
+/* The same read-only and unlocked, for ban list: 0; 1 when the trie may
+ * not be read (not root: nothing printed); -1 after an error (printed). */
+int prefix_bans_peek(struct sluice_maps *m, struct bantab *t);
+/* Lifts the ban on exactly prefix c (from list `list`, or from every list
+ * when list < 0): 1 when there was one, 0 when not, or an exit status. */
+int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct cidr *c, int list);
+/* Appends every prefix ban of t (of list `list`, or all when list < 0) to
+ * ban list's output. */
+int prefix_bans_list(const struct bantab *t, int list, struct json *j);
+/* The value's exact entry at k in trie fd: 1 and *v, 0 when k is not an
+ * entry (only a shorter prefix, or nothing), or -errno. */
+int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v);
+/* Puts prefix k into list li of trie fd, ending at until (0: forever), as
+ * kind; a prefix already in other lists ends at the latest of their ends.
+ * t's tallies follow. 0, or -errno (-ENOSPC: the table is full). */
+int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
+	       __u32 kind);
+/* A ban's ADDR[/LEN]: parse_cidr's, and IPv4-mapped forms as IPv4. */
+int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len);
+/* --for DURATION (or a list entry's duration) into an until_ns. */
+int ban_until(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len);
+extern const struct cli_cmd ban_add_cmd, ban_load_cmd;
 
 /* --- limit.c --- */
 /* The keys of a rule's new fields in JSON (limit list -j, query -j). */

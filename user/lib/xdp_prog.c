@@ -26,6 +26,7 @@
 #include "policy.h"
 #include "store.h"
 #include "srctab.h"
+#include "bantab.h"
 #include "sluice/srctab.h"
 #include "xdp_prog.h"
 #include "sluice.skel.h"
@@ -390,8 +391,25 @@ static int pinned_sizes(struct sluice_bpf *skel, const char *dir)
 	return 0;
 }
 
+/* The ban table's capacity in the config pinned under dir (0: unknown). */
+static __u64 pinned_ban_capacity(const char *dir)
+{
+	struct sluice_config cfg;
+	char path[SLUICE_PATH_MAX];
+	__u32 zero = 0;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/config", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	err = bpf_map_lookup_elem(fd, &zero, &cfg);
+	close(fd);
+	return err ? 0 : cfg.ban_capacity;
+}
+
 int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
-		 __u64 max_sources, bool max_given)
+		 const struct table_sizes *sz)
 {
 	struct bpf_map *map;
 	char path[SLUICE_PATH_MAX];
@@ -408,21 +426,25 @@ int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 		__u32 cap = map_capacity(fd);
 
 		close(fd);
-		if (max_given && cap != srctab_buckets(max_sources))
+		if (sz->sources_given && cap != srctab_buckets(sz->sources))
 			return usage_err("%s keeps its source table across attaches: "
 					 "run 'sluice detach %s' first to change --max-sources",
+					 iface, iface);
+		if (sz->bans_given && pinned_ban_capacity(dir) != sz->bans)
+			return usage_err("%s keeps its ban table across attaches: "
+					 "run 'sluice detach %s' first to change --max-bans",
 					 iface, iface);
 		/* The pins are reused: sized as they are, or libbpf refuses them. */
 		return pinned_sizes(skel, dir);
 	}
 	if (srctab_size(skel->maps.src_table, skel->maps.src_counts, skel->maps.src_buckets,
-			max_sources))
+			sz->sources))
 		return runtime_err("cannot size the source table");
 	return 0;
 }
 
 int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
-	       bool multiprog, __u32 prog_id, __u64 max_sources)
+	       bool multiprog, __u32 prog_id, const struct table_sizes *sz)
 {
 	struct sluice_maps m;
 	struct sluice_meta meta = {
@@ -451,8 +473,12 @@ int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 	}
 	/* A new source table gets its seed before any policy limits: until
 	 * then every packet is allowed and none needs a slot. */
-	if (srctab_init(&m, max_sources)) {
+	if (srctab_init(&m, sz->sources)) {
 		err = runtime_err("cannot set up the source table: %s", strerror(errno));
+		goto out;
+	}
+	if (bantab_init(&m, sz->bans)) {
+		err = runtime_err("cannot set up the ban table: %s", strerror(errno));
 		goto out;
 	}
 	/* Fresh maps: commit the initial policy (default: not limited). */

@@ -58,13 +58,20 @@ void remove_pins(const char *dir);
 /* libxdp's and libbpf's logs, shown only with SLUICE_DEBUG set. */
 int libxdp_quiet(enum libxdp_print_level level, const char *fmt, va_list ap);
 int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap);
+/* The tables attach sizes (--max-sources, --max-bans), and whether each
+ * was given on the command line. */
+struct table_sizes {
+	__u64 sources, bans;
+	bool sources_given, bans_given;
+};
 /* Point every map at its pin so libbpf reuses existing state, and size the
- * source table: the pinned one's size wins unless --max-sources disagrees. */
+ * source and ban tables: the pinned ones' sizes win unless an option
+ * given disagrees (a usage error). */
 int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
-		 __u64 max_sources, bool max_given);
+		 const struct table_sizes *sz);
 /* The attach metadata, and on fresh maps the first policy. */
 int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
-	       bool multiprog, __u32 prog_id, __u64 max_sources);
+	       bool multiprog, __u32 prog_id, const struct table_sizes *sz);
 __u32 prog_id_of(int fd);
 /* Swap the program in place where the previous one runs alone: 0 swapped,
  * 1 not applicable, or an exit code on failure. */

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ban add, and the prefix bans' part of ban del and ban list: prefixes
+ * banned by name, in lists, in the trie the datapath checks before any
+ * rule (sluice/abi.h, user/lib/bantab.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "sluice.h"
+#include "cli.h"
+#include "rule.h"
+
+/* A value with an instant long past for its end: an entry the datapath
+ * treats as absent, used to probe whether a key is an entry. */
+#define PROBE_UNTIL_NS	1ULL
+
+int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err, r;
+
+	memset(t, 0, sizeof(*t));
+	t->trie = -1;
+	err = pick_iface(iface, sizeof(iface));
+	if (err)
+		return err;
+	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err)
+		return err;
+	err = edit ? maps_lock(m) : 0;
+	if (err)
+		goto fail;
+	r = bantab_open(m, t);
+	if (r) {
+		err = runtime_err("cannot read the ban table of %s: %s%s", iface, strerror(-r),
+				  r == -EPERM ? " (reading its prefixes needs root)" : "");
+		goto fail;
+	}
+	if (edit && (r = bantab_sweep(m, t, "sweep")) < 0) {
+		err = runtime_err("cannot sweep the expired bans of %s: %s", iface, strerror(-r));
+		goto fail;
+	}
+	return 0;
+fail:
+	prefix_bans_close(m, t);
+	return err;
+}
+
+int prefix_bans_peek(struct sluice_maps *m, struct bantab *t)
+{
+	char iface[IF_NAMESIZE];
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->trie = -1;
+	if (pick_iface(iface, sizeof(iface)) || maps_open_ro(iface, m))
+		return -1;
+	r = bantab_open(m, t);
+	if (!r)
+		return 0;
+	prefix_bans_close(m, t);
+	if (r == -EPERM)
+		return 1;
+	runtime_err("cannot read the ban table of %s: %s", iface, strerror(-r));
+	return -1;
+}
+
+void prefix_bans_close(struct sluice_maps *m, struct bantab *t)
+{
+	bantab_close(t);
+	maps_close(m);
+}
+
+int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v)
+{
+	struct sluice_pfx_ban probe = { .until_ns = PROBE_UNTIL_NS };
+
+	if (fd < 0)
+		return 0;
+	/* A lookup answers with the longest prefix covering k, which need not
+	 * be k: an insert that only k's own entry refuses tells them apart. */
+	if (!bpf_map_update_elem(fd, k, &probe, BPF_NOEXIST)) {
+		if (map_delete(fd, k))
+			return -errno;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	return bpf_map_lookup_elem(fd, k, v) ? -errno : 1;
+}
+
+int ban_until(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len)
+{
+	__u64 ns;
+
+	if (rule_parse_duration(opt, s, SLUICE_BAN_FOR_NS_MIN, SLUICE_BAN_FOR_NS_MAX, &ns, why,
+				len))
+		return -1;
+	*until_ns = mono_now_ns() + ns;
+	return 0;
+}
+
+/* "for 1h" or "forever", for the log and the reply. */
+static void until_words(__u64 until_ns, char *buf, size_t len)
+{
+	__u64 now = mono_now_ns();
+	char d[32];
+
+	if (!until_ns) {
+		snprintf(buf, len, "forever");
+		return;
+	}
+	duration_words(until_ns > now ? until_ns - now : 0, d, sizeof(d));
+	snprintf(buf, len, "for %s", d);
+}
+
+/* The end of a prefix in several lists: the latest of its lists', with
+ * forever (0) the latest of all; alone in its list, what was asked. */
+static __u64 merged_until(__u64 others, __u64 old, __u64 asked)
+{
+	if (!others)
+		return asked;
+	if (!old || !asked)
+		return 0;
+	return old > asked ? old : asked;
+}
+
+int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
+	       __u32 kind)
+{
+	struct sluice_pfx_ban v = { .until_ns = until, .lists = 1ULL << li, .list = (__u32)li,
+				    .kind = kind };
+	__u64 others;
+	int r;
+
+	if (!bpf_map_update_elem(fd, k, &v, BPF_NOEXIST)) {
+		bantab_tally(t, &v, 1);
+		return 0;
+	}
+	if (errno != EEXIST)
+		return errno == E2BIG ? -ENOSPC : -errno;
+	r = bpf_map_lookup_elem(fd, k, &v) ? -errno : 0;
+	if (r)
+		return r;
+	bantab_tally(t, &v, -1);
+	others = v.lists & ~(1ULL << li);
+	v.until_ns = merged_until(others, v.until_ns, until);
+	v.lists |= 1ULL << li;
+	v.list = bantab_first_list(v.lists);
+	v.kind = kind;
+	if (map_update(fd, k, &v, BPF_EXIST))
+		return -errno;
+	bantab_tally(t, &v, 1);
+	return 0;
+}
+
+struct ban_add_options {
+	const char *for_;
+	const char *list;
+};
+static const struct ban_add_options ban_add_defaults = { .list = BANTAB_DEFAULT_LIST };
+enum { BAN_ADD_FOR, BAN_ADD_LIST };
+static const struct cli_opt ban_add_opts[] = {
+	[BAN_ADD_FOR] = CLI_STR("for", 0, "DURATION", "ban for DURATION (1s to 3650d), not forever",
+				struct ban_add_options, for_),
+	[BAN_ADD_LIST] = CLI_STR("list", 0, "NAME", "the list it belongs to (default 'default')",
+				 struct ban_add_options, list),
+	CLI_OPT_END,
+};
+
+int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len)
+{
+	static const char mapped[] = "::ffff:";
+	char v4[SLUICE_CIDR_STR_MAX];
+	const char *slash;
+	unsigned long plen;
+	char *end;
+
+	if (strncasecmp(s, mapped, sizeof(mapped) - 1) || !strchr(s, '.'))
+		return parse_cidr(s, c, why, len) ? -1 : 0;
+	/* ::ffff:a.b.c.d[/96+n] is a.b.c.d[/n]. */
+	slash = strchr(s, '/');
+	if (!slash) {
+		snprintf(v4, sizeof(v4), "%s", s + sizeof(mapped) - 1);
+	} else {
+		errno = 0;
+		plen = strtoul(slash + 1, &end, 10);
+		if (errno || *end || end == slash + 1 || plen < SLUICE_V4_MAPPED_PREFIX ||
+		    plen > SLUICE_KEY_LEN_SOURCE) {
+			snprintf(why, len, "'%s': an IPv4-mapped prefix is /96 to /128", s);
+			return -1;
+		}
+		snprintf(v4, sizeof(v4), "%.*s/%lu", (int)(slash - s - (sizeof(mapped) - 1)),
+			 s + sizeof(mapped) - 1, plen - SLUICE_V4_MAPPED_PREFIX);
+	}
+	return parse_cidr(v4, c, why, len) ? -1 : 0;
+}
+
+/* The prefix of a ban command's first word, or a usage error. */
+static int ban_prefix_arg(const char *arg, struct cidr *c)
+{
+	char why[256];
+
+	if (parse_ban_prefix(arg, c, why, sizeof(why)))
+		return usage_err("%s: give ADDR or ADDR/LEN", why);
+	return 0;
+}
+
+static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
+{
+	const struct ban_add_options *o = CLI_OPTIONS(a, struct ban_add_options);
+	char why[256], pfx[SLUICE_CIDR_STR_MAX], until_s[48];
+	struct sluice_ban_key k;
+	struct sluice_maps m;
+	struct bantab t;
+	struct cidr c;
+	__u64 until = 0;
+	int err, li, fd, fresh = 0;
+
+	(void)cmd;
+	if (ban_prefix_arg(a->pos[0], &c))
+		return EXIT_USAGE;
+	if (o->for_ && ban_until("--for", o->for_, &until, why, sizeof(why)))
+		return usage_err("%s", why);
+	if (!bantab_list_name_ok(o->list))
+		return usage_err("bad --list '%s': 1 to %d letters, digits, '.', '_' or '-'",
+				 o->list, SLUICE_BAN_LIST_NAME - 1);
+	err = prefix_bans_open(&m, &t, true);
+	if (err)
+		return err;
+	li = bantab_list_take(&t, o->list);
+	if (li < 0) {
+		err = runtime_err("no room for list '%s': %u lists are in use (ban list shows them)",
+				  o->list, SLUICE_BAN_LISTS);
+		goto out;
+	}
+	fd = t.trie;
+	if (fd < 0) {
+		fd = bantab_new_trie(&t);
+		fresh = 1;
+	}
+	if (fd < 0) {
+		err = runtime_err("cannot make the ban table: %s", strerror(-fd));
+		goto out;
+	}
+	bantab_key(&c, &k);
+	err = prefix_put(&t, fd, &k, li, until, SLUICE_BAN_KIND_ADDED);
+	if (!err && fresh)
+		err = bantab_install(&m, &t, fd);
+	if (!err)
+		err = bantab_lists_write(&m, &t);
+	format_cidr(&c, pfx, sizeof(pfx));
+	if (err == -ENOSPC) {
+		err = runtime_err("cannot ban %s: the ban table is full (%u prefixes; attach --max-bans)",
+				  pfx, t.capacity);
+	} else if (err) {
+		err = runtime_err("cannot ban %s: %s", pfx, strerror(-err));
+	} else {
+		if (o->for_)
+			snprintf(until_s, sizeof(until_s), "for %s", o->for_);
+		else
+			until_words(until, until_s, sizeof(until_s));
+		ban_log(m.iface, "ban added: %s (list %s, %s, by ban add)", pfx, o->list, until_s);
+		if (!opts.json)
+			printf("%s: banned %s (list %s)\n", pfx, until_s, o->list);
+	}
+	if (fresh && err && fd >= 0)
+		close(fd);
+out:
+	prefix_bans_close(&m, &t);
+	return err;
+}
+
+int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct cidr *c, int list)
+{
+	char pfx[SLUICE_CIDR_STR_MAX], names[SLUICE_BAN_LISTS * SLUICE_BAN_LIST_NAME] = "";
+	struct sluice_ban_key k;
+	struct sluice_pfx_ban v;
+	__u64 drop;
+	int r;
+
+	bantab_key(c, &k);
+	r = prefix_exact(t->trie, &k, &v);
+	if (r <= 0)
+		return r ? runtime_err("cannot read the ban table: %s", strerror(-r)) : 0;
+	drop = list < 0 ? v.lists : v.lists & (1ULL << list);
+	if (!drop)
+		return 0;
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (drop & (1ULL << i))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", t->lists[i].name);
+	bantab_tally(t, &v, -1);
+	v.lists &= ~drop;
+	v.list = bantab_first_list(v.lists);
+	if (v.lists ? map_update(t->trie, &k, &v, BPF_EXIST) : map_delete(t->trie, &k))
+		return runtime_err("cannot lift the ban: %s", strerror(errno));
+	bantab_tally(t, &v, 1);
+	if (bantab_empty(t->trie) && (r = bantab_install(m, t, -1)))
+		return runtime_err("cannot remove the empty ban table: %s", strerror(-r));
+	if ((r = bantab_lists_write(m, t)))
+		return runtime_err("cannot write the ban lists: %s", strerror(-r));
+	format_cidr(c, pfx, sizeof(pfx));
+	ban_log(m->iface, "ban removed: %s (list %s, by ban del)", pfx, names);
+	return 1;
+}
+
+static const char *kind_name(__u32 kind)
+{
+	return kind == SLUICE_BAN_KIND_LOADED ? "loaded" : "added";
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct ban_entry *x = a, *y = b;
+
+	if (x->v.list != y->v.list)
+		return x->v.list < y->v.list ? -1 : 1;
+	if (x->key.family != y->key.family)
+		return x->key.family < y->key.family ? -1 : 1;
+	return memcmp(x->key.addr, y->key.addr, sizeof(x->key.addr));
+}
+
+/* One prefix ban of ban list's output. */
+static void prefix_row(const struct bantab *t, const struct ban_entry *e, __u64 now,
+		       struct json *j)
+{
+	char pfx[SLUICE_CIDR_STR_MAX], left[32];
+	const char *list = t->lists[e->v.list % SLUICE_BAN_LISTS].name;
+	__u64 ns = e->v.until_ns > now ? e->v.until_ns - now : 0;
+
+	bantab_format(&e->key, pfx, sizeof(pfx));
+	if (!opts.json) {
+		if (e->v.until_ns)
+			snprintf(left, sizeof(left), "%.3fs", (double)ns / SLUICE_NS_PER_SEC);
+		else
+			snprintf(left, sizeof(left), "forever");
+		printf("%-43s %-9s %-16s %14s %12llu\n", pfx, kind_name(e->v.kind), list, left,
+		       (unsigned long long)e->v.dropped);
+		return;
+	}
+	json_obj_open(j, NULL);
+	json_str(j, "prefix", pfx);
+	json_str(j, "kind", kind_name(e->v.kind));
+	json_str(j, "list", list);
+	json_arr_open(j, "lists");
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (e->v.lists & (1ULL << i))
+			json_str(j, NULL, t->lists[i].name);
+	json_arr_close(j);
+	if (e->v.until_ns)
+		json_double(j, "left_seconds", (double)ns / SLUICE_NS_PER_SEC);
+	else
+		json_null(j, "left_seconds");
+	json_u64(j, "dropped", e->v.dropped);
+	json_obj_close(j);
+}
+
+int prefix_bans_list(const struct bantab *t, int list, struct json *j)
+{
+	struct ban_entry *e;
+	__u64 now = mono_now_ns();
+	size_t n, shown = 0;
+	int err = bantab_read(t->trie, &e, &n);
+
+	if (err)
+		return runtime_err("cannot read the ban table: %s", strerror(-err));
+	qsort(e, n, sizeof(*e), entry_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (list >= 0 && !(e[i].v.lists & (1ULL << list)))
+			continue;
+		if (e[i].v.until_ns && e[i].v.until_ns <= now)
+			continue;	/* expired, not yet swept */
+		if (!opts.json && !shown)
+			printf("%-43s %-9s %-16s %14s %12s\n", "PREFIX", "KIND", "LIST", "LEFT",
+			       "DROPPED");
+		prefix_row(t, &e[i], now, j);
+		shown++;
+	}
+	free(e);
+	return (int)shown;
+}
+
+const struct cli_cmd ban_add_cmd = {
+	.name = "add", .path = "ban add", .args = "ADDR[/LEN]", .min_pos = 1, .max_pos = 1,
+	.opts = ban_add_opts, .run = ban_add_run, CLI_DEFAULTS(ban_add_defaults),
+	.help = "Bans an address or a prefix, IPv4 or IPv6, forever or --for DURATION: its\n"
+		"packets are dropped before any rule, counted as 'banned' and to the list.\n"
+		"Adding it again sets its end anew. The ban belongs to --list NAME\n"
+		"(default 'default'); a prefix in several lists stays banned until the last\n"
+		"list lets it go.",
+};

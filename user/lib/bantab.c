@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The prefix ban table: see bantab.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "bantab.h"
+#include "clock.h"
+#include "map_write.h"
+#include "output.h"
+
+int bantab_init(const struct sluice_maps *m, __u64 max_bans)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	if (cfg.ban_capacity)
+		return 0;	/* kept across attaches, with its bans */
+	cfg.ban_capacity = (__u32)max_bans;
+	/* Before the program runs: nothing else writes the config. */
+	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+/* The live trie's fd, -1 when the slot is empty, or -errno. */
+static int live_trie(const struct sluice_maps *m)
+{
+	__u32 zero = 0, id;
+	int fd;
+
+	if (bpf_map_lookup_elem(m->ban_trie, &zero, &id))
+		return errno == ENOENT ? -1 : -errno;
+	fd = bpf_map_get_fd_by_id(id);
+	return fd < 0 ? -errno : fd;
+}
+
+int bantab_open(const struct sluice_maps *m, struct bantab *t)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->trie = -1;
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	t->capacity = cfg.ban_capacity ? cfg.ban_capacity : SLUICE_MAX_BANS_DEFAULT;
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (bpf_map_lookup_elem(m->ban_lists, &i, &t->lists[i]))
+			return -errno;
+	t->trie = live_trie(m);
+	return t->trie < -1 ? t->trie : 0;
+}
+
+void bantab_close(struct bantab *t)
+{
+	if (t->trie >= 0)
+		close(t->trie);
+	t->trie = -1;
+}
+
+int bantab_new_trie(const struct bantab *t)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "sluice_bans", sizeof(struct sluice_ban_key),
+				sizeof(struct sluice_pfx_ban), t->capacity, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int bantab_install(const struct sluice_maps *m, struct bantab *t, int fd)
+{
+	__u32 zero = 0;
+
+	if (fd >= 0 ? map_update(m->ban_trie, &zero, &fd, BPF_ANY)
+		    : map_delete(m->ban_trie, &zero) && errno != ENOENT)
+		return -errno;
+	if (t->trie >= 0 && t->trie != fd)
+		close(t->trie);
+	t->trie = fd;
+	return 0;
+}
+
+int bantab_lists_write(const struct sluice_maps *m, const struct bantab *t)
+{
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (map_update(m->ban_lists, &i, &t->lists[i], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+int bantab_read(int fd, struct ban_entry **out, size_t *n)
+{
+	struct sluice_ban_key key, next;
+	struct ban_entry *e = NULL, *grown;
+	size_t cap = 0, len = 0;
+	void *prev = NULL;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (fd < 0)
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (len == cap) {
+			cap = cap ? cap * 2 : 1024;
+			grown = realloc(e, cap * sizeof(*e));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			e = grown;
+		}
+		if (bpf_map_lookup_elem(fd, &key, &e[len].v))
+			continue;	/* deleted meanwhile */
+		e[len++].key = key;
+	}
+	if (!err && errno != ENOENT)
+		err = -errno;
+	if (err) {
+		free(e);
+		return err;
+	}
+	*out = e;
+	*n = len;
+	return 0;
+}
+
+bool bantab_empty(int fd)
+{
+	struct sluice_ban_key next;
+
+	return fd < 0 || bpf_map_get_next_key(fd, NULL, &next) != 0;
+}
+
+bool bantab_list_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= SLUICE_BAN_LIST_NAME)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return false;
+	return true;
+}
+
+int bantab_list_find(const struct bantab *t, const char *name)
+{
+	for (int i = 0; i < (int)SLUICE_BAN_LISTS; i++)
+		if (t->lists[i].name[0] && !strcmp(t->lists[i].name, name))
+			return i;
+	return -1;
+}
+
+int bantab_list_take(struct bantab *t, const char *name)
+{
+	int i = bantab_list_find(t, name);
+
+	if (i >= 0)
+		return i;
+	for (i = 0; i < (int)SLUICE_BAN_LISTS; i++) {
+		if (t->lists[i].name[0])
+			continue;
+		memset(&t->lists[i], 0, sizeof(t->lists[i]));
+		snprintf(t->lists[i].name, sizeof(t->lists[i].name), "%s", name);
+		return i;
+	}
+	return -ENOSPC;
+}
+
+void bantab_tally(struct bantab *t, const struct sluice_pfx_ban *v, int sign)
+{
+	struct sluice_ban_list *l;
+
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		if (!(v->lists & (1ULL << i)) || v->kind > SLUICE_BAN_KIND_LOADED)
+			continue;
+		l = &t->lists[i];
+		if (sign > 0) {
+			l->entries[v->kind]++;
+			if (v->until_ns && (!l->next_expiry || v->until_ns < l->next_expiry))
+				l->next_expiry = v->until_ns;
+		} else if (l->entries[v->kind]) {
+			l->entries[v->kind]--;
+		}
+	}
+}
+
+__u32 bantab_first_list(__u64 lists)
+{
+	return lists ? (__u32)__builtin_ctzll(lists) : 0;
+}
+
+void bantab_key(const struct cidr *c, struct sluice_ban_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = cidr_family(c);
+	k->prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + c->prefixlen;
+	memcpy(k->addr, c->addr.a, sizeof(k->addr));
+}
+
+void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len)
+{
+	struct cidr c;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.addr.a, k->addr, sizeof(c.addr.a));
+	c.prefixlen = k->prefixlen - SLUICE_BAN_KEY_FAMILY_BITS;
+	format_cidr(&c, buf, len);
+}
+
+void ban_log(const char *iface, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "<5>sluice: %s: ", iface);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Whether a list says one of its entries may have expired by now. */
+static bool sweep_due(const struct bantab *t, __u64 now)
+{
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (t->lists[i].next_expiry && t->lists[i].next_expiry <= now)
+			return true;
+	return false;
+}
+
+int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who)
+{
+	__u64 now = mono_now_ns();
+	struct ban_entry *e;
+	char pfx[SLUICE_CIDR_STR_MAX];
+	size_t n;
+	int err, gone = 0;
+
+	if (t->trie < 0 || !sweep_due(t, now))
+		return 0;
+	err = bantab_read(t->trie, &e, &n);
+	if (err)
+		return err;
+	/* The tallies are counted again from what stays. */
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		memset(t->lists[i].entries, 0, sizeof(t->lists[i].entries));
+		t->lists[i].next_expiry = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].v.until_ns || e[i].v.until_ns > now) {
+			bantab_tally(t, &e[i].v, 1);
+			continue;
+		}
+		if (map_delete(t->trie, &e[i].key) && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		bantab_format(&e[i].key, pfx, sizeof(pfx));
+		ban_log(m->iface, "ban expired: %s (list %s, by %s)", pfx,
+			t->lists[bantab_first_list(e[i].v.lists)].name, who);
+		gone++;
+	}
+	free(e);
+	if (!err && bantab_empty(t->trie))
+		err = bantab_install(m, t, -1);
+	if (!err)
+		err = bantab_lists_write(m, t);
+	return err ? err : gone;
+}

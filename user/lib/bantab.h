@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The prefix ban table in userspace (bantab.c): the live trie in slot 0 of
+ * the ban_trie map, its named lists, and the writes ban add, ban del and
+ * ban load make to them (sluice/abi.h). Every writer holds the interface's
+ * policy lock (maps_lock), so the table and the lists' tallies change in
+ * one order. */
+#ifndef SLUICE_BANTAB_H
+#define SLUICE_BANTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <bpf/libbpf.h>
+#include "sluice/sluice.h"
+#include "maps.h"
+#include "parse.h"
+
+struct bantab {
+	int trie;		/* the live trie, -1 while none is installed */
+	__u32 capacity;		/* --max-bans */
+	struct sluice_ban_list lists[SLUICE_BAN_LISTS];
+};
+
+/* One walked entry. */
+struct ban_entry {
+	struct sluice_ban_key key;
+	struct sluice_pfx_ban v;
+};
+
+/* The default list's name (ban add, ban load without --list). */
+#define BANTAB_DEFAULT_LIST	"default"
+
+/* After the load: a table without a capacity gets max_bans. The tries
+ * userspace makes have it; the kernel matches an inner map to the array
+ * of maps' template by type, key, value and flags, not by size. */
+int bantab_init(const struct sluice_maps *m, __u64 max_bans);
+
+/* Reads the capacity, the lists and the live trie of m into t. */
+int bantab_open(const struct sluice_maps *m, struct bantab *t);
+void bantab_close(struct bantab *t);
+/* A new, empty trie of t's capacity: its fd, or -errno. */
+int bantab_new_trie(const struct bantab *t);
+/* Makes fd the live trie (fd < 0: none), and t's. */
+int bantab_install(const struct sluice_maps *m, struct bantab *t, int fd);
+/* Writes t's lists back. */
+int bantab_lists_write(const struct sluice_maps *m, const struct bantab *t);
+
+/* Every entry of trie fd, read into *out (malloc'd, *n of them). */
+int bantab_read(int fd, struct ban_entry **out, size_t *n);
+/* Whether trie fd holds no entry. */
+bool bantab_empty(int fd);
+
+/* A list's index by name, -1 when there is none; bantab_list_take makes
+ * one when missing (-ENOSPC when all SLUICE_BAN_LISTS are in use). */
+int bantab_list_find(const struct bantab *t, const char *name);
+int bantab_list_take(struct bantab *t, const char *name);
+/* Whether name may name a list: 1-31 of [A-Za-z0-9._-]. */
+bool bantab_list_name_ok(const char *name);
+/* Counts v's memberships into its lists' tallies (sign +1 or -1), and its
+ * expiry into their next_expiry. */
+void bantab_tally(struct bantab *t, const struct sluice_pfx_ban *v, int sign);
+/* The list v's drops count to: the lowest of its lists. */
+__u32 bantab_first_list(__u64 lists);
+
+/* A prefix as the trie keys it. */
+void bantab_key(const struct cidr *c, struct sluice_ban_key *k);
+void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len);
+
+/* Removes every expired entry (logging each), when a list says one may
+ * have expired; uninstalls an emptied trie. Returns how many went, or
+ * -errno. who names the command, for the log. */
+int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
+
+/* The log line of a ban event: "<5>sluice: IFACE: ..." on stderr. */
+void ban_log(const char *iface, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* SLUICE_BANTAB_H */
