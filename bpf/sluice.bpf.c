@@ -83,7 +83,8 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 }
 
 /* Whether p's source lies in a banned prefix (ban add, ban load): then
- * its drop is counted to the entry and to its list. Costs one array-of-
+ * its drop is counted to the entry and to its list (it belongs to no
+ * rule). Costs one array-of-
  * maps lookup while no prefix is banned (the slot is empty then). */
 static __always_inline int prefix_banned(const struct pkt *p)
 {
@@ -107,6 +108,7 @@ static __always_inline int prefix_banned(const struct pkt *p)
 	until = READ_ONCE(b->until_ns);
 	if (until && bpf_ktime_get_ns() >= until)
 		return 0;	/* expired: absent until a sweep removes it */
+	SLUICE_VERDICT_HOOK(&p->src, SLUICE_R_BANNED);
 	__sync_fetch_and_add(&b->dropped, 1);
 	list = READ_ONCE(b->list);
 	c = bpf_map_lookup_elem(&ban_drops, &list);
@@ -251,12 +253,9 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (!cfg)	/* an array's only entry: cannot happen */
 		return count(SLUICE_R_NO_BUCKET, p.bytes);
 
-	/* A banned prefix, then a source the check server banned: dropped
-	 * before anything else. A prefix ban belongs to no rule. */
-	if (prefix_banned(&p)) {
-		SLUICE_VERDICT_HOOK(&p.src, SLUICE_R_BANNED);
+	/* Banned prefixes, then sources the check server banned: first. */
+	if (prefix_banned(&p))
 		return count(SLUICE_R_BANNED, p.bytes);
-	}
 	if (source_banned(cfg, &p, &idx)) {
 		reason = SLUICE_R_BANNED;
 		goto counted;

@@ -347,7 +347,8 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 		err = read_bans(&m, p, &bans, &n);
 	if (err)
 		goto out;
-	qsort(bans, n, sizeof(*bans), ban_cmp);
+	if (n)
+		qsort(bans, n, sizeof(*bans), ban_cmp);
 	if (opts.json) {
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);

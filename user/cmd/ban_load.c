@@ -70,7 +70,7 @@ static int ipset_timeout(char **w, int from, int n, __u64 *until, char *why, siz
 	__u64 secs;
 
 	for (int i = from; i + 1 < n; i++) {
-		if (strcmp(w[i], "timeout"))
+		if (strcmp(w[i], "timeout") != 0)
 			continue;
 		if (!parse_u64(w[i + 1], 0, SLUICE_BAN_FOR_NS_MAX / SLUICE_NS_PER_SEC, &secs)) {
 			snprintf(why, len, "bad ipset timeout '%s'", w[i + 1]);
@@ -262,10 +262,10 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (!bantab_list_name_ok(o->list))
 		return usage_err("bad --list '%s': 1 to %d letters, digits, '.', '_' or '-'",
 				 o->list, SLUICE_BAN_LIST_NAME - 1);
-	f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	f = strcmp(path, "-") != 0 ? fopen(path, "r") : stdin;
 	if (!f)
 		return usage_err("cannot read %s: %s", path, strerror(errno));
-	err = read_entries(f, strcmp(path, "-") ? path : "(stdin)", &s);
+	err = read_entries(f, strcmp(path, "-") != 0 ? path : "(stdin)", &s);
 	if (f != stdin)
 		fclose(f);
 	if (err)

@@ -178,7 +178,7 @@ int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len)
 	unsigned long plen;
 	char *end;
 
-	if (strncasecmp(s, mapped, sizeof(mapped) - 1) || !strchr(s, '.'))
+	if (strncasecmp(s, mapped, sizeof(mapped) - 1) != 0 || !strchr(s, '.'))
 		return parse_cidr(s, c, why, len) ? -1 : 0;
 	/* ::ffff:a.b.c.d[/96+n] is a.b.c.d[/n]. */
 	slash = strchr(s, '/');
@@ -277,7 +277,7 @@ int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct c
 {
 	char pfx[SLUICE_CIDR_STR_MAX], names[SLUICE_BAN_LISTS * SLUICE_BAN_LIST_NAME] = "";
 	struct sluice_ban_key k;
-	struct sluice_pfx_ban v;
+	struct sluice_pfx_ban v = { 0 };
 	__u64 drop;
 	int r;
 

@@ -65,7 +65,7 @@ void bantab_close(struct bantab *t)
 
 int bantab_new_trie(const struct bantab *t)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+	struct bpf_map_create_opts o = { .sz = sizeof(o), .map_flags = BPF_F_NO_PREALLOC };
 	int fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "sluice_bans", sizeof(struct sluice_ban_key),
 				sizeof(struct sluice_pfx_ban), t->capacity, &o);
 
