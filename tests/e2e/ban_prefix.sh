@@ -3,7 +3,8 @@
 #  1. `ban add 198.18.64.0/24` drops every packet from inside the /24 in XDP
 #     (counted `banned`, to the entry and to its list), before the rule that
 #     would pass it; a source outside passes; nftables behind sluice sees
-#     exactly the outside source's packets.
+#     exactly the outside source's packets; the exporter shows the ban
+#     (sluice_bans, sluice_ban_dropped_packets_total, the capacity).
 #  2. `ban add ADDR --for 2s`: banned, then after 2 s passing again, with no
 #     command run in between (the datapath treats the expired entry as
 #     absent); the next write sweeps it (a `<5>` "ban expired" line).
@@ -18,8 +19,8 @@
 # BAN_PREFIX_BREAK=gate has the test expect bans to pass (how it was shown
 # to be able to fail).
 set -euo pipefail
-# shellcheck source=tests/lib/netns.sh
-. "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/exporter/lib.sh
+. "$(dirname "$0")/../exporter/lib.sh"
 # shellcheck source=tests/lib/nft.sh
 . "$(dirname "$0")/../lib/nft.sh"
 
@@ -32,7 +33,7 @@ OUT=198.18.65.9
 TIMED=198.18.66.7
 N=40
 
-netns_init bp
+exporter_init bp
 netns_setup
 sluice_attach --max-bans 1024
 sluice_rx limit default --rate 100000 --burst 100000
@@ -67,7 +68,14 @@ e=$(entry_of "$NET")
 [[ -n $e ]] || fail "ban list shows no $NET: $(bans_json)"
 assert_eq "$(jq -r '.kind + " " + .list + " " + (.left_seconds|tostring) + " " + (.dropped|tostring)' <<<"$e")" \
 	"added default null $N" "ban list entry of $NET"
-ok "ban add $NET: $N of $N dropped as banned, counted to the entry; $OUT passes"
+exporter_start -i "$IF_RX"
+m=$(netns_tmp metrics.txt)
+scrape /metrics >"$m" || fail "scrape failed"
+exporter_stop
+assert_eq "$(series "$m" "sluice_bans{interface=\"$IF_RX\",kind=\"added\",list=\"default\"}")" 1 "sluice_bans of list default"
+assert_eq "$(series "$m" "sluice_ban_dropped_packets_total{interface=\"$IF_RX\",list=\"default\"}")" "$((N - expect_pass))" "sluice_ban_dropped_packets_total of list default"
+assert_eq "$(series "$m" "sluice_ban_table_capacity{interface=\"$IF_RX\"}")" 1024 "sluice_ban_table_capacity"
+ok "ban add $NET: $N of $N dropped as banned, counted to the entry and its list; $OUT passes"
 
 # --- 2. ban add --for: expires in the datapath, swept by the next write -----
 sluice_rx ban add "$TIMED" --for 2s --list timed 2>/dev/null || fail "ban add --for failed"

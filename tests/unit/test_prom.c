@@ -177,6 +177,16 @@ static void case_two_ifaces(void)
 	ifc[0].budget_rate = 600;
 	ifc[0].budget_period = SLUICE_PERIOD_MIN;
 	ifc[0].budget_burst = 50;
+	/* prefix bans in two lists, and the check server's */
+	ifc[0].ban_capacity = 1048576;
+	ifc[0].escalated = 3;
+	ifc[0].nban_lists = 2;
+	snprintf(ifc[0].ban_lists[0].name, sizeof(ifc[0].ban_lists[0].name), "default");
+	ifc[0].ban_lists[0].added = 12;
+	ifc[0].ban_lists[0].dropped = (struct sluice_counter){ .packets = 99, .bytes = 5940 };
+	snprintf(ifc[0].ban_lists[1].name, sizeof(ifc[0].ban_lists[1].name), "spamhaus-drop");
+	ifc[0].ban_lists[1].loaded = 1000000;
+	ifc[0].ban_lists[1].dropped = (struct sluice_counter){ .packets = 7, .bytes = 420 };
 	ifc[0].rules = r0;
 	ifc[0].nrules = ARRAY_LEN(r0);
 	iface_init(&ifc[1], "eth2", 8);

@@ -118,6 +118,41 @@ static void sample_cluster(const struct sluice_maps *m, struct prom_cluster *cs)
 	cs->fallback_s = cluster_fallback_seconds(&cs->st, cs->alive, now);
 }
 
+/* The ban tables: the prefix lists' tallies and drops, the capacity, and
+ * the check server's bans counted. 0 or -1. */
+static int sample_bans(const struct sluice_maps *m, struct prom_iface *s)
+{
+	struct sluice_src_key key, next;
+	struct sluice_ban_list l;
+	struct sluice_config cfg;
+	__u32 zero = 0;
+	void *prev = NULL;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -1;
+	s->ban_capacity = cfg.ban_capacity;
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		struct prom_ban_list *p = &s->ban_lists[s->nban_lists];
+
+		if (bpf_map_lookup_elem(m->ban_lists, &i, &l))
+			return -1;
+		if (!l.name[0])
+			continue;
+		memcpy(p->name, l.name, sizeof(p->name));
+		p->added = l.entries[SLUICE_BAN_KIND_ADDED];
+		p->loaded = l.entries[SLUICE_BAN_KIND_LOADED];
+		if (read_ban_drops(m, i, &p->dropped))
+			return -1;
+		s->nban_lists++;
+	}
+	while (!bpf_map_get_next_key(m->bans, prev, &next)) {
+		key = next;
+		prev = &key;
+		s->escalated++;
+	}
+	return 0;
+}
+
 /* Everything about one interface, or -1 if its pins could not be read
  * (detached meanwhile, say): then it is left out of this scrape. */
 static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s)
@@ -146,6 +181,8 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
 	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ||
 	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
+		goto out;
+	if (sample_bans(&m, s))
 		goto out;
 	sample_cluster(&m, &s->cluster);
 	err = 0;

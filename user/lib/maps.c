@@ -321,6 +321,12 @@ int read_event(const struct sluice_maps *m, __u32 event, __u64 *out)
 	return sum_percpu(m->events, event, m->ncpus, 1, out) ? EXIT_RUNTIME : 0;
 }
 
+int read_ban_drops(const struct sluice_maps *m, __u32 list, struct sluice_counter *out)
+{
+	return sum_percpu(m->ban_drops, list, m->ncpus, sizeof(*out) / sizeof(__u64),
+			  (__u64 *)out) ? -1 : 0;
+}
+
 int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 {
 	__u32 zero = 0;

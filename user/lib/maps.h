@@ -68,6 +68,8 @@ int read_policy_counter(const struct sluice_maps *m, __u32 idx,
 int read_meta(const struct sluice_maps *m, struct sluice_meta *out);
 /* An enum sluice_event's count, summed over CPUs. */
 int read_event(const struct sluice_maps *m, __u32 event, __u64 *out);
+/* What prefix bans of a list dropped, summed over CPUs: 0 or -1. */
+int read_ban_drops(const struct sluice_maps *m, __u32 list, struct sluice_counter *out);
 __u32 map_capacity(int fd);
 __u32 map_id(int fd);
 /* Whether the interface m was opened on still has these maps (it was not

@@ -359,6 +359,37 @@ static void put_cluster_fallback(FILE *f, const struct family *fam, const struct
 		    i->cluster.fallback_s);
 }
 
+static void put_bans(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	for (unsigned int k = 0; k < i->nban_lists; k++) {
+		const struct prom_ban_list *l = &i->ban_lists[k];
+
+		prom_sample(f, fam->name,
+			    PROM_LABELS("interface", i->name, "kind", "added", "list", l->name),
+			    "%llu", (unsigned long long)l->added);
+		prom_sample(f, fam->name,
+			    PROM_LABELS("interface", i->name, "kind", "loaded", "list", l->name),
+			    "%llu", (unsigned long long)l->loaded);
+	}
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "kind", "escalated", "list", ""),
+		    "%llu", (unsigned long long)i->escalated);
+}
+
+static void put_ban_capacity(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%u", i->ban_capacity);
+}
+
+static void put_ban_dropped(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	for (unsigned int k = 0; k < i->nban_lists; k++) {
+		const struct prom_ban_list *l = &i->ban_lists[k];
+
+		prom_sample(f, fam->name, PROM_LABELS("interface", i->name, "list", l->name), "%llu",
+			    (unsigned long long)(fam->bytes ? l->dropped.bytes : l->dropped.packets));
+	}
+}
+
 /* --- the families, in the order they are written --- */
 
 static const struct family families[] = {
@@ -391,6 +422,17 @@ static const struct family families[] = {
 	  .each = put_budget_rate },
 	{ "sluice_new_source_budget_burst", "gauge",
 	  "New sources the budget admits at once; 0 when it is off.", .each = put_budget_burst },
+	{ "sluice_bans", "gauge",
+	  "Bans now: prefixes by kind (added, loaded) and list, and the check server's escalated bans.",
+	  .each = put_bans },
+	{ "sluice_ban_table_capacity", "gauge",
+	  "Prefixes the ban table holds at once (attach --max-bans).", .each = put_ban_capacity },
+	{ "sluice_ban_dropped_packets_total", "counter",
+	  "Packets dropped by each list's prefix bans (also counted as reason banned).",
+	  .each = put_ban_dropped },
+	{ "sluice_ban_dropped_bytes_total", "counter",
+	  "Bytes dropped by each list's prefix bans (also counted as reason banned).",
+	  .each = put_ban_dropped, .bytes = true },
 	{ "sluice_rule_info", "gauge",
 	  "Each rule of the live policy, by its CIDR and match, and what it does; always 1.",
 	  .each = put_rules_info },

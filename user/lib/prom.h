@@ -50,6 +50,13 @@ struct prom_cluster {
 	double fallback_s;		/* the current period included */
 };
 
+/* A list of prefix bans in use (ban add, ban load). */
+struct prom_ban_list {
+	char name[SLUICE_BAN_LIST_NAME];
+	__u64 added, loaded;		/* its prefixes by kind */
+	struct sluice_counter dropped;	/* what its prefixes dropped */
+};
+
 /* One interface, sampled in one go: its series are all or nothing. */
 struct prom_iface {
 	char name[IF_NAMESIZE];
@@ -68,6 +75,10 @@ struct prom_iface {
 	struct prom_rule *rules;	/* the default first, then the rules */
 	unsigned int nrules;
 	struct prom_cluster cluster;
+	__u32 ban_capacity;		/* attach --max-bans */
+	__u64 escalated;		/* the check server's bans now */
+	struct prom_ban_list ban_lists[SLUICE_BAN_LISTS];
+	unsigned int nban_lists;
 };
 
 /* One whole scrape. */
