@@ -37,6 +37,10 @@ fi
 tools/bench-napi.sh
 echo
 
+# Prefix bans: ban load of 100000 and 1000000 prefixes, ban add and del.
+tools/bench-bans.sh
+echo
+
 # The check server on loopback, and nginx with auth_request to it
 # next to nginx alone and nginx's own limit_req.
 tools/bench-check.sh

@@ -698,7 +698,97 @@ static void table_memory_rows(void)
 	       (double)SLUICE_SRC_LOAD_NUM / SLUICE_SRC_LOAD_DEN);
 }
 
-/* usage: bench_xdp [algos|cluster|memory]   (only the algorithms, only the memory, or only the
+/* Trie entries of a prefix ban table, and the trie's memlock. */
+static __u64 trie_memlock(int fd)
+{
+	char path[64], line[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Entry i of a filled ban table: the /32s of 198.18.0.0/15 but
+ * 198.18.2.0/24 (the measured source's, so its lookup walks the deepest
+ * path without a match), then IPv6 /96s. */
+static void nth_prefix(__u32 i, struct sluice_ban_key *k)
+{
+	struct cidr c = { .prefixlen = 128 };
+	__u32 v4 = (198U << 24 | 18U << 16) + i + (i >= 2 * 256 ? 256 : 0);
+
+	if (i < (1U << 17) - 256) {
+		c.addr.a[10] = c.addr.a[11] = 0xff;
+		c.addr.a[12] = (__u8)(v4 >> 24);
+		c.addr.a[13] = (__u8)(v4 >> 16);
+		c.addr.a[14] = (__u8)(v4 >> 8);
+		c.addr.a[15] = (__u8)v4;
+	} else {
+		c.prefixlen = 96;
+		c.addr.a[0] = 0x20;
+		c.addr.a[1] = 0x01;
+		c.addr.a[3] = 0x02;
+		memcpy(&c.addr.a[8], &i, sizeof(i));
+	}
+	bantab_key(&c, k);
+}
+
+/* Prefix bans (ban add, ban load): a plain limited rule's packet with no
+ * ban table, then with tables of 100000 and 1000000 prefixes (none covering
+ * it), and a banned source's packet; the memory per prefix. */
+static void prefix_ban_rows(double base)
+{
+	static const __u32 sizes[] = { 100000, 1000000 };
+	struct sluice_pfx_ban v = { .lists = 1 };
+	struct sluice_ban_key k;
+	struct fixture fx;
+	struct bantab t;
+	struct frame f, fb;
+	__u64 mem[2] = { 0 };
+	double none, ns;
+	int fd = -1;
+
+	if (fixture_open(&fx, 0) || apply_policy(&fx, false, NULL) || bantab_open(&fx.m, &t))
+		return;
+	printf("\nprefix bans (ban add, ban load), the plain limited rule's source not banned:\n");
+	frame_udp_from(&f, "198.18.2.1");
+	frame_udp_from(&fb, "198.18.3.1");
+	none = per_packet_ns(fx.prog_fd, &f);
+	printf("%-46s %8.1f %8.2f   +%.1f ns over bare\n", "no ban table (drop)", none,
+	       none / base, none - base);
+	for (size_t s = 0, done = 0; s < 2; s++) {
+		if (fd < 0 && ((fd = bantab_new_trie(&t)) < 0 || bantab_install(&fx.m, &t, fd)))
+			break;
+		for (; done < sizes[s]; done++) {
+			nth_prefix((__u32)done, &k);
+			if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST))
+				goto out;
+		}
+		mem[s] = trie_memlock(fd);
+		ns = per_packet_ns(fx.prog_fd, &f);
+		printf("%-40s %7u %8.1f %8.2f   %+.1f ns over no table\n", "prefixes banned, not this one",
+		       sizes[s], ns, ns / base, ns - none);
+	}
+	ns = per_packet_ns(fx.prog_fd, &fb);
+	printf("%-46s %8.1f %8.2f   %+.1f ns over no table\n", "banned by a prefix (drop)", ns,
+	       ns / base, ns - none);
+	if (mem[1] > mem[0])
+		printf("ban table memory: %.1f bytes a prefix (memlock at 100000 and 1000000)\n",
+		       (double)(mem[1] - mem[0]) / (sizes[1] - sizes[0]));
+out:
+	bantab_install(&fx.m, &t, -1);
+	bantab_close(&t);
+	fixture_close(&fx);
+}
+
+/* usage: bench_xdp [algos|cluster|memory|bans]   (only the algorithms, only the memory, or only the
  * --cluster rows, next to bare) */
 int main(int argc, char **argv)
 {
@@ -743,6 +833,10 @@ int main(int argc, char **argv)
 		table_memory_rows();
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "bans")) {
+		prefix_ban_rows(base);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "cluster")) {
 		cluster_scenarios(base);
 		return 0;
@@ -755,6 +849,7 @@ int main(int argc, char **argv)
 	algo_scenarios(base);
 	cluster_scenarios(base);
 	table_scenarios(base);
+	prefix_ban_rows(base);
 	close(bare);
 	table_memory_rows();
 	return 0;

@@ -188,10 +188,23 @@ static int copy_others(struct bantab *t, int from, int to, int li, bool merge)
 	return err;
 }
 
+/* Whether any list but li holds prefixes (t's tallies, before build). */
+static bool others_hold(const struct bantab *t, int li)
+{
+	for (int i = 0; i < (int)SLUICE_BAN_LISTS; i++)
+		if (i != li && (t->lists[i].entries[SLUICE_BAN_KIND_ADDED] ||
+				t->lists[i].entries[SLUICE_BAN_KIND_LOADED]))
+			return true;
+	return false;
+}
+
 /* Builds the new trie: every other list's bans, then the file's. Its fd,
  * or -errno (-ENOSPC: more than the table holds). */
 static int build(struct bantab *t, const struct load_set *s, int li, bool merge)
 {
+	/* The old trie is read only when something of it stays: a replace
+	 * of the only list in use starts from nothing. */
+	bool copy = t->trie >= 0 && (merge || others_hold(t, li));
 	int fd = bantab_new_trie(t), err = 0;
 
 	if (fd < 0)
@@ -200,7 +213,7 @@ static int build(struct bantab *t, const struct load_set *s, int li, bool merge)
 		memset(t->lists[i].entries, 0, sizeof(t->lists[i].entries));
 		t->lists[i].next_expiry = 0;
 	}
-	if (t->trie >= 0)
+	if (copy)
 		err = copy_others(t, t->trie, fd, li, merge);
 	for (size_t i = 0; !err && i < s->n; i++)
 		err = prefix_put(t, fd, &s->e[i].key, li, s->e[i].until_ns, SLUICE_BAN_KIND_LOADED);
