@@ -15,6 +15,7 @@ PACKAGES=(
 	gnuplot-nox libxml2-utils		# sluice simulate --plot, its test
 	nginx wrk				# check-server tests and bench
 	hping3					# a spoofed flood from a third-party tool
+	fail2ban				# its action for sluice, tested with the real one
 	redis-server libhiredis-dev		# cluster agent and its tests
 )
 BPFFS=/sys/fs/bpf
