@@ -20,8 +20,13 @@ void check_escalate(struct check_server *s, const struct check_rule *r, __u32 id
 	streak->rejected = 0;
 	err = ban_put(&s->bans, src, idx, now + r->ban_ns);
 	if (!err) {
+		char who[SLUICE_CIDR_STR_MAX];
+
 		count(&s->counts[idx].bans);
 		a->retry_s = ns_to_s_up(r->ban_ns);
+		format_source(src, who, sizeof(who));
+		ban_log(s->m.iface, "ban added: %s (escalated by rule %u, for %llus, by check-server)",
+			who, idx, (unsigned long long)ns_to_s_up(r->ban_ns));
 	} else if (!__atomic_fetch_add(&s->ban_failures, 1, __ATOMIC_RELAXED)) {
 		/* counted, and said once: the client stays unbanned */
 		err_msg("cannot ban a client in XDP: %s (the ban table holds %u; "
