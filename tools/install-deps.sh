@@ -16,6 +16,7 @@ PACKAGES=(
 	nginx wrk				# check-server tests and bench
 	hping3					# a spoofed flood from a third-party tool
 	fail2ban				# its action for sluice, tested with the real one
+	crowdsec crowdsec-custom-bouncer	# the CrowdSec bouncer, tested with the real one
 	redis-server libhiredis-dev		# cluster agent and its tests
 )
 BPFFS=/sys/fs/bpf
@@ -45,6 +46,14 @@ if ((${#missing[@]})); then
 	own_rcd=
 	if [[ ! -e $rcd ]]; then
 		printf '#!/bin/sh\nexit 101\n' >"$rcd" && chmod 755 "$rcd" && own_rcd=1
+	fi
+	# crowdsec's postinst registers with CrowdSec's Central API unless its
+	# credentials file says otherwise (README.Debian): offline, the
+	# install would fail. The tests use a local API only.
+	if [[ " ${missing[*]} " == *" crowdsec "* && ! -s /etc/crowdsec/online_api_credentials.yaml ]]; then
+		install -d -m 0755 /etc/crowdsec &&
+			echo '# no Central API registration (sluice tests: local API only)' \
+				>/etc/crowdsec/online_api_credentials.yaml
 	fi
 	rc=0
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || rc=$?
