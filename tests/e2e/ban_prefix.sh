@@ -160,4 +160,6 @@ bad 1 ban add 198.18.99.1
 echo 198.19.200.1 >>"$tmp"
 bad 1 ban load "$tmp" --list fill
 assert_eq "$(bans_json --list fill | jq length)" "$((1024 - have))" "list fill after an overfull load"
-ok "a full table (--max-bans 1024) refuses one more prefix (exit 1) and an overfull load changes nothing"
+sluice_rx ban del 198.19.0.5 >/dev/null 2>&1 || fail "ban del in a full table failed"
+sluice_rx ban add 198.18.99.1 2>/dev/null >/dev/null || fail "ban add after a ban del in a full table failed"
+ok "a full table (--max-bans 1024) refuses one more prefix (exit 1), an overfull load changes nothing, ban del works in it"

@@ -73,21 +73,44 @@ void prefix_bans_close(struct sluice_maps *m, struct bantab *t)
 	maps_close(m);
 }
 
+/* Whether k is a key of trie fd, by walking its keys: for a full trie,
+ * which takes no probe. 1, 0, or -errno. */
+static int walk_has(int fd, const struct sluice_ban_key *k)
+{
+	struct sluice_ban_key key, next;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!memcmp(&next, k, sizeof(next)))
+			return 1;
+		key = next;
+		prev = &key;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
 int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v)
 {
 	struct sluice_pfx_ban probe = { .until_ns = PROBE_UNTIL_NS };
+	int r;
 
 	if (fd < 0)
 		return 0;
 	/* A lookup answers with the longest prefix covering k, which need not
-	 * be k: an insert that only k's own entry refuses tells them apart. */
+	 * be k: an insert that only k's own entry refuses tells them apart.
+	 * The probe's end is long past, so the datapath ignores it. */
 	if (!bpf_map_update_elem(fd, k, &probe, BPF_NOEXIST)) {
 		if (map_delete(fd, k))
 			return -errno;
 		return 0;
 	}
-	if (errno != EEXIST)
+	if (errno == ENOSPC || errno == E2BIG) {
+		r = walk_has(fd, k);
+		if (r <= 0)
+			return r;
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	return bpf_map_lookup_elem(fd, k, v) ? -errno : 1;
 }
 
@@ -266,8 +289,8 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 		if (!opts.json)
 			printf("%s: banned %s (list %s)\n", pfx, until_s, o->list);
 	}
-	if (fresh && err && fd >= 0)
-		close(fd);
+	if (fresh && fd >= 0 && t.trie != fd)
+		close(fd);	/* never installed */
 out:
 	prefix_bans_close(&m, &t);
 	return err;
