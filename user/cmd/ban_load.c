@@ -109,7 +109,7 @@ static int parse_line(char *line, struct load_entry *e, char *why, size_t len)
 	} else if (n > 2) {
 		snprintf(why, len, "'%s ...': not ADDR[/LEN] [DURATION], ipset, .netset or DROP", w[0]);
 		return -1;
-	} else if (n == 2 && ban_until("duration", w[1], &e->until_ns, why, len)) {
+	} else if (n == 2 && parse_ban_for("duration", w[1], &e->until_ns, why, len)) {
 		return -1;
 	}
 	pfx = w[at];

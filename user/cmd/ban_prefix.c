@@ -114,7 +114,7 @@ int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *
 	return bpf_map_lookup_elem(fd, k, v) ? -errno : 1;
 }
 
-int ban_until(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len)
+int parse_ban_for(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len)
 {
 	__u64 ns;
 
@@ -245,7 +245,7 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 	(void)cmd;
 	if (ban_prefix_arg(a->pos[0], &c))
 		return EXIT_USAGE;
-	if (o->for_ && ban_until("--for", o->for_, &until, why, sizeof(why)))
+	if (o->for_ && parse_ban_for("--for", o->for_, &until, why, sizeof(why)))
 		return usage_err("%s", why);
 	if (!bantab_list_name_ok(o->list))
 		return usage_err("bad --list '%s': 1 to %d letters, digits, '.', '_' or '-'",

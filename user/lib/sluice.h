@@ -93,7 +93,7 @@ int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li,
 /* A ban's ADDR[/LEN]: parse_cidr's, and IPv4-mapped forms as IPv4. */
 int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len);
 /* --for DURATION (or a list entry's duration) into an until_ns. */
-int ban_until(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len);
+int parse_ban_for(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len);
 extern const struct cli_cmd ban_add_cmd, ban_load_cmd;
 
 /* --- limit.c --- */
