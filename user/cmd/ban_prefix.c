@@ -390,7 +390,8 @@ int prefix_bans_list(const struct bantab *t, int list, struct json *j)
 
 	if (err)
 		return runtime_err("cannot read the ban table: %s", strerror(-err));
-	qsort(e, n, sizeof(*e), entry_cmp);
+	if (n)
+		qsort(e, n, sizeof(*e), entry_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (list >= 0 && !(e[i].v.lists & (1ULL << list)))
 			continue;

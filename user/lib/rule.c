@@ -116,7 +116,6 @@ static const struct {
 	const char *suffix;
 	__u64 ns;
 } duration_units[] = {
-	{ "d", 86400ULL * SLUICE_NS_PER_SEC },
 	{ "h", 3600ULL * SLUICE_NS_PER_SEC },
 	{ "m", 60ULL * SLUICE_NS_PER_SEC },
 	{ "s", SLUICE_NS_PER_SEC },
@@ -235,7 +234,7 @@ int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_
 	while (isdigit((unsigned char)s[n]))
 		n++;
 	if (n == 0 || n >= sizeof(num)) {
-		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m, 1h or 2d",
+		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m or 1h",
 			 opt, s);
 		return -1;
 	}
