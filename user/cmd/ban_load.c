@@ -286,10 +286,9 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 	err = prefix_bans_open(&m, &t, true);
 	if (err)
 		goto out_free;
-	li = bantab_list_take(&t, o->list);
+	li = prefix_list_take(&t, o->list);
 	if (li < 0) {
-		err = runtime_err("no room for list '%s': %u lists are in use (ban list shows them)",
-				  o->list, SLUICE_BAN_LISTS);
+		err = EXIT_RUNTIME;
 		goto out;
 	}
 	before = list_size(&t.lists[li]);

@@ -114,6 +114,16 @@ int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *
 	return bpf_map_lookup_elem(fd, k, v) ? -errno : 1;
 }
 
+int prefix_list_take(struct bantab *t, const char *name)
+{
+	int li = bantab_list_take(t, name);
+
+	if (li < 0)
+		runtime_err("no room for list '%s': %u lists are in use (ban list shows them; a list's name is kept until detach)",
+			    name, SLUICE_BAN_LISTS);
+	return li;
+}
+
 int parse_ban_for(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len)
 {
 	__u64 ns;
@@ -253,10 +263,9 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 	err = prefix_bans_open(&m, &t, true);
 	if (err)
 		return err;
-	li = bantab_list_take(&t, o->list);
+	li = prefix_list_take(&t, o->list);
 	if (li < 0) {
-		err = runtime_err("no room for list '%s': %u lists are in use (ban list shows them)",
-				  o->list, SLUICE_BAN_LISTS);
+		err = EXIT_RUNTIME;
 		goto out;
 	}
 	fd = t.trie;

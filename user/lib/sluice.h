@@ -90,6 +90,8 @@ int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *
  * t's tallies follow. 0, or -errno (-ENOSPC: the table is full). */
 int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
 	       __u32 kind);
+/* List name's index in t, made if missing; -1 (printed) when all are in use. */
+int prefix_list_take(struct bantab *t, const char *name);
 /* A ban's ADDR[/LEN]: parse_cidr's, and IPv4-mapped forms as IPv4. */
 int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len);
 /* --for DURATION (or a list entry's duration) into an until_ns. */
