@@ -90,6 +90,14 @@ struct {
 	__type(value, struct sluice_meta);
 } meta SEC(".maps");
 
+/* The live policy's text (sluice/abi.h): for userspace only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_policy_text);
+} policy_text SEC(".maps");
+
 /* Sources banned by the check server's escalation (sluice.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

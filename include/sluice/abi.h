@@ -484,4 +484,16 @@ struct sluice_meta {
 	__u64 attached_at;	/* CLOCK_REALTIME seconds */
 };
 
+/* The live policy as `policy show` prints it, written by every commit
+ * beside the slot it flips to. Its layout never changes: an attach of
+ * another version whose policy maps differ re-reads the rules from here
+ * (doc/upgrading.md). The datapath never reads it. */
+/* A comment line, the default, every rule and the budget, a line each. */
+#define SLUICE_POLICY_TEXT_MAX	((SLUICE_MAX_POLICIES + 2U) * SLUICE_RULE_TEXT_MAX)
+struct sluice_policy_text {
+	__u32 len;		/* bytes of text, without a NUL */
+	__u32 pad;
+	char text[SLUICE_POLICY_TEXT_MAX];
+};
+
 #endif /* SLUICE_ABI_H */

@@ -17,6 +17,9 @@
  * far below the clock's range in GCRA units (see gcra.h). */
 #define SLUICE_BURST_SECONDS_MAX	1000000ULL
 
+/* The longest rule in words (`policy show`'s line), with its NUL. */
+#define SLUICE_RULE_TEXT_MAX		256U
+
 /* Default and bounds of the source table (--max-sources: sources live at
  * once, one slot per address; see srctab.h). */
 #define SLUICE_MAX_SOURCES_DEFAULT	262144U

@@ -17,6 +17,11 @@
 #   identity    a rule is its CIDR and match: set replaces, del names it
 #   ban-empty   ban list and ban del on a source table without bans
 #   apply-message policy apply names the default it set, and the rules
+#   save-diff   policy save writes the live policy (to FILE, or to
+#               /etc/sluice/IFACE.policy) as policy show prints it; policy
+#               diff names each rule apply would add, remove or change, the
+#               default and the budget too, in text and -j; bad input exits
+#               2 (a bad file, a directory), an unwritable place 1
 # usage: tests/cli/positive.sh NAME
 # The t_* functions are called by name; jq programs are in single quotes.
 # shellcheck disable=SC2317,SC2016
@@ -76,7 +81,7 @@ t_help() {
 	((${#cmds[@]} >= 10)) || die "sluice help lists only: ${cmds[*]}"
 	echo "# commands from 'sluice help': ${cmds[*]}"
 	for c in "${cmds[@]}" "limit default" "limit set" "limit del" "limit list" \
-		"policy apply" "policy check" "policy show"; do
+		"policy apply" "policy check" "policy show" "policy save" "policy diff"; do
 		# shellcheck disable=SC2086 # c holds one or two words
 		sl $c --help
 		expect "sluice $c --help" 0 '^Usage: ' -
@@ -625,11 +630,78 @@ t_apply_message() {
 	expect "apply of an empty file" 0 "the default \(not limited\) and 0 rules\$" -
 }
 
+t_save_diff() {
+	local def=/etc/sluice/$IF.policy made_dir=0
+	cli_attach "$IF" --max-sources 4096
+	printf '%s\n' 'limit default --rate 100 --burst 50' 'deny 198.18.7.0/24' \
+		'limit set 198.18.3.0/24 --rate 10 --burst 5' 'limit new-sources --rate 500 --burst 100' \
+		>"$CLI_TMP/p1.pol"
+	sl_ok -i "$IF" policy apply "$CLI_TMP/p1.pol"
+	sl_ok -i "$IF" policy show
+	cp "$OUT" "$CLI_TMP/show.txt"
+	sl -i "$IF" policy save "$CLI_TMP/saved.pol"
+	expect "policy save FILE" 0 "^$CLI_TMP/saved\.pol: the live policy of $IF saved\$" -
+	check "the saved file is what policy show prints" cmp -s "$CLI_TMP/saved.pol" "$CLI_TMP/show.txt"
+	sl -i "$IF" policy diff "$CLI_TMP/saved.pol"
+	expect "policy diff of the saved file" 0 "^# .*: policy apply would change nothing on $IF\$" -
+	check "policy diff of the saved file prints only its summary" \
+		test "$(wc -l <"$OUT")" -eq 1
+
+	# The live policy moves away from the file in every way diff knows.
+	sl_ok -i "$IF" allow 198.18.1.0/24
+	sl_ok -i "$IF" limit set 198.18.3.0/24 --rate 20 --burst 5
+	sl_ok -i "$IF" limit del 198.18.7.0/24
+	sl_ok -i "$IF" limit default --rate 200 --burst 50
+	sl_ok -i "$IF" limit new-sources off
+	sl -i "$IF" policy diff "$CLI_TMP/saved.pol"
+	expect "policy diff after edits" 0 "would add 1, remove 1 and change 3 on $IF\$" -
+	check "diff: the rule apply would remove" grep -qx -- '-allow 198.18.1.0/24' "$OUT"
+	check "diff: the rule apply would add" grep -qx -- '+deny 198.18.7.0/24' "$OUT"
+	check "diff: the changed rule, live then file" \
+		grep -qx -- '-limit set 198.18.3.0/24 --rate 20 --burst 5' "$OUT"
+	check "diff: the changed rule's file form" \
+		grep -qx -- '+limit set 198.18.3.0/24 --rate 10 --burst 5' "$OUT"
+	check "diff: the default" grep -qx -- '+limit default --rate 100 --burst 50' "$OUT"
+	check "diff: the budget" grep -qx -- '+limit new-sources --rate 500 --burst 100' "$OUT"
+	sl -i "$IF" -j policy diff "$CLI_TMP/saved.pol"
+	expect "policy diff -j" 0 . -
+	check "policy diff -j: counts and changes" jq -e '.added == 1 and .removed == 1 and
+		.changed == 3 and (.changes | length) == 8 and
+		any(.changes[]; .change == "added" and .rule == "deny 198.18.7.0/24")' "$OUT"
+	sl_ok -i "$IF" policy show
+	check "policy diff changed nothing" bash -c "! cmp -s '$OUT' '$CLI_TMP/show.txt'"
+	sl_ok -i "$IF" policy apply "$CLI_TMP/saved.pol"
+	sl_ok -i "$IF" policy show
+	check "policy apply of the saved file gives the policy back" cmp -s "$OUT" "$CLI_TMP/show.txt"
+
+	# The default place, where the attach unit reads it at boot.
+	[[ -d /etc/sluice ]] || made_dir=1
+	sl -i "$IF" policy save
+	expect "policy save to the default place" 0 "^$def: the live policy of $IF saved\$" -
+	check "the default file is what policy show prints" cmp -s "$def" "$CLI_TMP/show.txt"
+	rm -f "$def"
+	((made_dir)) && rmdir /etc/sluice
+
+	# Bad input changes nothing.
+	printf 'limit set 198.18.0.0/33 --rate 1\n' >"$CLI_TMP/bad.pol"
+	sl -i "$IF" policy diff "$CLI_TMP/bad.pol"
+	expect "policy diff of a bad file" 2 - "^sluice: $CLI_TMP/bad\.pol:1: "
+	check "one line on stderr" test "$(wc -l <"$ERR")" -eq 1
+	sl -i "$IF" policy save "$CLI_TMP"
+	expect "policy save to a directory" 2 - "is a directory"
+	sl -i "$IF" policy save /nonexistent/dir/x.policy
+	expect "policy save where it cannot write" 1 - "^sluice: cannot write /nonexistent/dir/x\.policy: "
+	sl -i "$IF" policy diff "$CLI_TMP/missing.pol"
+	expect "policy diff of a missing file" 2 - "cannot read"
+	sl_ok -i "$IF" policy show
+	check "the policy after the bad input" cmp -s "$OUT" "$CLI_TMP/show.txt"
+}
+
 case $name in
-help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty | apply-message) ;;
+help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty | apply-message | save-diff) ;;
 json | roundtrip | precedence | v6-not-v4 | v4-mapped | limit-del | attach-opts | write-error) ;;
 *)
-	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty|apply-message" >&2
+	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty|apply-message|save-diff" >&2
 	exit 2
 	;;
 esac

@@ -34,6 +34,7 @@ rule          7	# rule words: parsing and printing
 store         8	# the live policy: read, commit, flip
 live          9	# the live maps read for the commands
 xdp_prog      9	# loading, attaching and pinning the program
+upgrade       9	# an attach over another version's pins
 END
 )
 declare -A layer=()

@@ -13,6 +13,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "hooks.h"
+#include "upgrade.h"
 #include "xdp_prog.h"
 #include "sluice.skel.h"
 
@@ -78,6 +79,7 @@ struct attach_job {
 	int used;	/* the mode it runs in, -1 while not on the link */
 	int prog_fd;
 	struct table_sizes sizes;	/* a new source and ban table's */
+	struct upgrade up;		/* over pins of another version */
 };
 
 /* Checks that change nothing, then the pin directory. */
@@ -114,6 +116,7 @@ static int attach_open(struct attach_job *job, const struct attach_options *o,
 		       const struct cli_args *a)
 {
 	char path[SLUICE_PATH_MAX];
+	int err;
 
 	job->skel = sluice_bpf__open();
 	if (!job->skel)
@@ -125,7 +128,12 @@ static int attach_open(struct attach_job *job, const struct attach_options *o,
 	job->sizes.bans = o->max_bans;
 	job->sizes.sources_given = a->val[ATTACH_MAX_SOURCES] != NULL;
 	job->sizes.bans_given = a->val[ATTACH_MAX_BANS] != NULL;
-	return prepare_maps(job->skel, job->dir, job->iface, &job->sizes);
+	err = prepare_maps(job->skel, job->dir, job->iface, &job->sizes);
+	if (!err && job->had_pins)
+		err = upgrade_plan(job->skel, job->dir, job->iface, &job->up);
+	if (!err && job->up.any)
+		err = upgrade_fill(job->skel, &job->up, job->iface, job->dir);
+	return err;
 }
 
 /* The error of an attach that found no mode to run in; the previous
@@ -211,10 +219,18 @@ static int attach_link(struct attach_job *job)
  * group, and say so. */
 static int attach_finish(struct attach_job *job)
 {
+	char upgraded[512] = "";
 	struct xdp_multiprog *mp;
-	int err;
+	int err = 0;
 
 	test_hook("attached");
+	if (job->up.any) {
+		err = upgrade_pin(job->skel, &job->up, job->dir);
+		upgrade_words(&job->up, upgraded, sizeof(upgraded));
+	}
+	upgrade_done(&job->up);	/* unlocks: edits go to the new maps */
+	if (err)
+		return err;
 	mp = xdp_multiprog__get_from_ifindex(job->ifindex);
 	if (!libxdp_get_error(mp) && mp)
 		job->multiprog = !xdp_multiprog__is_legacy(mp);
@@ -236,12 +252,12 @@ static int attach_finish(struct attach_job *job)
 			job->used = -1;
 		return err;
 	}
-	printf("attached to %s in %s mode (%s), program id %u%s\n", job->iface,
+	printf("attached to %s in %s mode (%s), program id %u%s%s\n", job->iface,
 	       mode_name(job->used),
 	       job->multiprog ? "libxdp dispatcher" :
 				"single program; libxdp's dispatcher was not used",
 	       prog_id_of(job->prog_fd),
-	       job->had_pins ? ", state kept from the previous attach" : "");
+	       job->had_pins ? ", state kept from the previous attach" : "", upgraded);
 	return 0;
 }
 
@@ -259,6 +275,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	int err;
 
 	(void)cmd;
+	upgrade_done(&job.up);	/* nothing held yet */
 	err = attach_begin(&job, o);
 	if (err)
 		return err;
@@ -272,6 +289,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (job.old_fd >= 0)
 		close(job.old_fd);
 	xdp_program__close(job.prog);
+	upgrade_done(&job.up);
 	sluice_bpf__destroy(job.skel);
 	/* A first attach that put nothing on the link takes its pins back. */
 	if (err && !job.had_pins && job.used < 0 && !job.old_id)

@@ -204,11 +204,35 @@ void maps_close(struct sluice_maps *m)
 #undef CLOSE_FD
 }
 
+/* Whether the pins still name the maps m opened: an attach of another
+ * version may have pinned new ones while this command waited for the lock. */
+static bool maps_current(const struct sluice_maps *m)
+{
+	char path[SLUICE_PATH_MAX];
+	bool same = true;
+	int fd;
+
+#define SAME_PIN(name)							\
+	if (same && m->name >= 0) {					\
+		snprintf(path, sizeof(path), "%s/%s", m->dir, #name);	\
+		fd = bpf_obj_get(path);					\
+		same = fd >= 0 && map_id(fd) == map_id(m->name);	\
+		if (fd >= 0)						\
+			close(fd);					\
+	}
+	SLUICE_MAPS(SAME_PIN)
+#undef SAME_PIN
+	return same;
+}
+
 int maps_lock(struct sluice_maps *m)
 {
 	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (m->lock < 0 || flock(m->lock, LOCK_EX))
 		return runtime_err("cannot lock %s: %s", m->dir, strerror(errno));
+	if (!maps_current(m))
+		return runtime_err("%s was attached again by another version meanwhile: run the "
+				   "command again", m->iface);
 	return 0;
 }
 

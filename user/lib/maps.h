@@ -22,6 +22,7 @@
 	X(counters)							\
 	X(policy_counters)						\
 	X(meta)								\
+	X(policy_text)							\
 	X(events)							\
 	X(bans)								\
 	X(ban_trie)							\

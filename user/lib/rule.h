@@ -4,6 +4,7 @@
 #ifndef SLUICE_RULE_H
 #define SLUICE_RULE_H
 
+#include <stdio.h>
 #include "policy.h"
 #include "cli.h"
 
@@ -85,7 +86,27 @@ int algo_parse(const char *s, __u32 *algo);
 /* Bits a sliding window's counts need to hold budget. */
 __u32 window_count_bits(__u64 budget);
 
+/* Rules in a stable order (qsort): IPv4 first, by address, prefix, then
+ * match. */
+int rule_cmp(const void *a, const void *b);
+/* The whole policy as a file, in that order, as `policy show` prints it
+ * and `policy apply` reads it back: into buf (always NUL-terminated), and
+ * returns the length the whole text needs, as snprintf does (SIZE_MAX
+ * when out of memory). */
+size_t policy_format(const struct policy *p, const char *iface, char *buf, size_t len);
+
+/* A policy file, or the text of one read from stream f (name in errors):
+ * every line parsed into p, which starts empty. On a bad line prints
+ * "NAME:LINE: why" and returns EXIT_USAGE, p then being partial. */
+/* Where policy save writes IFACE.policy, and the units read it. */
+#ifndef SLUICE_CONF_DIR
+#define SLUICE_CONF_DIR "/etc/sluice"
+#endif
+#define POLICY_LINE_MAX 1022	/* characters, without the newline (doc/policy.rst) */
+int policy_parse_stream(FILE *f, const char *name, struct policy *p);
+int policy_parse_file(const char *path, struct policy *p);
+
 #define RULE_WORDS_MAX	32	/* words of one rule line */
-#define RULE_TEXT_MAX	256	/* rule_format's longest output */
+#define RULE_TEXT_MAX	SLUICE_RULE_TEXT_MAX	/* rule_format's longest output */
 
 #endif /* SLUICE_RULE_H */

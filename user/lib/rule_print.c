@@ -2,6 +2,8 @@
 /* A struct rule back to the words rule.c parses: what policy show, limit
  * list and the errors print, so that a printed rule reads back the same. */
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "rule.h"
@@ -11,7 +13,7 @@ static void put(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void put(char *buf, size_t len, const char *fmt, ...)
 {
-	size_t used = strlen(buf);
+	size_t used = len ? strlen(buf) : 0;
 	va_list ap;
 
 	if (used + 1 >= len)
@@ -116,4 +118,59 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 		put(buf, len, " --monitor");
 	if (r->cluster)
 		put(buf, len, " --cluster");
+}
+
+/* Rules in a stable order: IPv4 first, by address, prefix, then match. */
+int rule_cmp(const void *a, const void *b)
+{
+	const struct rule *x = a, *y = b;
+	bool xv4 = addr_is_v4(&x->cidr.addr), yv4 = addr_is_v4(&y->cidr.addr);
+	int c;
+
+	if (xv4 != yv4)
+		return xv4 ? -1 : 1;
+	c = memcmp(&x->cidr.addr, &y->cidr.addr, sizeof(x->cidr.addr));
+	if (c)
+		return c;
+	if (x->cidr.prefixlen != y->cidr.prefixlen)
+		return (int)x->cidr.prefixlen - (int)y->cidr.prefixlen;
+	if (rule_is_request(x) != rule_is_request(y))
+		return rule_is_request(x) ? 1 : -1;	/* after packet rules */
+	if (x->match.flags != y->match.flags)
+		return x->match.flags - y->match.flags;
+	if (x->match.proto != y->match.proto)
+		return x->match.proto - y->match.proto;
+	if (x->match.dport_lo != y->match.dport_lo)
+		return x->match.dport_lo - y->match.dport_lo;
+	return x->match.dport_hi - y->match.dport_hi;
+}
+
+size_t policy_format(const struct policy *p, const char *iface, char *buf, size_t len)
+{
+	struct rule *sorted = malloc(sizeof(*sorted) * (p->n ? p->n : 1));
+	char words[RULE_TEXT_MAX];
+	size_t used;
+
+	if (len)
+		buf[0] = '\0';
+	if (!sorted)
+		return SIZE_MAX;	/* no room for anything */
+	memcpy(sorted, p->rules, sizeof(*sorted) * p->n);
+	qsort(sorted, p->n, sizeof(*sorted), rule_cmp);
+	put(buf, len, "# sluice policy of %s\n", iface);
+	used = (size_t)snprintf(NULL, 0, "# sluice policy of %s\n", iface);
+	if (p->def.action == SLUICE_ACT_LIMIT)
+		rule_format(&p->def, true, words, sizeof(words));
+	else
+		snprintf(words, sizeof(words), "# default: not limited");
+	for (unsigned int i = 0; i <= p->n + 1; i++) {
+		if (i > 0 && i <= p->n)
+			rule_format(&sorted[i - 1], false, words, sizeof(words));
+		else if (i == p->n + 1)
+			budget_format(&p->new_sources, words, sizeof(words));
+		put(buf, len, "%s\n", words);
+		used += strlen(words) + 1;
+	}
+	free(sorted);
+	return used;
 }

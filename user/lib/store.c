@@ -625,6 +625,47 @@ static __u64 fill_table(const struct policy *next, const bool *fresh,
 	return leasing;
 }
 
+/* The policy as a file, kept beside the tables: an attach of another
+ * version whose tables differ re-reads the rules from it. Written before
+ * the flip, so it is never older than the live policy. */
+static int write_policy_text(const struct sluice_maps *m, const struct policy *p)
+{
+	struct sluice_policy_text *t;
+	__u32 zero = 0;
+	size_t len;
+	int err = 0;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return runtime_err("out of memory");
+	len = policy_format(p, m->iface, t->text, sizeof(t->text));
+	t->len = (__u32)len;
+	if (len == SIZE_MAX)
+		err = runtime_err("out of memory");
+	else if (len >= sizeof(t->text))
+		err = runtime_err("the policy of %s is too long to keep as text (%u bytes)",
+				  m->iface, t->len);
+	else if (bpf_map_update_elem(m->policy_text, &zero, t, BPF_ANY))
+		err = runtime_err("cannot write the policy text of %s: %s", m->iface,
+				  strerror(errno));
+	free(t);
+	return err;
+}
+
+int policy_text_refresh(const struct sluice_maps *m)
+{
+	struct policy *p = malloc(sizeof(*p));
+	int err;
+
+	if (!p)
+		return runtime_err("out of memory");
+	err = policy_read(m, p);
+	if (!err)
+		err = write_policy_text(m, p);
+	free(p);
+	return err;
+}
+
 /* policy_commit with scratch space for the new and the live table. */
 static int commit_with(struct sluice_maps *m, struct policy *next,
 		       struct sluice_policy *table, struct sluice_policy *live)
@@ -674,6 +715,8 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 		return err;
 	err = budget_write(m, slot, next->new_sources.rate, next->new_sources.period,
 			   next->new_sources.burst);
+	if (!err)
+		err = write_policy_text(m, next);
 	if (err)
 		return err;
 

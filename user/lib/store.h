@@ -18,6 +18,9 @@ int policy_read(const struct sluice_maps *m, struct policy *p);
  * while their identity stays. Prints the error and returns its exit code;
  * a policy refused before writing (EXIT_USAGE) changes nothing. */
 int policy_commit(struct sluice_maps *m, struct policy *p);
+/* The live policy's text (what an attach of another version re-reads),
+ * written anew from the tables. */
+int policy_text_refresh(const struct sluice_maps *m);
 /* The new-source budget (limit new-sources): rate units per period with
  * burst; rate 0 is off. Print the error and return its exit code. */
 int new_sources_write(const struct sluice_maps *m, __u64 rate, __u32 period, __u64 burst);

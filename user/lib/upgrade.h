@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* An attach over pins another version of sluice made (upgrade.c): the maps
+ * whose layout is unchanged are kept as they are; the others are made anew
+ * beside them, filled from the old ones before the new program loads, and
+ * pinned over the old ones once it runs. */
+#ifndef SLUICE_UPGRADE_H
+#define SLUICE_UPGRADE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "maps.h"
+
+struct sluice_bpf;
+struct btf;
+
+enum upgrade_fate {
+	UPGRADE_KEPT,		/* the pinned map, reused as it is */
+	UPGRADE_NEW,		/* no such pin: a map this version adds */
+	UPGRADE_REPLACED,	/* its layout changed: made anew */
+};
+
+#define UPGRADE_BTFS 4	/* distinct BTF objects among the old maps */
+
+struct upgrade {
+	enum upgrade_fate fate[SLUICE_MAPI_COUNT];
+	int old[SLUICE_MAPI_COUNT];	/* the pinned map, -1 if none */
+	bool any;			/* some map is new or replaced */
+	bool recommitted;		/* the policy was re-read from its text */
+	bool sources_fresh;		/* per-source state starts over */
+	const struct btf *old_btf[SLUICE_MAPI_COUNT];	/* each old map's */
+	struct btf *btfs[UPGRADE_BTFS];	/* the distinct ones loaded */
+	__u32 btf_ids[UPGRADE_BTFS];
+	struct btf *new_btf;
+	int btf_fd;			/* the new maps' BTF, in the kernel */
+	int lock;			/* the pin directory, flock()ed */
+};
+
+/* Compares every pinned map under dir with the skeleton's (sized already)
+ * and makes anew those that differ or are missing, unpinned. u->any says
+ * whether there is an upgrade to do; then the pin directory stays locked
+ * until upgrade_done(). Prints the error and returns its exit code. */
+int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
+		 struct upgrade *u);
+/* Fills the new maps from the old: counters, bans, the cluster's and the
+ * config's state by their fields' names, and the policy re-committed from
+ * the text the old version kept. Before the program loads. */
+int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
+		 const char *dir);
+/* The new program runs: pin the new maps over the old ones. */
+int upgrade_pin(struct sluice_bpf *skel, const struct upgrade *u, const char *dir);
+/* ", upgraded in place: kept ...; made anew ..." for attach's message. */
+void upgrade_words(const struct upgrade *u, char *buf, size_t len);
+void upgrade_done(struct upgrade *u);
+
+#endif /* SLUICE_UPGRADE_H */
