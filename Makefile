@@ -109,7 +109,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 check:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		-j $(NPROC) --inline-suppr -I include $(addprefix -I ,$(USER_DIRS)) user/ tests/unit/
-	printf '%s\n' $(USER_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
+	printf '%s\n' $(USER_SRCS) | xargs -P $(NPROC) -n 1 sh -c \
 		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD) $(USER_INC)' clang-tidy
 
 clean:

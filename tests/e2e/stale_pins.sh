@@ -3,7 +3,7 @@
 # a detach first) are named as such, not misread. One pinned map is swapped
 # for one of another layout (the counters array one reason short, as a
 # sluice with one drop reason fewer pins it): stats and query then refuse with exit 2 and one
-# line that names the map and says to detach; status says so for that
+# line that names the map and says to attach (the upgrade); status says so for that
 # interface; detach still removes it all, and a new attach works.
 # Can fail: a build that does not check the pins' layout reads the short
 # array in stats and fails with "cannot read counters: No such file
@@ -29,7 +29,7 @@ for cmd in stats "query 198.18.0.1" "limit list"; do
 	err=$(sluice_rx $cmd 2>&1 >/dev/null) || rc=$?
 	assert_eq "$rc" 2 "exit status of '$cmd' on another version's pins"
 	assert_eq "$(wc -l <<<"$err")" 1 "lines on stderr of '$cmd'"
-	[[ $err == *"made by another version of sluice (map counters differs)"*"sluice detach $IF_RX"* ]] ||
+	[[ $err == *"made by another version of sluice (map counters differs)"*"sluice attach $IF_RX"* ]] ||
 		fail "'$cmd' on another version's pins said: $err"
 done
 ok "stats, query and limit list refuse another version's pins in one line, exit 2"

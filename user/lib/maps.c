@@ -149,8 +149,8 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 	if (stale && !err) {
 		maps_close(m);
 		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "
-					     "(map %s differs): run 'sluice detach %s' and "
-					     "attach again", m->dir, stale, iface);
+					     "(map %s differs): run 'sluice attach %s' to "
+					     "upgrade them in place", m->dir, stale, iface);
 		sluice_bpf__destroy(skel);
 		return err;
 	}
