@@ -189,3 +189,15 @@ void json_end(struct json *j)
 	fputc('\n', j->f);
 	fflush(j->f);
 }
+
+void str_append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = len ? strlen(buf) : 0;
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
+	va_end(ap);
+}

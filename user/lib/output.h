@@ -15,6 +15,8 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints and returns EXIT_USAGE / EXIT_RUNTIME, for `return usage_err(...)`. */
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int runtime_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Appends to the string in buf[len] (len 0: nothing), cut short to fit. */
+void str_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* One JSON writer, for -j. */
 struct json {

@@ -1,27 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* A struct rule back to the words rule.c parses: what policy show, limit
  * list and the errors print, so that a printed rule reads back the same. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include "output.h"
 #include "rule.h"
-
-/* Append to buf (always NUL-terminated). */
-static void put(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = len ? strlen(buf) : 0;
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
-	va_end(ap);
-}
 
 void rule_match_words(const struct rule_match *m, char *buf, size_t len)
 {
@@ -30,15 +15,15 @@ void rule_match_words(const struct rule_match *m, char *buf, size_t len)
 	buf[0] = '\0';
 	if ((m->flags & SLUICE_MATCH_PROTO) && !(m->flags & SLUICE_MATCH_SYN)) {
 		proto_name(m->proto, name, sizeof(name));
-		put(buf, len, " --proto %s", name);
+		str_append(buf, len, " --proto %s", name);
 	}
 	if (m->flags & SLUICE_MATCH_PORT) {
-		put(buf, len, " --dport %u", m->dport_lo);
+		str_append(buf, len, " --dport %u", m->dport_lo);
 		if (m->dport_hi != m->dport_lo)
-			put(buf, len, "-%u", m->dport_hi);
+			str_append(buf, len, "-%u", m->dport_hi);
 	}
 	if (m->flags & SLUICE_MATCH_SYN)
-		put(buf, len, " --syn");
+		str_append(buf, len, " --syn");
 	/* without the leading space */
 	if (buf[0] == ' ')
 		memmove(buf, buf + 1, strlen(buf));
@@ -99,25 +84,25 @@ void rule_format(const struct rule *r, bool is_default, char *buf, size_t len)
 	snprintf(buf, len, "limit %s%s %s %s", is_default ? "" : "set ",
 		 label, unit_option(r->unit), rate);
 	if (r->algo == SLUICE_ALGO_TOKEN_BUCKET) {
-		put(buf, len, " --burst %llu", (unsigned long long)r->burst);
+		str_append(buf, len, " --burst %llu", (unsigned long long)r->burst);
 	} else {
 		duration_words(r->window_ns, ban, sizeof(ban));
-		put(buf, len, " --algo %s --window %s", algo_name(r->algo), ban);
+		str_append(buf, len, " --algo %s --window %s", algo_name(r->algo), ban);
 	}
 	if (r->per == SLUICE_PER_PREFIX)
-		put(buf, len, " --per /%u", r->per_len);
+		str_append(buf, len, " --per /%u", r->per_len);
 	else if (r->per == SLUICE_PER_RULE)
-		put(buf, len, " --per rule");
+		str_append(buf, len, " --per rule");
 	if (r->ban_ns) {
 		duration_words(r->ban_ns, ban, sizeof(ban));
-		put(buf, len, " --ban %s", ban);
+		str_append(buf, len, " --ban %s", ban);
 		if (rule_is_request(r))
-			put(buf, len, " --ban-after %u", r->ban_after);
+			str_append(buf, len, " --ban-after %u", r->ban_after);
 	}
 	if (r->monitor)
-		put(buf, len, " --monitor");
+		str_append(buf, len, " --monitor");
 	if (r->cluster)
-		put(buf, len, " --cluster");
+		str_append(buf, len, " --cluster");
 }
 
 /* Rules in a stable order: IPv4 first, by address, prefix, then match. */
@@ -157,7 +142,7 @@ size_t policy_format(const struct policy *p, const char *iface, char *buf, size_
 		return SIZE_MAX;	/* no room for anything */
 	memcpy(sorted, p->rules, sizeof(*sorted) * p->n);
 	qsort(sorted, p->n, sizeof(*sorted), rule_cmp);
-	put(buf, len, "# sluice policy of %s\n", iface);
+	str_append(buf, len, "# sluice policy of %s\n", iface);
 	used = (size_t)snprintf(NULL, 0, "# sluice policy of %s\n", iface);
 	if (p->def.action == SLUICE_ACT_LIMIT)
 		rule_format(&p->def, true, words, sizeof(words));
@@ -168,7 +153,7 @@ size_t policy_format(const struct policy *p, const char *iface, char *buf, size_
 			rule_format(&sorted[i - 1], false, words, sizeof(words));
 		else if (i == p->n + 1)
 			budget_format(&p->new_sources, words, sizeof(words));
-		put(buf, len, "%s\n", words);
+		str_append(buf, len, "%s\n", words);
 		used += strlen(words) + 1;
 	}
 	free(sorted);

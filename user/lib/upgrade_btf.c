@@ -5,29 +5,15 @@
  * drops is left behind). Integers of another width keep their low bytes:
  * sluice runs on little-endian machines only, as its ABI says. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include "output.h"
 #include "upgrade_btf.h"
 
 #define LAYOUT_DEPTH 8	/* nesting of structs and arrays followed */
-
-static void put(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
-	va_end(ap);
-}
 
 static void layout(const struct btf *btf, __u32 id, char *buf, size_t len, int depth)
 {
@@ -35,25 +21,25 @@ static void layout(const struct btf *btf, __u32 id, char *buf, size_t len, int d
 	const struct btf_type *t = rid < 0 ? NULL : btf__type_by_id(btf, (__u32)rid);
 
 	if (!t || depth > LAYOUT_DEPTH) {
-		put(buf, len, "?");
+		str_append(buf, len, "?");
 		return;
 	}
 	if (btf_is_composite(t)) {
 		const struct btf_member *mb = btf_members(t);
 
-		put(buf, len, "%c%u{", btf_is_union(t) ? 'u' : 's', t->size);
+		str_append(buf, len, "%c%u{", btf_is_union(t) ? 'u' : 's', t->size);
 		for (__u16 i = 0; i < btf_vlen(t); i++) {
-			put(buf, len, "%s@%u/%u:", btf__name_by_offset(btf, mb[i].name_off),
+			str_append(buf, len, "%s@%u/%u:", btf__name_by_offset(btf, mb[i].name_off),
 			    btf_member_bit_offset(t, i), btf_member_bitfield_size(t, i));
 			layout(btf, mb[i].type, buf, len, depth + 1);
-			put(buf, len, ",");
+			str_append(buf, len, ",");
 		}
-		put(buf, len, "}");
+		str_append(buf, len, "}");
 	} else if (btf_is_array(t)) {
-		put(buf, len, "[%u]", btf_array(t)->nelems);
+		str_append(buf, len, "[%u]", btf_array(t)->nelems);
 		layout(btf, btf_array(t)->type, buf, len, depth + 1);
 	} else {
-		put(buf, len, "k%u:%u", btf_kind(t), t->size);
+		str_append(buf, len, "k%u:%u", btf_kind(t), t->size);
 	}
 }
 
