@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Helpers for the exporter tests, over tests/lib/netns.sh: the exporter and
-# (for one test) Prometheus run inside the test's rx namespace and listen on
-# its loopback only, so their ports never collide with anything else.
+# (for some tests) Prometheus run inside the test's rx namespace and listen
+# on its loopback only, so their ports never collide with anything else.
 #
 #   exporter_start [ARGS...]   sluice exporter ARGS in $NS_RX, waits until it
 #                              answers; sets EXPORTER_PID, EXPORTER_LOG
@@ -12,6 +12,11 @@
 #   stats_json                 `sluice stats -j` for $IF_RX
 #   attach_extra IFACE         a second veth pair inside $NS_RX with sluice on
 #                              IFACE; detached and removed by the cleanup
+#   doc_families               the metric families doc/metrics.md documents
+#   prometheus_start           the real Prometheus in $NS_RX, scraping every
+#                              second what stdin's scrape_configs list; PROM_PID
+#   promql EXPR                an instant query's first value, "none" or "error"
+#   wait_promql EXPR WANT WHAT until EXPR gives WANT (at most 30 s), asserted
 #
 # SLUICE_EXPORTER picks the binary (default build/sluice; the robustness
 # tests use the ASan/UBSan build, build/asan/sluice).
@@ -26,10 +31,21 @@ EXPORTER_URL=http://127.0.0.1:$EXPORTER_PORT
 EXPORTER_PID=
 EXPORTER_LOG=
 EXTRA_IFACES=()
+PROMETHEUS=${PROMETHEUS:-$(command -v prometheus || true)}
+PROM_PORT=9090
+PROM_URL=http://127.0.0.1:$PROM_PORT
+PROM_PID=
 
 in_rx() { ip netns exec "$NS_RX" "$@"; }
 
 stats_json() { sluice_rx -j stats; }
+
+# The first column of doc/metrics.md's metric tables, one family a line.
+doc_families() {
+	# shellcheck disable=SC2016 # backquotes of Markdown, literally
+	grep -oE '^\| `sluice_[a-z_]+` \| (counter|gauge) \|' "$SLUICE_ROOT/doc/metrics.md" |
+		grep -oE 'sluice_[a-z_]+' | sort -u
+}
 
 # netns_init plus what these tests need; chains its own cleanup in front of
 # netns_cleanup (extra interfaces first, while their namespace exists).
@@ -116,4 +132,53 @@ exporter_stop() { # [SIGNAL]
 	done
 	NETNS_PIDS=("${keep[@]}")
 	EXPORTER_PID=
+}
+
+# The scrape jobs on stdin, as the list under scrape_configs:. Prometheus
+# keeps its data in the test's scratch directory.
+prometheus_start() {
+	local conf
+	[[ -n $PROMETHEUS ]] || skip "prometheus not installed (Debian package prometheus)"
+	conf=$(netns_tmp prometheus.yml)
+	{
+		cat <<-EOF
+			global:
+			  scrape_interval: 1s
+			  scrape_timeout: 1s
+			  evaluation_interval: 1s
+			scrape_configs:
+		EOF
+		cat
+	} >"$conf"
+	mkdir "$(netns_tmp tsdb)"
+	# Not through in_rx: $! must be Prometheus itself (ip netns exec execs it).
+	ip netns exec "$NS_RX" "$PROMETHEUS" --config.file="$conf" --storage.tsdb.path="$(netns_tmp tsdb)" \
+		--web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn \
+		>"$(netns_tmp prometheus.log)" 2>&1 &
+	PROM_PID=$!
+	netns_track_pid "$PROM_PID"
+}
+
+# PromQL over the HTTP API: the value of a one-element instant vector, or
+# "none" if the result is empty.
+promql() {
+	in_rx curl -sS --max-time 5 --data-urlencode "query=$1" "$PROM_URL/api/v1/query" |
+		jq -r 'if .status != "success" then "error"
+		       elif (.data.result | length) == 0 then "none"
+		       else .data.result[0].value[1] end'
+}
+
+# Until EXPR yields WANT (Prometheus scrapes every second), at most 30 s.
+wait_promql() { # EXPR WANT WHAT
+	local got=none i
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$PROM_PID" 2>/dev/null || {
+			cat "$(netns_tmp prometheus.log)" >&2
+			fail "prometheus exited"
+		}
+		got=$(promql "$1" 2>/dev/null || echo unreachable)
+		[[ $got == "$2" ]] && break
+		sleep 0.2
+	done
+	assert_eq "$got" "$2" "$3 ($1)"
 }
