@@ -37,6 +37,8 @@ pkg_init() {
 	for tool in "$@"; do
 		command -v "$tool" >/dev/null || skip "no $tool (tools/install-deps.sh)"
 	done
+	# Run from `make test`, a make of ours must not join that one's jobs.
+	unset MAKEFLAGS MFLAGS MAKELEVEL
 	TMP=$(mktemp -d "/tmp/sluice-pkg-$name.XXXXXX") || die "cannot make a scratch directory"
 	# shellcheck disable=SC2064 # $TMP is fixed now
 	trap "rm -rf '$TMP'" EXIT
