@@ -4,8 +4,17 @@ CLANG		?= clang
 BPFTOOL		?= bpftool
 CC		?= gcc
 BUILD		:= build
-PREFIX		?= /usr/local
 VERSION		:= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+# Where `make install` puts things, under DESTDIR when staging a package.
+# systemd's own unit directory for PREFIX=/usr, else one under PREFIX
+# (systemd also reads /usr/local/lib/systemd/system).
+PREFIX		?= /usr/local
+SBINDIR		?= $(PREFIX)/sbin
+MANDIR		?= $(PREFIX)/share/man
+DATADIR		?= $(PREFIX)/share/sluice
+UNITDIR		?= $(if $(filter /usr /usr/,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+CONFDIR		:= /etc/sluice
 
 BPF_CFLAGS	:= -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 		   -I include -I /usr/include/$(ARCH_TRIPLET)
@@ -30,7 +39,7 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: all clean test test-quick demo bench install deps check soak man
+.PHONY: all clean test test-quick demo bench install uninstall deps check soak man
 
 all: $(BUILD)/sluice man
 
@@ -51,10 +60,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/sluice: $(USER_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIBS)
 
 # The manual page, from the reStructuredText pages under doc/ (rst2man, from
 # python3-docutils). Its SYNOPSIS is `sluice help`'s usage lines, so it
@@ -99,9 +108,38 @@ soak: all $(BUILD)/sluice-flood
 	SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/soak.sh
 	tests/soak/flood_10x.sh
 
-install: all man
-	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
-	install -D -m 0644 $(BUILD)/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+# The binary, its manual page, the systemd units (contrib/systemd/*.in with
+# the binary's path filled in), the settings and examples under /etc/sluice
+# (never over a file already there: it may be yours), the dashboard and the
+# alert rules. doc/install.md lists every file.
+UNIT_INS	:= $(wildcard contrib/systemd/*.service.in)
+UNITS		:= $(notdir $(UNIT_INS:.in=))
+CONF_FILES	:= $(wildcard contrib/etc/*)
+SHARE_FILES	:= contrib/grafana/sluice-dashboard.json $(wildcard contrib/prometheus/*.yml)
+
+install: all
+	install -D -m 0755 $(BUILD)/sluice $(DESTDIR)$(SBINDIR)/sluice
+	install -D -m 0644 $(BUILD)/sluice.8 $(DESTDIR)$(MANDIR)/man8/sluice.8
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(CONFDIR)
+	set -e; for f in $(UNIT_INS); do \
+		u=$(DESTDIR)$(UNITDIR)/$$(basename $$f .in); \
+		sed 's|@SBINDIR@|$(SBINDIR)|g' $$f > $$u.tmp; \
+		chmod 0644 $$u.tmp; mv $$u.tmp $$u; \
+	done
+	install -m 0644 $(SHARE_FILES) $(DESTDIR)$(DATADIR)/
+	set -e; for f in $(CONF_FILES); do \
+		t=$(DESTDIR)$(CONFDIR)/$$(basename $$f); \
+		if [ -e $$t ]; then echo "install: $$t is there already: kept"; \
+		else install -m 0644 $$f $$t; fi; \
+	done
+
+# Removes what install put outside $(CONFDIR), which holds your settings.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/sluice $(DESTDIR)$(MANDIR)/man8/sluice.8
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -f $(addprefix $(DESTDIR)$(DATADIR)/,$(notdir $(SHARE_FILES)))
+	-rmdir $(DESTDIR)$(DATADIR)
+	@echo "uninstall: $(DESTDIR)$(CONFDIR) kept (your settings); remove it by hand if you want"
 
 # the static checks, a file set per CPU
 NPROC := $(shell nproc 2>/dev/null || echo 1)

@@ -18,6 +18,9 @@ PACKAGES=(
 	fail2ban				# its action for sluice, tested with the real one
 	crowdsec crowdsec-custom-bouncer	# the CrowdSec bouncer, tested with the real one
 	redis-server libhiredis-dev		# cluster agent and its tests
+	libsystemd-dev				# sd_notify: the daemons' readiness and watchdog
+	build-essential debhelper dpkg-dev	# the Debian package (dpkg-buildpackage)
+	fakeroot lintian systemd		# its test: lintian, systemd-analyze verify
 )
 BPFFS=/sys/fs/bpf
 
