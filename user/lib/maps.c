@@ -205,7 +205,8 @@ void maps_close(struct sluice_maps *m)
 }
 
 /* Whether the pins still name the maps m opened: an attach of another
- * version may have pinned new ones while this command waited for the lock. */
+ * version may have pinned new ones while this command waited for the lock.
+ * A pin that is not there replaces nothing (a detach, or maps not pinned). */
 static bool maps_current(const struct sluice_maps *m)
 {
 	char path[SLUICE_PATH_MAX];
@@ -216,7 +217,7 @@ static bool maps_current(const struct sluice_maps *m)
 	if (same && m->name >= 0) {					\
 		snprintf(path, sizeof(path), "%s/%s", m->dir, #name);	\
 		fd = bpf_obj_get(path);					\
-		same = fd >= 0 && map_id(fd) == map_id(m->name);	\
+		same = fd < 0 || map_id(fd) == map_id(m->name);	\
 		if (fd >= 0)						\
 			close(fd);					\
 	}
