@@ -60,6 +60,7 @@ CLIENT_MIN_SENT=$(calc "$CLIENTS * $CLIENT_PPS * (2 * $LEAD + $FLOOD_SECONDS)" %
 
 netns_init sf
 netns_setup
+need_xdp_live
 sluice_attach --max-sources "$MAX_SOURCES"
 sluice_rx limit default --rate "$RATE" --burst "$BURST"
 nft_rx_init

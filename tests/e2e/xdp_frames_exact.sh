@@ -17,6 +17,7 @@ DPORT=5002
 
 netns_init xf
 netns_setup
+need_xdp_live
 sluice_attach
 sluice_rx limit set 198.18.7.0/24 --rate "$RATE" --burst "$BURST"
 nft_rx_init

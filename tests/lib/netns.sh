@@ -251,6 +251,17 @@ flood_bg() { # FILE ARGS...
 	netns_track_pid "$FLOOD_PID"
 }
 
+# Skips the test when this kernel refuses BPF_PROG_TEST_RUN's live-frames
+# mode (sluice-flood --xdp), as some hardened kernels do with EPERM even to
+# root. One frame, before anything is attached; any other error fails.
+need_xdp_live() {
+	local err
+	err=$(flood --xdp --count 1 --seconds 1 2>&1 >/dev/null) && return 0
+	[[ $err == *"Operation not permitted"* ]] &&
+		skip "this kernel refuses BPF_PROG_TEST_RUN live frames: $err"
+	fail "sluice-flood --xdp cannot send one frame: $err"
+}
+
 # jq over a flood's JSON line: flood_field FILE_OR_JSON .sent
 flood_field() {
 	jq -er "$2" <<<"$1" || fail "bad sluice-flood output: $1"

@@ -53,6 +53,7 @@ CLIENT_COUNT=$((CLIENTS * CLIENT_PPS * CLIENT_SECONDS))
 
 netns_init fx
 netns_setup
+need_xdp_live
 quiet_tx
 sluice_attach --max-sources "$MAX_SOURCES"
 CLIENT_RATE=10

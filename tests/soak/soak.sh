@@ -116,6 +116,7 @@ FLOOD_CHUNK=5		# seconds per flood run
 
 netns_init sk
 netns_setup
+need_xdp_live
 quiet_tx
 sluice_attach --max-sources "$MAX_SOURCES"
 sluice_rx limit default --rate 100 --burst 200
