@@ -217,9 +217,14 @@ static int attach_link(struct attach_job *job)
 
 /* The attach as a log line: a warning when auto mode had to fall back to
  * skb (generic) mode, where every packet costs an skb first. With -v, where
- * its pins are and how it runs. */
+ * its pins are and how it runs; with -vv, what it replaced. */
 static void attach_log(const struct attach_job *job)
 {
+	if (job->old_id)
+		log_event(LOG_DEBUG, "%s: program id %u replaced program id %u", job->iface,
+			  prog_id_of(job->prog_fd), job->old_id);
+	else
+		log_event(LOG_DEBUG, "%s: no sluice program ran there before", job->iface);
 	log_event(LOG_INFO, "%s: pins under %s, readable by group id %u; %s", job->iface, job->dir,
 		  (unsigned int)job->gid, job->multiprog ? "under libxdp's dispatcher" :
 		  "a single program (no libxdp dispatcher)");
