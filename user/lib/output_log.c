@@ -64,7 +64,7 @@ void log_event(int prio, const char *fmt, ...)
 	if (!log_enabled(prio))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start above */
 	va_end(ap);
 	log_clean(prio, text);
 }
