@@ -62,7 +62,7 @@ wait_line() { # WHAT LINE [COUNT]
 		kill -0 "$DAEMON_PID" 2>/dev/null || fail "$1 exited: $(cat "$LOG")"
 		sleep 0.1
 	done
-	fail "$1: no '$2' (x${3:-1}) on the notify socket within 10 s; got: $(tr '\n' '|' <"$GOT"); log: $(cat "$LOG")"
+	fail "$1: no '$2' (x${3:-1}) on the notify socket within 10 s; got: $(tr '\n' '|' <"$GOT" | head -c 300); log: $(head -c 300 "$LOG")"
 }
 
 # Starts daemon NAME (sluice ARGS) under the socket; DAEMON_PID, LOG.
