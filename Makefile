@@ -23,7 +23,8 @@ USER_INC	= $(addprefix -iquote ,$(USER_DIRS))
 CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) $(USER_INC) \
 		   -DSLUICE_VERSION='"$(VERSION)"'
 LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) \
-		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) -lelf -lz -lpthread
+		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) \
+		   $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd) -lelf -lz -lpthread
 
 # user/: main.c, lib/ (the core every command uses), cmd/ (one file per
 # command object), daemon/ (the servers and agents). Headers are found by

@@ -8,6 +8,8 @@ PACKAGES=(
 	python3-docutils			# rst2man: the manual page
 	libbpf-dev libxdp-dev xdp-tools bpftool	# BPF, skeletons, attach
 	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
+	libsystemd-dev				# sd_notify: readiness and the watchdog
+	python3					# e2e/notify: a notify socket of its own
 	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make check
 	iproute2 nftables iptables netsniff-ng	# netns/veth tests, trafgen
 	procps util-linux			# pgrep, sysctl, nsenter

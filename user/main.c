@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* sluice: `sluice [-j] [-i IFACE] OBJECT COMMAND ...`, dispatched from the
+/* sluice: `sluice [-j] [-v] [-i IFACE] OBJECT COMMAND ...`, dispatched from the
  * command tables (cli.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "sluice.h"
 #include "cli.h"
@@ -16,9 +17,11 @@
 struct options opts;
 
 /* The options every command takes, wherever they stand on the line. */
-enum { G_JSON, G_IFACE, G_BPFFS };
+enum { G_JSON, G_VERBOSE, G_IFACE, G_BPFFS };
 static const struct cli_opt global_opts[] = {
 	[G_JSON] = CLI_OPT("json", 'j', NULL, "print JSON", 0, NULL),
+	[G_VERBOSE] = CLI_OPT("verbose", 'v', NULL, "log info lines on stderr too (-vv: debug)", 0,
+			      NULL),
 	[G_IFACE] = CLI_OPT("interface", 'i', "IFACE", "the interface (needed when more than one is attached)",
 		      0, NULL),
 	[G_BPFFS] = CLI_OPT("bpffs", 0, "DIR", "the bpffs holding the pins (default: the host's)", 0, NULL),
@@ -61,7 +64,7 @@ static void root_help(FILE *f)
 {
 	char label[32];
 
-	fprintf(f, "Usage: sluice [-j] [-i IFACE] OBJECT COMMAND\n");
+	fprintf(f, "Usage: sluice [-j] [-v] [-i IFACE] OBJECT COMMAND\n");
 	for (const struct cli_cmd *const *c = top_cmds; *c; c++) {
 		const struct cli_cmd *const *s = (*c)->sub;
 
@@ -96,8 +99,21 @@ static int help_run(const struct cli_cmd *c, struct cli_args *a)
 	return 0;
 }
 
+/* -v, -vv, -vvv...: how many v's; 0 for any other word. */
+static int verbose_word(const char *w)
+{
+	int n = 0;
+
+	if (w[0] != '-')
+		return 0;
+	while (w[1 + n] == 'v')
+		n++;
+	return w[1 + n] ? 0 : n;
+}
+
 /* Take the global options out of argv wherever they are, so that both
- * `sluice -j stats` and `sluice stats -j` work. Returns the new argc. */
+ * `sluice -j stats` and `sluice stats -j` work; -v counts each time it is
+ * given. Returns the new argc. */
 static int strip_global_opts(int argc, char **argv, int *bad)
 {
 	const char *val[G_BPFFS + 1] = { NULL };
@@ -122,6 +138,10 @@ static int strip_global_opts(int argc, char **argv, int *bad)
 			else if (!strncmp(w, "--", 2) && !strncmp(w + 2, o->name, n) &&
 				 (!w[2 + n] || (o->arg && w[2 + n] == '=')))
 				k = g, v = w[2 + n] ? w + 3 + n : NULL;
+		}
+		if (k == G_VERBOSE || verbose_word(w)) {
+			opts.verbose += k == G_VERBOSE ? 1 : verbose_word(w);
+			continue;
 		}
 		if (k < 0) {
 			argv[out++] = argv[i];
@@ -158,6 +178,9 @@ int main(int argc, char **argv)
 	argc = strip_global_opts(argc, argv, &bad);
 	if (bad)
 		return bad;
+	/* The debug switch of old: libbpf's and libxdp's messages, and the rest. */
+	if (getenv("SLUICE_DEBUG") && opts.verbose < 2)
+		opts.verbose = 2;
 	if (opts.iface && check_ifname(opts.iface))
 		return EXIT_USAGE;
 	/* Found now, while privileged: the exporter walks to it after

@@ -147,10 +147,11 @@ sluice_cmd() {
 	fi
 }
 
-# sluice's log lines ("<5>sluice: ...") go on to stderr as they are; its
-# error is the last other line.
-pass_log() { printf '%s\n' "$out" | grep '^<[0-7]>' >&2 || :; }
-sluice_error() { printf '%s\n' "$out" | grep -v '^<[0-7]>' | tail -n 1; }
+# A failed command's error is its last line; the log lines before it (a
+# sweep's "ban expired", with their priority, "<5>sluice: ...", when
+# stderr is the journal) go on to stderr as they are.
+pass_log() { printf '%s\n' "$out" | sed '$d' >&2; }
+sluice_error() { printf '%s\n' "$out" | tail -n 1 | sed 's/^<[0-7]>//'; }
 
 value=$(canonical "$value")
 

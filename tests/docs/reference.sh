@@ -111,10 +111,10 @@ check_line() {
 	line=${line%% |*}	# a pipe, not the | of native|skb|auto
 	line=${line%%[;&\`#]*}
 	read -ra w <<<"$line"
-	# global options first: -j, -i IFACE, --bpffs DIR
+	# global options first: -j, -v, -i IFACE, --bpffs DIR
 	while ((i < ${#w[@]})); do
 		case ${w[i]} in
-		-j | --json) i=$((i + 1)) ;;
+		-j | --json | -v | -vv | --verbose) i=$((i + 1)) ;;
 		-i | --interface | --bpffs) i=$((i + 2)) ;;
 		--interface=* | --bpffs=*) i=$((i + 1)) ;;
 		*) break ;;
@@ -139,7 +139,7 @@ check_line() {
 		opts+=("${BASH_REMATCH[1]}")
 	done
 	for o in "${opts[@]}"; do
-		case " ${cmd_opts[$c]} -j --json -i --interface --bpffs -h --help " in
+		case " ${cmd_opts[$c]} -j --json -v -vv --verbose -i --interface --bpffs -h --help " in
 		*" $o "*) ;;
 		*) fail "$WHERE shows 'sluice $line', but 'sluice $c' takes no $o" ;;
 		esac

@@ -849,16 +849,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* Whether buf holds only whole lines "<5>sluice: IFACE: ban added: ...". */
+/* Whether buf holds only whole log lines of escalated bans, "sluice:
+ * IFACE: ban added: ...", and of the full source table, "sluice: warning:
+ * check-server: IFACE: the source table is full ..." (stderr is no journal
+ * here: no priorities). */
 static bool only_ban_lines(const char *buf, size_t len)
 {
+	static const char full[] = "sluice: warning: check-server: ";
 	const char *p = buf, *end = buf + len, *nl;
 
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl || strncmp(p, "<5>sluice: ", 11) != 0 ||
-		    !memmem(p, (size_t)(nl - p), ": ban added: ", 13))
+		if (!nl)
 			return false;
+		if (!strncmp(p, full, sizeof(full) - 1)) {
+			if (!memmem(p, (size_t)(nl - p), ": the source table is full (", 28))
+				return false;
+		} else if (strncmp(p, "sluice: ", 8) != 0 ||
+			   !memmem(p, (size_t)(nl - p), ": ban added: ", 13)) {
+			return false;
+		}
 		p = nl + 1;
 	}
 	return true;
@@ -871,7 +881,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	capture_begin(&cap);
 	run_one(data, size);
 	capture_end(&cap);
-	/* Nothing printed but the log lines of escalated bans (<5>, one each). */
+	/* Nothing printed but the log lines of escalated bans (one each) and of
+	 * the full table. */
 	FUZZ_CHECK(cap.out_len == 0 && (cap.err_len == 0 || fz->http.log_requests ||
 					only_ban_lines(cap.err_buf, cap.err_len)),
 		   "the check server printed '%s%s'", cap.out_buf, cap.err_buf);

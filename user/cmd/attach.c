@@ -215,6 +215,29 @@ static int attach_link(struct attach_job *job)
 	return 0;
 }
 
+/* The attach as a log line: a warning when auto mode had to fall back to
+ * skb (generic) mode, where every packet costs an skb first. With -v, where
+ * its pins are and how it runs; with -vv, what it replaced. */
+static void attach_log(const struct attach_job *job)
+{
+	if (job->old_id)
+		log_event(LOG_DEBUG, "%s: program id %u replaced program id %u", job->iface,
+			  prog_id_of(job->prog_fd), job->old_id);
+	else
+		log_event(LOG_DEBUG, "%s: no sluice program ran there before", job->iface);
+	log_event(LOG_INFO, "%s: pins under %s, readable by group id %u; %s", job->iface, job->dir,
+		  (unsigned int)job->gid, job->multiprog ? "under libxdp's dispatcher" :
+		  "a single program (no libxdp dispatcher)");
+	if (job->nmodes == 2 && job->used == XDP_MODE_SKB)
+		log_event(LOG_WARNING, "%s: attached in skb mode: the driver has no native XDP, so "
+			  "packets are judged after the kernel made an skb of each (program id "
+			  "%u; --mode native refuses instead)", job->iface, prog_id_of(job->prog_fd));
+	else
+		log_event(LOG_NOTICE, "%s: attached in %s mode (program id %u%s)", job->iface,
+			  mode_name(job->used), prog_id_of(job->prog_fd),
+			  job->had_pins ? ", state kept" : "");
+}
+
 /* The program is on the link: pin it, record it, open the pins to the
  * group, and say so. */
 static int attach_finish(struct attach_job *job)
@@ -258,6 +281,7 @@ static int attach_finish(struct attach_job *job)
 				"single program; libxdp's dispatcher was not used",
 	       prog_id_of(job->prog_fd),
 	       job->had_pins ? ", state kept from the previous attach" : "", upgraded);
+	attach_log(job);
 	return 0;
 }
 
@@ -338,6 +362,7 @@ static int detach_orphan(const char *iface, int ifindex)
 		return err;
 	printf("detached from %s (a sluice program without pins: its policy and counters were "
 	       "already gone)\n", iface);
+	log_event(LOG_NOTICE, "%s: detached (program id %u, which had no pins)", iface, id);
 	return 0;
 }
 
@@ -433,6 +458,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	printf("detached from %s%s\n", iface,
 	       ifindex && !force ? "" : " (pins removed; the interface was not seen here, and "
 					"its program runs in no network namespace)");
+	log_event(LOG_NOTICE, "%s: detached%s", iface, ifindex && !force ? "" : " (pins removed)");
 	return 0;
 }
 

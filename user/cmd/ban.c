@@ -368,7 +368,7 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 		printf("no bans on %s\n", m.iface);
 	}
 	if (unreadable)
-		fprintf(stderr, "sluice: the prefix bans are not shown: reading them needs root\n");
+		log_event(LOG_WARNING, "the prefix bans are not shown: reading them needs root");
 out:
 	free(bans);
 	free(p);
@@ -499,6 +499,8 @@ static int del_rule_bans(const char *arg, size_t *done)
 			}
 			(*done)++;
 			swept = true;
+			log_event(LOG_NOTICE, "%s: ban removed: %s (escalated, by ban del)", m.iface,
+				  arg);
 			continue;
 		}
 		if (!ban_covers(&bans[i].row.key, &want, prefix))
@@ -509,6 +511,9 @@ static int del_rule_bans(const char *arg, size_t *done)
 			break;
 		}
 		*done += lifted;
+		if (lifted)
+			log_event(LOG_NOTICE, "%s: ban removed: %s (a --ban rule's, by ban del)",
+				  m.iface, arg);
 	}
 	/* The last ban gone: the datapath may stop looking (a running check
 	 * server would do it within a second; there may be none). */

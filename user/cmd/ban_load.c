@@ -241,9 +241,10 @@ static int load_commit(struct sluice_maps *m, struct bantab *t, const struct loa
 		err = bantab_lists_write(m, t);
 	if (err)
 		return runtime_err("cannot write the ban table: %s", strerror(-err));
-	ban_log(m->iface, "ban load: list %s: %llu prefixes, %llu before (%zu lines with a prefix, by ban load)",
-		list, (unsigned long long)list_size(&t->lists[li]), (unsigned long long)before,
+	log_event(LOG_NOTICE, "%s: ban load: list %s: %llu prefixes, %llu before (%zu lines with a prefix, by ban load)",
+		m->iface, list, (unsigned long long)list_size(&t->lists[li]), (unsigned long long)before,
 		s->n);
+	bantab_warn_full(m, t);
 	if (!opts.json)
 		printf("list %s: %llu prefixes (%llu before), loaded in %.2f s\n", list,
 		       (unsigned long long)list_size(&t->lists[li]), (unsigned long long)before,

@@ -294,7 +294,9 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 			snprintf(until_s, sizeof(until_s), "for %s", o->for_);
 		else
 			until_words(until, until_s, sizeof(until_s));
-		ban_log(m.iface, "ban added: %s (list %s, %s, by ban add)", pfx, o->list, until_s);
+		log_event(LOG_NOTICE, "%s: ban added: %s (list %s, %s, by ban add)",
+			  m.iface, pfx, o->list, until_s);
+		bantab_warn_full(&m, &t);
 		if (!opts.json)
 			printf("%s: banned %s (list %s)\n", pfx, until_s, o->list);
 	}
@@ -335,7 +337,8 @@ int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct c
 	if ((r = bantab_lists_write(m, t)))
 		return runtime_err("cannot write the ban lists: %s", strerror(-r));
 	format_cidr(c, pfx, sizeof(pfx));
-	ban_log(m->iface, "ban removed: %s (list %s, by ban del)", pfx, names);
+	log_event(LOG_NOTICE, "%s: ban removed: %s (list %s, by ban del)", m->iface, pfx,
+		  names);
 	return 1;
 }
 

@@ -14,6 +14,8 @@
 #include "cluster.h"
 #include "exporter.h"
 #include "httpd.h"
+#include "notify.h"
+#include "pressure.h"
 #include "privdrop.h"
 #include "prom.h"
 #include "rule.h"
@@ -27,6 +29,7 @@
 #define HTTP_THREADS		4	/* scrapes served at once */
 #define MAX_IFACES		1024
 #define EXPORTER_NOT_ALLOWED	"405 method not allowed: this exporter is read-only, use GET\n"
+#define LOOK_EVERY_NS		(10ULL * SLUICE_NS_PER_SEC)	/* the source tables' pressure */
 
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -279,6 +282,37 @@ void exporter_http_init(struct exporter *ex)
 	ex->http.cls = ex;
 }
 
+/* Until SIGINT or SIGTERM: the source tables looked at every LOOK_EVERY_NS
+ * (pressure.h), and under a watchdog WATCHDOG=1 each time the server has
+ * answered a request of its own (httpd_self_check). */
+static void exporter_loop(struct exporter *ex, const sigset_t *stop)
+{
+	struct pressure *pr = calloc(1, sizeof(*pr));
+	struct notify nt;
+	__u64 look = 0, now, wait;
+	struct timespec ts;
+
+	notify_init(&nt);
+	for (;;) {
+		now = mono_now_ns();
+		if (now >= look) {
+			if (pr)
+				pressure_look(pr, opts.iface);
+			look = mono_now_ns() + LOOK_EVERY_NS;
+		}
+		if (notify_due(&nt, now) &&
+		    !httpd_self_check(&ex->http, "/", notify_check_ms(&nt)))
+			notify_alive(&nt);
+		now = mono_now_ns();
+		wait = notify_sleep_ns(&nt, now, look > now ? look - now : 0);
+		ts.tv_sec = (time_t)(wait / SLUICE_NS_PER_SEC);
+		ts.tv_nsec = (long)(wait % SLUICE_NS_PER_SEC);
+		if (sigtimedwait(stop, NULL, &ts) >= 0)
+			break;
+	}
+	free(pr);
+}
+
 /* The exporter's options. */
 struct exporter_options {
 	const char *listen, *user, *group;
@@ -309,7 +343,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	socklen_t sslen;
 	size_t len;
 	char *body;
-	int fd, sig, err;
+	int fd, err;
 
 	(void)c;
 	exporter_http_init(&ex);
@@ -351,17 +385,19 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	       nifaces == 1 ? "" : "s",
 	       ex.srcs ? "the kernel's element counter" : "walking the table", privs);
 	fflush(stdout);
+	notify_ready("serving http://%s/metrics for %u interface%s", bound, nifaces,
+		     nifaces == 1 ? "" : "s");
 	/* Pins from before they had a group (or another group's) are skipped
 	 * at every scrape; say so once, now. */
 	if (nskipped)
-		err_msg("warning: %u pin director%s could not be read as %s in group %s and %s "
-			"skipped: pins made before they had a group need 'sluice attach IFACE' "
-			"again, pins of another group need --group", nskipped,
-			nskipped == 1 ? "y" : "ies", ra.user, ra.group,
-			nskipped == 1 ? "is" : "are");
+		log_event(LOG_WARNING, "%u pin director%s could not be read as %s in group %s and "
+			  "%s skipped: pins made before they had a group need 'sluice attach "
+			  "IFACE' again, pins of another group need --group", nskipped,
+			  nskipped == 1 ? "y" : "ies", ra.user, ra.group,
+			  nskipped == 1 ? "is" : "are");
 
-	while (sigwait(&stop, &sig))
-		;
+	exporter_loop(&ex, &stop);
+	notify_stopping("stopping");
 	httpd_stop(&ex.http);
 	src_counter_close(ex.srcs);
 	return 0;

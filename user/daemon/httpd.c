@@ -354,8 +354,8 @@ bool httpd_is_token(const char *s)
 }
 
 /* Startup errors always; once serving, a malformed request is answered,
- * not logged (anyone who can connect could fill the journal), unless
- * SLUICE_DEBUG is set. */
+ * not logged (anyone who can connect could fill the journal), unless -vv
+ * (or SLUICE_DEBUG): then as a debug line. */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct httpd *h = cls;
@@ -368,7 +368,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	err_msg("%s: %s", h->name, msg);
+	log_event(__atomic_load_n(&h->serving, __ATOMIC_RELAXED) ? LOG_DEBUG : LOG_ERR, "%s: %s",
+		  h->name, msg);
 }
 
 /* "A.B.C.D:PORT" or "[V6]:PORT"; false on anything else. Port 0 asks the
@@ -639,6 +640,7 @@ void httpd_block_signals(sigset_t *stop)
 int httpd_init(struct httpd *h)
 {
 	h->log_requests = 1;
+	h->serving = 0;
 	h->d = NULL;
 	return conns_start(&h->conns);
 }
@@ -664,8 +666,9 @@ struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads)
 	};
 	unsigned int flags = MHD_USE_ERROR_LOG;
 
+	/* ITC: a connection handed over (httpd_self_check) is served at once. */
 	if (fd >= 0)
-		flags |= MHD_USE_AUTO_INTERNAL_THREAD;
+		flags |= MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC;
 	else	/* no socket, no threads: the caller runs MHD_run() */
 		o[7].option = MHD_OPTION_END;
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, o,
@@ -692,7 +695,8 @@ int httpd_start(struct httpd *h, int fd, unsigned int threads, const char *bound
 
 void httpd_serving(struct httpd *h)
 {
-	__atomic_store_n(&h->log_requests, getenv("SLUICE_DEBUG") != NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->serving, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->log_requests, log_enabled(LOG_DEBUG), __ATOMIC_RELAXED);
 }
 
 void httpd_stop(struct httpd *h)

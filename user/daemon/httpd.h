@@ -66,6 +66,7 @@ struct httpd {
 	 * so every connection is a gateway's; the total limits still hold. */
 	bool local;
 	int log_requests;
+	int serving;			/* past httpd_serving: its messages are debug lines */
 	struct httpd_conns conns;
 	struct MHD_Daemon *d;
 };
@@ -119,8 +120,15 @@ struct MHD_Daemon *httpd_daemon(struct httpd *h, int fd, unsigned int threads);
 int httpd_start(struct httpd *h, int fd, unsigned int threads, const char *bound);
 
 /* From now on libmicrohttpd's complaints about requests are not logged
- * (anyone who can connect could fill the journal), unless SLUICE_DEBUG. */
+ * (anyone who can connect could fill the journal), unless -vv (or
+ * SLUICE_DEBUG), as debug lines. */
 void httpd_serving(struct httpd *h);
+
+/* One request of its own, GET path, handed to the running server's
+ * threads over a socketpair: 0 when an HTTP status line comes back within
+ * timeout_ms, else -1. It proves the server answers (the watchdog's
+ * WATCHDOG=1 waits for it); any status counts. */
+int httpd_self_check(struct httpd *h, const char *path, unsigned int timeout_ms);
 
 /* Stops the server, every connection and the reaper. */
 void httpd_stop(struct httpd *h);

@@ -2,7 +2,6 @@
 /* The prefix ban table: see bantab.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,15 +215,29 @@ void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len)
 	format_cidr(&c, buf, len);
 }
 
-void ban_log(const char *iface, const char *fmt, ...)
+void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t)
 {
-	va_list ap;
+	struct sluice_ban_key key, next;
+	__u64 listed = 0, held = 0;
+	void *prev = NULL;
 
-	fprintf(stderr, "<5>sluice: %s: ", iface);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	/* The lists' tallies count a prefix once per list: more than the
+	 * trie holds, never less. Only near full is the trie walked. */
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		listed += t->lists[i].entries[SLUICE_BAN_KIND_ADDED] +
+			  t->lists[i].entries[SLUICE_BAN_KIND_LOADED];
+	if (t->trie < 0 || !t->capacity ||
+	    listed * 100 < (__u64)t->capacity * BANTAB_FULL_PCT)
+		return;
+	while (!bpf_map_get_next_key(t->trie, prev, &next)) {
+		key = next;
+		prev = &key;
+		held++;
+	}
+	if (held * 100 >= (__u64)t->capacity * BANTAB_FULL_PCT)
+		log_event(LOG_WARNING, "%s: the ban table is %llu%% full (%llu of %u prefixes): "
+			  "a ban past it is refused; attach --max-bans N makes room", m->iface,
+			  held * 100 / t->capacity, (unsigned long long)held, t->capacity);
 }
 
 /* Whether a list says one of its entries may have expired by now. */
@@ -264,7 +277,7 @@ int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who)
 			break;
 		}
 		bantab_format(&e[i].key, pfx, sizeof(pfx));
-		ban_log(m->iface, "ban expired: %s (list %s, by %s)", pfx,
+		log_event(LOG_NOTICE, "%s: ban expired: %s (list %s, by %s)", m->iface, pfx,
 			t->lists[bantab_first_list(e[i].v.lists)].name, who);
 		gone++;
 	}

@@ -65,12 +65,15 @@ __u32 bantab_first_list(__u64 lists);
 void bantab_key(const struct cidr *c, struct sluice_ban_key *k);
 void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len);
 
+/* A table this full (percent of --max-bans) is said to be near full. */
+#define BANTAB_FULL_PCT		90
+/* A warning on stderr (log_event) when t's trie is BANTAB_FULL_PCT full
+ * or more: for the commands that have just written it. */
+void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t);
+
 /* Removes every expired entry (logging each), when a list says one may
  * have expired; uninstalls an emptied trie. Returns how many went, or
  * -errno. who names the command, for the log. */
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
-
-/* The log line of a ban event: "<5>sluice: IFACE: ..." on stderr. */
-void ban_log(const char *iface, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* SLUICE_BANTAB_H */

@@ -8,6 +8,7 @@
 /* Options parsed before dispatch; the only global state. */
 struct options {
 	bool json;
+	int verbose;		/* -v: 1 (info lines too), -vv: 2 (debug too) */
 	const char *iface;	/* -i IFACE, or NULL */
 	const char *bpffs;	/* --bpffs DIR, or NULL (then $SLUICE_BPFFS, or found) */
 };

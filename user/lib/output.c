@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Error lines (as JSON on stdout under -j) and the one JSON writer every -j
- * output goes through. */
+/* Error lines (as JSON on stdout under -j, else through log_line) and the
+ * one JSON writer every -j output goes through. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
@@ -64,7 +64,7 @@ static void verr(bool is_error, const char *fmt, va_list ap)
 			*p = '?';
 	if (is_error && opts.json && json_error(line))
 		return;
-	fprintf(stderr, "sluice: %s\n", line);
+	log_line(LOG_ERR, line);
 }
 
 void err_msg(const char *fmt, ...)

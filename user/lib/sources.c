@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sources.h"
+#include "output.h"
 #include "maps.h"
 #include "srctab.h"
 #include "sources.skel.h"
@@ -41,7 +42,7 @@ struct src_counter *src_counter_open(void)
 		return NULL;
 	/* Failing here is normal on older kernels: say nothing, fall back. */
 	old = libbpf_set_print(libbpf_silent);
-	if (getenv("SLUICE_DEBUG"))
+	if (log_enabled(LOG_DEBUG))
 		libbpf_set_print(old);
 	c->skel = sources_bpf__open_and_load();
 	if (!c->skel) {

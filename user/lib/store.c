@@ -730,6 +730,11 @@ static int commit_with(struct sluice_maps *m, struct policy *next,
 	cfg.leasing = leasing;
 	if (write_config(m, &cfg))
 		return runtime_err("cannot switch to the new policy: %s", strerror(errno));
+	/* Generation 1 is attach's first policy, on fresh maps: its line says so. */
+	if (gen > 1)
+		log_event(LOG_NOTICE, "%s: policy committed: %u rule%s besides the default "
+			  "(generation %llu)", m->iface, next->n, next->n == 1 ? "" : "s",
+			  (unsigned long long)gen);
 	return 0;
 }
 

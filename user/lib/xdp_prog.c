@@ -355,15 +355,15 @@ void remove_pins(const char *dir)
 
 int libxdp_quiet(enum libxdp_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBXDP_WARN && getenv("SLUICE_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
+	if (level == LIBXDP_WARN)
+		log_lines(LOG_DEBUG, fmt, ap);
 	return 0;
 }
 
 int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (getenv("SLUICE_DEBUG") && level <= LIBBPF_INFO)
-		return vfprintf(stderr, fmt, ap);
+	if (level <= LIBBPF_INFO)
+		log_lines(LOG_DEBUG, fmt, ap);
 	return 0;
 }
 

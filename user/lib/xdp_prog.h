@@ -55,7 +55,7 @@ int detach_prog(const char *iface, int ifindex, __u32 prog_id,
  * the words to append to the error. */
 const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode);
 void remove_pins(const char *dir);
-/* libxdp's and libbpf's logs, shown only with SLUICE_DEBUG set. */
+/* libxdp's and libbpf's logs, as debug lines (-vv, or SLUICE_DEBUG). */
 int libxdp_quiet(enum libxdp_print_level level, const char *fmt, va_list ap);
 int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap);
 /* The tables attach sizes (--max-sources, --max-bans), and whether each

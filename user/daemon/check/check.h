@@ -100,6 +100,8 @@ struct check_server {
 	struct check_policy *pol;
 	struct table t;			/* struct check_key to struct check_entry */
 	__u64 no_idle_until;		/* none of the full table is idle before then */
+	__u64 full_said_ns;		/* when a full table was last said (0: never) */
+	__u64 full_refused;		/* new sources refused since */
 	struct repeat_slot *repeats;
 	/* Atomic counters. */
 	__u64 answers[OUT_MAX];

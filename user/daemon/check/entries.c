@@ -7,6 +7,9 @@
 #include <sys/random.h>
 #include "check.h"
 
+/* A full table meets every new client: said at most this often. */
+#define FULL_SAY_NS	(60ULL * SLUICE_NS_PER_SEC)
+
 struct idle_walk {
 	__u64 now;
 	__u64 soonest;			/* the earliest idle_at of those walked */
@@ -24,6 +27,20 @@ static bool entry_idle(const void *val, void *ctx)
 	return false;
 }
 
+/* One new source refused by the full table, said now and then. */
+static void table_full_said(struct check_server *s, __u64 now)
+{
+	s->full_refused++;
+	if (s->full_said_ns && now - s->full_said_ns < FULL_SAY_NS)
+		return;
+	log_event(LOG_WARNING, "check-server: %s: the source table is full (%u sources, none "
+		  "idle): new clients are answered %s until one is (%llu refused since last "
+		  "said); --max-sources N tracks more", s->m.iface, s->t.cap,
+		  "429 (403 with ?status=403)", (unsigned long long)s->full_refused);
+	s->full_said_ns = now;
+	s->full_refused = 0;
+}
+
 /* The entry of k, made (empty) if there was none; NIL when the table is full. */
 __u32 check_entry_get(struct check_server *s, const struct check_key *k, __u64 now)
 {
@@ -32,11 +49,13 @@ __u32 check_entry_get(struct check_server *s, const struct check_key *k, __u64 n
 
 	if (i != NIL)
 		return i;
-	if (table_full(&s->t) && now < s->no_idle_until)
-		return NIL;
-	i = table_insert(&s->t, k, entry_idle, &w);
+	if (!table_full(&s->t) || now >= s->no_idle_until) {
+		i = table_insert(&s->t, k, entry_idle, &w);
+		if (i == NIL)
+			s->no_idle_until = w.soonest;
+	}
 	if (i == NIL)
-		s->no_idle_until = w.soonest;
+		table_full_said(s, now);
 	return i;
 }
 

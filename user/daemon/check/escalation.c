@@ -25,8 +25,8 @@ void check_escalate(struct check_server *s, const struct check_rule *r, __u32 id
 		count(&s->counts[idx].bans);
 		a->retry_s = ns_to_s_up(r->ban_ns);
 		format_source(src, who, sizeof(who));
-		ban_log(s->m.iface, "ban added: %s (escalated by rule %u, for %llus, by check-server)",
-			who, idx, (unsigned long long)ns_to_s_up(r->ban_ns));
+		log_event(LOG_NOTICE, "%s: ban added: %s (escalated by rule %u, for %llus, by check-server)",
+			  s->m.iface, who, idx, (unsigned long long)ns_to_s_up(r->ban_ns));
 	} else if (!__atomic_fetch_add(&s->ban_failures, 1, __ATOMIC_RELAXED)) {
 		/* counted, and said once: the client stays unbanned */
 		err_msg("cannot ban a client in XDP: %s (the ban table holds %u; "

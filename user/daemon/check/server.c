@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include "check.h"
 #include "cli.h"
+#include "notify.h"
 #include "privdrop.h"
 
 #ifndef SLUICE_VERSION
@@ -322,16 +323,23 @@ static void server_free(struct check_server *s)
 }
 
 /* Until SIGINT or SIGTERM (0), or the interface is detached (EXIT_RUNTIME):
- * a new policy within POLICY_POLL_NS of its commit, expired bans swept. */
+ * a new policy within POLICY_POLL_NS of its commit, expired bans swept,
+ * and under a watchdog WATCHDOG=1 each time the server has answered a
+ * request of its own for /metrics (which takes the server's lock). */
 static int serve(struct check_server *s, const sigset_t *stop)
 {
 	const struct timespec poll = { .tv_nsec = (long)POLICY_POLL_NS };
 	struct check_policy *np = NULL, *old;
 	__u64 last_sweep = mono_now_ns();
+	struct notify nt;
 
+	notify_init(&nt);
 	for (;;) {
 		__u64 gen = SLUICE_GEN(__atomic_load_n(&s->bans.cfg->gen_slot, __ATOMIC_ACQUIRE));
 
+		if (notify_due(&nt, mono_now_ns()) &&
+		    !httpd_self_check(&s->http, "/metrics", notify_check_ms(&nt)))
+			notify_alive(&nt);
 		if (sigtimedwait(stop, NULL, &poll) >= 0) {
 			free(np);
 			return 0;
@@ -352,6 +360,11 @@ static int serve(struct check_server *s, const sigset_t *stop)
 			check_policy_apply(s, np, mono_now_ns());
 			pthread_mutex_unlock(&s->lock);
 			np = old;	/* reused next time */
+			log_event(LOG_INFO, "check-server: %s: policy generation %llu read: %u "
+				  "request rule%s", s->m.iface, (unsigned long long)s->pol->gen,
+				  s->pol->n, s->pol->n == 1 ? "" : "s");
+			notify_status("serving /check for %s (%u request rule%s)", s->m.iface,
+				      s->pol->n, s->pol->n == 1 ? "" : "s");
 		}
 		if (mono_now_ns() - last_sweep >= SWEEP_NS) {
 			last_sweep = mono_now_ns();
@@ -497,9 +510,11 @@ static void check_announce(const struct check_server *s, const struct cli_args *
 		       "client address from %s; %s)\n", SLUICE_VERSION, bound, cs->iface,
 		       s->pol->n, s->pol->n == 1 ? "" : "s", s->header, privs);
 	fflush(stdout);
+	notify_ready("serving /check on %s for %s (%u request rule%s)", bound, cs->iface, s->pol->n,
+		     s->pol->n == 1 ? "" : "s");
 	if (!s->pol->n)
-		err_msg("warning: %s has no request rules: every check is answered 200 (unlimited) "
-			"until 'sluice limit set CIDR --requests N' adds one", cs->iface);
+		log_event(LOG_WARNING, "%s has no request rules: every check is answered 200 "
+			  "(unlimited) until 'sluice limit set CIDR --requests N' adds one", cs->iface);
 }
 
 /* Serves on fd as the server's threads until serve() returns; its code. */
@@ -524,6 +539,7 @@ static int check_serve_on(struct check_server *s, const struct cli_args *a,
 		httpd_serving(&s->http);
 		check_announce(s, a, cs, bound, privs);
 		err = serve(s, &stop);
+		notify_stopping("%s", err ? "stopping on an error (see the log)" : "stopping");
 		httpd_stop(&s->http);
 	}
 	pthread_mutex_destroy(&s->lock);

@@ -41,9 +41,10 @@ static void warn_short_bursts(const struct agent *ag)
 		if ((double)r->burst >= need)
 			continue;
 		policy_rule_label(ag->pol, r, label, sizeof(label));
-		err_msg("cluster: %s: rule %s: its burst %llu is under rate x sync (%.0f): Redis's "
-			"bucket fills between syncs and the cluster admits less than the rate; "
-			"give --burst %llu or more, or --sync %.0f or less", ag->m.iface, label,
+		log_event(LOG_WARNING, "cluster: %s: rule %s: its burst %llu is under rate x sync "
+			  "(%.0f): Redis's bucket fills between syncs and the cluster admits less "
+			  "than the rate; give --burst %llu or more, or --sync %.0f or less",
+			  ag->m.iface, label,
 			(unsigned long long)r->burst, need, ceil_pos(need),
 			(double)r->burst / per_s * 1000);
 	}
@@ -96,19 +97,20 @@ static int attempt(struct agent *ag, bool first)
 
 /* Sleeps until tick: true when SIGINT or SIGTERM came. The signals are
  * blocked and taken here, so one that comes while the agent talks to
- * Redis is seen right after, never lost. */
-static bool wait_tick(__u64 tick, const sigset_t *stop)
+ * Redis is seen right after, never lost. Under a watchdog, WATCHDOG=1 goes
+ * from here: the loop came back from its last sync, and a sync longer
+ * than the watchdog's interval is waited for in parts. */
+static bool wait_tick(__u64 tick, const sigset_t *stop, struct notify *nt)
 {
-	const struct timespec zero = { 0 };
-
 	for (;;) {
-		__u64 now = mono_now_ns();
-		struct timespec ts = zero;
+		__u64 now = mono_now_ns(), left = now < tick ? tick - now : 0;
+		struct timespec ts;
 
-		if (now < tick) {
-			ts.tv_sec = (time_t)((tick - now) / SLUICE_NS_PER_SEC);
-			ts.tv_nsec = (long)((tick - now) % SLUICE_NS_PER_SEC);
-		}
+		if (notify_due(nt, now))
+			notify_alive(nt);
+		left = notify_sleep_ns(nt, now, left);
+		ts.tv_sec = (time_t)(left / SLUICE_NS_PER_SEC);
+		ts.tv_nsec = (long)(left % SLUICE_NS_PER_SEC);
 		if (sigtimedwait(stop, NULL, &ts) >= 0)
 			return true;
 		if (errno == EAGAIN && mono_now_ns() >= tick)
@@ -134,14 +136,18 @@ static int agent_loop(struct agent *ag, const sigset_t *stop)
 	__u64 tick = mono_now_ns(), checked = tick;
 	int err = attempt(ag, true);
 
+	if (!err)
+		agent_notify_status(ag, true);
 	while (!err) {
 		ag->st.heartbeat_ns = mono_now_ns();
 		if (cluster_state_write(&ag->m, &ag->st))
 			return runtime_err("cannot write the cluster state of %s: %s", ag->m.iface,
 					   strerror(errno));
 		tick = next_tick(tick, ag->sync_ns);
-		if (wait_tick(tick, stop))
+		if (wait_tick(tick, stop, &ag->nt)) {
+			notify_stopping("%s: leaving the cluster", ag->m.iface);
 			return agent_leave(ag);
+		}
 		if (mono_now_ns() - checked >= ATTACHED_CHECK_NS) {
 			checked = mono_now_ns();
 			if (!maps_still_current(&ag->m))
@@ -253,7 +259,10 @@ int agent_run(const char *iface, const struct redis_url *url, const char *node, 
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop, &saved);
+	notify_init(&ag->nt);
 	err = agent_loop(ag, &stop);
+	if (err)
+		notify_stopping("%s: the agent stopped on an error (see its log)", iface);
 	sigprocmask(SIG_SETMASK, &saved, NULL);
 	agent_free(ag);
 	free(ag);

@@ -11,6 +11,7 @@
 #include "rule.h"
 #include "redis.h"
 #include "hotset.h"
+#include "notify.h"
 
 #define NODES_KEY		"sluice:{nodes}"
 /* A peer in sluice:{nodes} is NAME#ID, ID random at each agent start: two
@@ -31,6 +32,7 @@ struct agent {
 	__u64 ttl_ms;			/* the heartbeat's */
 	char ttl_arg[NUM_MAX];
 	char member[PEER_MEMBER_MAX];	/* NAME#ID, this agent in sluice:{nodes} */
+	struct notify nt;		/* the service manager's watchdog */
 };
 
 static inline __u64 ceil_pos(double x)
@@ -68,6 +70,8 @@ __u64 next_tick(__u64 prev, __u64 sync_ns);
 /* The outcome of one attempt: the mode and the shares follow. 0, or an
  * exit code. */
 int after_sync(struct agent *ag, int ret, __u32 npeers, bool first);
+/* The mode and the shares as a STATUS= line; with READY=1 when ready. */
+void agent_notify_status(const struct agent *ag, bool ready);
 /* Leaves the cluster cleanly: 0, or an exit code. */
 int agent_leave(struct agent *ag);
 

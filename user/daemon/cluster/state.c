@@ -28,9 +28,27 @@ static void say_peers(const struct agent *ag)
 	for (__u32 i = 0; i < ag->st.npeers && off < sizeof(list); i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? " " : "",
 					ag->st.peer[i]);
-	err_msg("cluster: %s: %u peer%s (%s): --cluster rules apply limit / %u here, "
-		"leasing more from Redis", ag->m.iface, ag->st.peers, plural(ag->st.peers), list,
-		ag->st.peers * SLUICE_CLUSTER_LOCAL_DIV);
+	log_event(LOG_NOTICE, "cluster: %s: %u peer%s (%s): --cluster rules apply limit / %u "
+		  "here, leasing more from Redis", ag->m.iface, ag->st.peers, plural(ag->st.peers),
+		  list, ag->st.peers * SLUICE_CLUSTER_LOCAL_DIV);
+}
+
+void agent_notify_status(const struct agent *ag, bool ready)
+{
+	const struct sluice_cluster_state *s = &ag->st;
+	char status[512];
+
+	if (s->mode == SLUICE_CLUSTER_UP)
+		snprintf(status, sizeof(status), "%s: up, %u peer%s: --cluster rules apply limit / "
+			 "%u here and lease from %s", ag->m.iface, s->peers, plural(s->peers),
+			 s->peers * SLUICE_CLUSTER_LOCAL_DIV, s->url);
+	else
+		snprintf(status, sizeof(status), "%s: fallback, %s unreachable (%s): --cluster "
+			 "rules apply limit / %u", ag->m.iface, s->url, ag->r.why, s->peers);
+	if (ready)
+		notify_ready("%s", status);
+	else
+		notify_status("%s", status);
 }
 
 /* The outcome of one attempt (connect if needed, sync): the mode and the
@@ -56,11 +74,14 @@ int after_sync(struct agent *ag, int ret, __u32 npeers, bool first)
 		s->fallbacks++;
 		s->fallback_since_ns = now;
 		if (first)
-			err_msg("cannot reach %s: %s; in fallback (limit / %u) until it answers",
-				s->url, ag->r.why, s->peers);
+			log_event(LOG_WARNING, "cluster: %s: cannot reach %s: %s; in fallback "
+				  "(limit / %u) until it answers", ag->m.iface, s->url, ag->r.why,
+				  s->peers);
 		else
-			err_msg("cluster: %s: fallback: %s: %s; --cluster rules apply limit / %u "
-				"until it answers", ag->m.iface, s->url, ag->r.why, s->peers);
+			log_event(LOG_WARNING, "cluster: %s: fallback: %s: %s; --cluster rules "
+				  "apply limit / %u until it answers", ag->m.iface, s->url, ag->r.why,
+				  s->peers);
+		agent_notify_status(ag, false);
 		return state_commit(ag);
 	}
 	s->syncs++;
@@ -74,10 +95,12 @@ int after_sync(struct agent *ag, int ret, __u32 npeers, bool first)
 			s->fallback_ns += now - s->fallback_since_ns;
 		s->fallback_since_ns = 0;
 		s->mode = SLUICE_CLUSTER_UP;
-		err_msg("cluster: %s: up: %s answers", ag->m.iface, s->url);
+		log_event(LOG_NOTICE, "cluster: %s: up: %s answers%s", ag->m.iface, s->url,
+			  first ? "" : "; the cluster's shares are back");
 	}
 	s->peers = npeers;
 	say_peers(ag);
+	agent_notify_status(ag, false);
 	return state_commit(ag);
 }
 
@@ -102,7 +125,7 @@ int agent_leave(struct agent *ag)
 	s->fallback_since_ns = 0;
 	s->mode = SLUICE_CLUSTER_STOPPED;
 	err = state_commit(ag);
-	err_msg("cluster: %s: stopped: --cluster rules apply limit / %u by themselves", ag->m.iface,
-		s->peers);
+	log_event(LOG_NOTICE, "cluster: %s: stopped: --cluster rules apply limit / %u by themselves",
+		  ag->m.iface, s->peers);
 	return rc ? rc : err;
 }

@@ -69,9 +69,9 @@ static void take_notices(struct agent *ag)
 			continue;
 		if (hs->n == SLUICE_CLUSTER_HOT_MAX) {
 			if (!hs->full_said)
-				err_msg("warning: cluster: %u hot buckets already: more are limited by "
-					"their local share alone until some cool down",
-					SLUICE_CLUSTER_HOT_MAX);
+				log_event(LOG_WARNING, "cluster: %s: %u hot buckets already: more are "
+					  "limited by their local share alone until some cool down",
+					  ag->m.iface, SLUICE_CLUSTER_HOT_MAX);
 			hs->full_said = true;
 			continue;
 		}
@@ -278,9 +278,9 @@ static int write_grants(struct agent *ag)
 			 * grant is lost), and had none. */
 			old = 0;
 			if (!hs->full_said)
-				err_msg("warning: cluster: %s: the leases map is full (%u): some hot "
-					"buckets get no lease this sync", ag->m.iface,
-					SLUICE_MAX_LEASES);
+				log_event(LOG_WARNING, "cluster: %s: the leases map is full (%u): some "
+					  "hot buckets get no lease this sync", ag->m.iface,
+					  SLUICE_MAX_LEASES);
 			hs->full_said = true;
 		}
 		if (old > e->credit)
