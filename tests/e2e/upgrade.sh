@@ -15,6 +15,8 @@
 #  - policy show and ban list read the same before and after, the limited
 #    source keeps its counts (the source table and its seed were kept), the
 #    program id changed;
+#  - the old version's check server notices its maps were replaced and
+#    exits 1 with a word of why (its unit restarts it on the new ones);
 #  - a second attach of the same build keeps everything (no upgrade words),
 #    and a policy edit after the upgrade lands on the new maps.
 # Shown to fail against a build whose upgrade_fill skips the re-commit: the
@@ -68,6 +70,16 @@ passed_before=$(old_rx -j query "$LIMITED" | jq -r '.passed // empty')
 [[ -n $passed_before ]] || fail "no count for $LIMITED from the old sluice: $(old_rx -j query "$LIMITED")"
 assert_ge "$passed_before" 100 "packets the old sluice passed from $LIMITED"
 
+# The old version's check server, which holds the old maps open.
+sock=$(netns_tmp check.sock)
+check_log=$(netns_tmp check.log)
+nsenter --net="/run/netns/$NS_RX" "$OLD" -i "$IF_RX" check-server --socket "$sock" \
+	>"$check_log" 2>&1 &
+check_pid=$!
+netns_track_pid "$check_pid"
+for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+[[ -S $sock ]] || fail "the old check server did not start: $(cat "$check_log")"
+
 nft_rx_init
 nft_rx_counter c_denied ip saddr "$DENIED"
 nft_rx_counter c_banned ip saddr "$BANNED"
@@ -97,6 +109,16 @@ assert_eq "$(nft_rx_packets c_banned)" 0 "packets of the banned source past XDP 
 	fail "the attach does not say the policy was re-applied: $msg"
 [[ $msg == *"per-source state kept"* ]] || fail "the attach does not say per-source state was kept: $msg"
 ok "the attach said what it made anew and what it kept"
+
+# The old check server sees its maps replaced within a second or so and
+# exits 1 (its unit's Restart= brings it back on the new maps).
+rc=0
+timeout 5 tail --pid="$check_pid" -f /dev/null || fail "the old check server still runs 5 s after the upgrade"
+wait "$check_pid" || rc=$?
+assert_eq "$rc" 1 "exit status of the old check server after the upgrade"
+grep -q "attached anew with other maps (an upgrade)" "$check_log" ||
+	fail "the old check server did not say why it stopped: $(cat "$check_log")"
+ok "the old check server stopped, saying its maps were replaced"
 
 prog_new=$(sluice_jq '.interfaces[0].prog_id' status)
 [[ $prog_new != "$prog_old" ]] || fail "the program id did not change ($prog_old)"

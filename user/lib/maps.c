@@ -262,13 +262,11 @@ __u32 map_id(int fd)
 bool maps_still_current(const struct sluice_maps *m)
 {
 	struct sluice_maps now;
-	bool same;
 
 	if (maps_try_open_ro(m->iface, &now))
-		return false;
-	same = map_id(now.config) == map_id(m->config);
+		return false;	/* detached, or pins of another version */
 	maps_close(&now);
-	return same;
+	return maps_current(m);
 }
 
 long walk_keyed(int fd, bucket_fn fn, void *ctx)

@@ -374,9 +374,9 @@ static int serve(struct check_server *s, const sigset_t *stop)
 		}
 	}
 	free(np);
-	return runtime_err("%s was detached: its request rules and bans are gone; not serving "
-			   "stale rules (attach it again, then restart the check server)",
-			   s->m.iface);
+	return runtime_err("%s was detached, or attached anew with other maps (an upgrade): "
+			   "not serving stale rules (start the check server again once it is "
+			   "attached)", s->m.iface);
 }
 
 /* Where to serve: --listen (TCP, --trust decides) or the Unix socket

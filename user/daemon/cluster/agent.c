@@ -151,9 +151,9 @@ static int agent_loop(struct agent *ag, const sigset_t *stop)
 		if (mono_now_ns() - checked >= ATTACHED_CHECK_NS) {
 			checked = mono_now_ns();
 			if (!maps_still_current(&ag->m))
-				return runtime_err("%s was detached: its --cluster rules are gone; "
-						   "the agent stops (attach it again, then join again)",
-						   ag->m.iface);
+				return runtime_err("%s was detached, or attached anew with other "
+						   "maps (an upgrade): the agent stops (join again "
+						   "once it is attached)", ag->m.iface);
 		}
 		err = policy_refresh(ag);
 		if (!err)
