@@ -299,7 +299,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 	int err;
 
 	(void)cmd;
-	upgrade_done(&job.up);	/* nothing held yet */
+	upgrade_init(&job.up);
 	err = attach_begin(&job, o);
 	if (err)
 		return err;

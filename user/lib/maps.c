@@ -232,8 +232,9 @@ int maps_lock(struct sluice_maps *m)
 	if (m->lock < 0 || flock(m->lock, LOCK_EX))
 		return runtime_err("cannot lock %s: %s", m->dir, strerror(errno));
 	if (!maps_current(m))
-		return runtime_err("%s was attached again by another version meanwhile: run the "
-				   "command again", m->iface);
+		return runtime_err("%s was attached anew while this command waited (an upgrade or "
+				   "a new --max-sources): nothing was changed; run the command again",
+				   m->iface);
 	return 0;
 }
 

@@ -180,8 +180,7 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 	char path[SLUICE_PATH_MAX];
 	int err = 0;
 
-	memset(u, 0, sizeof(*u));
-	u->btf_fd = u->lock = -1;
+	upgrade_init(u);
 	for (int i = 0; i < SLUICE_MAPI_COUNT; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, map_names[i]);
 		u->old[i] = bpf_obj_get(path);
@@ -353,13 +352,18 @@ void upgrade_words(const struct upgrade *u, char *buf, size_t len)
 void upgrade_done(struct upgrade *u)
 {
 	for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
-		if (u->old[i] > 0)
+		if (u->old[i] >= 0)
 			close(u->old[i]);
-	if (u->lock > 0)
+	if (u->lock >= 0)
 		close(u->lock);
 	for (int k = 0; k < UPGRADE_BTFS; k++)
 		btf__free(u->btfs[k]);
 	btf__free(u->new_btf);	/* closes btf_fd */
+	upgrade_init(u);
+}
+
+void upgrade_init(struct upgrade *u)
+{
 	memset(u, 0, sizeof(*u));
 	u->btf_fd = u->lock = -1;
 	for (int i = 0; i < SLUICE_MAPI_COUNT; i++)

@@ -50,6 +50,8 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 int upgrade_pin(struct sluice_bpf *skel, const struct upgrade *u, const char *dir);
 /* ", upgraded in place: kept ...; made anew ..." for attach's message. */
 void upgrade_words(const struct upgrade *u, char *buf, size_t len);
+/* Nothing held: every fd -1. upgrade_done() frees what is held and inits. */
+void upgrade_init(struct upgrade *u);
 void upgrade_done(struct upgrade *u);
 
 #endif /* SLUICE_UPGRADE_H */
