@@ -145,6 +145,7 @@ done
 
 netns_init bn
 netns_setup
+need_xdp_live	# 77 (a skip) where the kernel refuses live frames
 RESULTS=$(netns_tmp results)
 MEMORY=$(netns_tmp memory)
 FLOOD_OUT=$(netns_tmp flood.json)
