@@ -173,8 +173,8 @@ static __always_inline int read_prev(struct sluice_config *cfg, __u64 gen_slot, 
 /* The clock policy v is judged by (SLUICE_POLICY_COARSE_CLOCK). */
 static __always_inline __u64 policy_clock(const struct verdict *v)
 {
-	return (v->flags & SLUICE_POLICY_COARSE_CLOCK) ? bpf_ktime_get_coarse_ns()
-						       : bpf_ktime_get_ns();
+	return (v->flags & SLUICE_POLICY_COARSE_CLOCK) ? SLUICE_COARSE_CLOCK_NS()
+						       : SLUICE_CLOCK_NS();
 }
 
 /* Whether a source decided by a rule with verdict v and candidates that

@@ -19,6 +19,15 @@
 #ifndef SLUICE_NEW_BUCKET
 #define SLUICE_NEW_BUCKET(map, key, val) bpf_map_update_elem(map, key, val, BPF_NOEXIST)
 #endif
+/* The clocks the rules are judged by (policy_clock), both
+ * CLOCK_MONOTONIC; tests/bpf swaps in ones that read as the first hour
+ * after boot, window 0 of a 1 h window, whatever the machine's uptime. */
+#ifndef SLUICE_CLOCK_NS
+#define SLUICE_CLOCK_NS() bpf_ktime_get_ns()
+#endif
+#ifndef SLUICE_COARSE_CLOCK_NS
+#define SLUICE_COARSE_CLOCK_NS() bpf_ktime_get_coarse_ns()
+#endif
 /* After parsing; the benchmark swaps in one that gives each packet a
  * random source, to measure floods of never-seen sources. */
 #ifndef SLUICE_SOURCE_HOOK

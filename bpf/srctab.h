@@ -171,18 +171,29 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_bucket *s, __u
 	return limit_idle(&nv.lim, st, now);
 }
 
+/* srctab_fresh_nonzero for a limit of algo, window and bits, now on the
+ * precise clock that windows are judged by. Global, so the verifier checks
+ * it once: inline, src_claim's frame would outgrow the 512 bytes of stack
+ * that BPF gives a chain of calls. */
+__noinline __u64 slot_fresh(__u32 algo, __u64 window, __u32 bits)
+{
+	struct sluice_limit l = { .interval = window, .algo = (__u8)algo, .bits = (__u8)bits };
+
+	return srctab_fresh_nonzero(&l, SLUICE_CLOCK_NS());
+}
+
 /*
- * Take slot s for a new source of limit lim: an empty one, or with reclaim
- * an idle one (slot_idle). One CAS of ctl takes the slot from whatever else
- * reads or claims it; then one CAS of the state, from the value judged
- * idle to a fresh one, decides between the reclaim and an admission of
- * the old source that read ctl before it changed: exactly one of them
- * wins, and when the admission does, the slot is given back untouched.
- * Returns the claimed ctl (state claiming), or 0.
+ * Take slot s for a new source: an empty one, or with reclaim an idle one
+ * (slot_idle). One CAS of ctl takes the slot from whatever else reads or
+ * claims it; then one CAS of the state, from the value judged idle to a
+ * fresh one (fresh: the limit's srctab_fresh_nonzero, read before), decides
+ * between the reclaim and an admission of the old source that read ctl
+ * before it changed: exactly one of them wins, and when the admission
+ * does, the slot is given back untouched. Returns the claimed ctl (state
+ * claiming), or 0.
  */
 static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_slot *s,
-				       const struct sluice_limit *lim, int reclaim,
-				       int *reclaimed)
+				       __u64 fresh, int reclaim, int *reclaimed)
 {
 	__u64 c = READ_ONCE(s->ctl), t = 0, claim;
 
@@ -202,7 +213,8 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
-	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(lim, t)) != t) {
+	/* srctab_fresh_state: 0 over a used word, fresh over 0 */
+	if (__sync_val_compare_and_swap(&s->tat, t, t ? 0 : fresh) != t) {
 		WRITE_ONCE(s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
@@ -292,7 +304,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	struct verdict v;
 	struct lock_wait lw = {};
 	struct pend_wait pw = {};
-	__u64 *lk, claim = 0, gen_slot;
+	__u64 *lk, claim = 0, gen_slot, fresh;
 	__u32 si, at = 0, k, first;
 	int reclaimed = 0, r = SRC_FULL;
 
@@ -328,12 +340,13 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	/* Empty slots first (a reclaim forgets a source's counts), in the
 	 * emptier bucket first: balanced, two choices fill the table evenly. */
 	first = src_emptier(&w);
+	fresh = slot_fresh(v.lim.algo, v.lim.interval, v.lim.bits);
 	for (k = 0; k < 4 * SLUICE_SLOTS_PER_BUCKET && !claim; k++) {
 		at = (((k / SLUICE_SLOTS_PER_BUCKET & 1) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
 		if (s)
-			claim = slot_take(cfg, s, &v.lim, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
+			claim = slot_take(cfg, s, fresh, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
 					  &reclaimed);
 	}
 	if (!claim || !s)

@@ -72,8 +72,9 @@ $(BUILD)/bench-min: tools/bench_min.c $(BUILD)/bench_min.skel.h
 # BPF tests: the real XDP program through BPF_PROG_TEST_RUN, its policy
 # committed by the CLI's own code (USER_LIB_OBJS), and variants of it that
 # the tests must be able to tell apart (a racy CAS, no bucket to be had, a
-# short IPv6 extension-header walk, a racy lease) or that the benchmark
-# runs: each is tests/bpf/NAME.bpf.c, which overrides a macro and includes
+# short IPv6 extension-header walk, a racy lease), that run on a clock the
+# tests choose (the first hour after boot) or that the benchmark runs:
+# each is tests/bpf/NAME.bpf.c, which overrides a macro and includes
 # bpf/sluice.bpf.c (or tools/bench_min.bpf.c), and its skeleton is
 # $(BUILD)/tests/NAME.skel.h, named NAME_bpf.
 BPF_TEST_CFLAGS	:= -I $(BUILD)/tests
@@ -87,7 +88,8 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUI
 		$(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep \
 		$(BUILD)/tests/test_ban_prefix: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
-		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h
+		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h \
+		$(BUILD)/tests/sluice_firsthour.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos

@@ -89,18 +89,34 @@ SLUICE_INLINE int limit_idle(const struct sluice_limit *l, __u64 st, __u64 now)
 	return st < gcra_now(now);
 }
 
-/* The state a slot claimed for a source of limit l starts with: fresh (0
- * is empty for every algorithm; so are a token bucket's or a fixed
- * window's 1, an instant long past, and a sliding window's empty counts
- * tagged with window 1), and never old, the state of the slot's last
- * source, so a CAS its last packets began never lands on the new one. */
-SLUICE_INLINE __u64 srctab_fresh_state(const struct sluice_limit *l, __u64 old)
+/*
+ * The state a slot claimed at now for a source of limit l starts with:
+ * fresh at now and after, and never old, the state of the slot's last
+ * source, so a CAS its last packets began never lands on the new one. 0 is
+ * empty for every algorithm; so are a token bucket's 1, an instant long
+ * past, a fixed window's 1 (window.h: every window starts at S >= 1, the
+ * first one after boot included), and a sliding window's empty counts
+ * tagged with a window before now's. Tagged with a fixed window (1), they
+ * read as a ban ahead of now in the windows before it under a rule with
+ * --ban: in window 0, the first W after boot, and again where the tag
+ * wraps.
+ */
+SLUICE_INLINE __u64 srctab_fresh_nonzero(const struct sluice_limit *l, __u64 now)
 {
-	if (old)
-		return 0;
-	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW)
-		return sw_make(1, 0, 0, l->bits);
-	return 1;
+	__u64 w, st;
+
+	if (l->algo != SLUICE_ALGO_SLIDING_WINDOW)
+		return 1;
+	/* The tag of window w - 1, or of w - 2 where that one's is 0 (the
+	 * zero word): behind now by one or two windows, counts empty. */
+	w = win_index(now, l->interval) - 1;
+	st = sw_make(w, 0, 0, l->bits);
+	return st ? st : sw_make(w - 1, 0, 0, l->bits);
+}
+
+SLUICE_INLINE __u64 srctab_fresh_state(const struct sluice_limit *l, __u64 old, __u64 now)
+{
+	return old ? 0 : srctab_fresh_nonzero(l, now);
 }
 
 #endif /* SLUICE_SRCTAB_H */

@@ -56,18 +56,30 @@ SLUICE_INLINE __u64 win_index(__u64 now, __u64 window)
 
 /*
  * Fixed window. The word S is a running count, "window start plus count":
- * window w starts at S = w * N, so S - w * N is what window w has admitted
- * (0 when S lies below). A full window w has S = (w + 1) * N, which is
- * also where window w + 1 starts empty, so no window number is stored and
- * none can wrap: S grows by N per window, at most by the rate per ns, so it
- * stays below 2^64 for 584 years at 1e9/s. Past that it saturates and
- * admits nothing. A banned word lies beyond the current window's end.
+ * window w starts at S = w * N + 1, so S - (w * N + 1) is what window w
+ * has admitted (0 when S lies below). A full window w has S = (w + 1) * N
+ * + 1, which is also where window w + 1 starts empty, so no window number
+ * is stored and none can wrap: S grows by N per window, at most by the
+ * rate per ns, so it stays below 2^64 for 584 years at 1e9/s. Past that it
+ * saturates and admits nothing. A banned word lies beyond the current
+ * window's end.
+ *
+ * The one unit of offset makes both 0 and 1 empty in every window, the
+ * first one included (window 0 is the first W after boot: CLOCK_MONOTONIC
+ * starts near 0): the source table (srctab.h) claims a slot by moving its
+ * word from one empty value to another, and with windows starting at
+ * w * N there was no second empty value in window 0, so a claimed slot
+ * started with one unit spent (a fresh source got N - 1 in the first hour
+ * of a 1 h window).
  */
 
-/* S at the start and at the end of now's window. */
+/* S at the start of now's window. */
 SLUICE_INLINE __u64 fw_start(__u64 now, __u64 window, __u64 budget)
 {
-	return win_mul(win_index(now, window), budget);
+	__u64 s = win_mul(win_index(now, window), budget);
+
+	return s + (s != SLUICE_U64_MAX);	/* saturating, without a branch: the
+						 * datapath's stack has no room for one */
 }
 
 /* Admit a packet of cost units: base = max(S, start); admitted when
@@ -109,7 +121,9 @@ SLUICE_INLINE int fw_banned(__u64 s, __u64 now, __u64 window, __u64 budget)
  * begins (a ban ends with that window spent). */
 SLUICE_INLINE __u64 fw_ban_state(__u64 now, __u64 window, __u64 budget, __u64 ban_ns)
 {
-	return win_mul(win_add(win_index(win_add(now, ban_ns), window), 1), budget);
+	__u64 s = win_mul(win_add(win_index(win_add(now, ban_ns), window), 1), budget);
+
+	return s + (s != SLUICE_U64_MAX);
 }
 
 /* ns until a ban ends (0 when not banned). */
@@ -119,9 +133,9 @@ SLUICE_INLINE __u64 fw_ban_left(__u64 s, __u64 now, __u64 window, __u64 budget)
 
 	if (!fw_banned(s, now, window, budget) || !budget)
 		return 0;
-	/* Banned until the window w where S = (w + 1) * N, that is until
-	 * window S / N - 1 begins. */
-	w = s / budget - 1;
+	/* Banned until the window w where S = (w + 1) * N + 1, that is
+	 * until window (S - 1) / N - 1 begins (S > N + 1: banned). */
+	w = (s - 1) / budget - 1;
 	return win_time(w, window) > now ? win_time(w, window) - now : 0;
 }
 
@@ -135,13 +149,14 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
 		return 0;
 	if (cost > budget || !budget)
 		return SLUICE_U64_MAX;
-	/* Admitted in the first window w with S + cost <= (w + 1) * N (S
-	 * lies in or beyond this window, or the packet would fit now). */
-	w = (win_add(s, cost) - 1) / budget;
+	/* Admitted in the first window w with S + cost <= (w + 1) * N + 1
+	 * (S lies in or beyond this window, or the packet would fit now: so
+	 * S + cost > N + 1 >= 2). */
+	w = (win_add(s, cost) - 2) / budget;
 	if (w <= win_index(now, window))
 		w = win_index(now, window) + 1;
 	t = win_time(w, window);
-	if (t == SLUICE_U64_MAX || win_add(win_mul(w, budget), budget) == SLUICE_U64_MAX)
+	if (t == SLUICE_U64_MAX || win_add(fw_start(t, window, budget), budget) == SLUICE_U64_MAX)
 		return SLUICE_U64_MAX;	/* past the clock's end, or S saturates */
 	return t - now;
 }

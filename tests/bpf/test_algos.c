@@ -12,6 +12,7 @@
 #include "fixture.h"
 #include "check.h"
 #include "sluice/window.h"
+#include "sluice_firsthour.skel.h"
 
 #define MS		1000000ULL
 #define HOUR		(3600ULL * SLUICE_NS_PER_SEC)
@@ -19,12 +20,24 @@
 
 static struct fixture fx;
 
-static int setup(const char *policy)
+static int setup_with(skel_open_fn open_skel, const char *policy)
 {
 	fixture_close(&fx);
-	if (fixture_open(&fx, 0))
+	if (fixture_open_with(&fx, 0, open_skel))
 		return -1;
 	return fixture_policy(&fx, policy);
+}
+
+static int setup(const char *policy)
+{
+	return setup_with(sluice_bpf__open, policy);
+}
+
+/* The program on clocks that read as the first hour after boot
+ * (tests/bpf/sluice_firsthour.bpf.c). */
+static struct sluice_bpf *open_first_hour(void)
+{
+	return (struct sluice_bpf *)sluice_firsthour_bpf__open();
 }
 
 static __u64 reason_delta(const struct sluice_counter *before, const struct sluice_counter *after,
@@ -436,8 +449,10 @@ static void rate_raise_keeps_count(void)
 	CHECK(fixture_policy(&fx, "limit set 198.18.0.0/16 --rate 40/h --algo sliding-window") ==
 	      0, "raise");
 	a = send_n_frames(&fx, &f, 50);
-	CHECK(a == 35, "sliding-window 20 -> 40 with 5 used: %llu passed, want 40 - 5 = 35",
-	      (unsigned long long)a);
+	/* Likewise: in window 0 its tag is 0 and the counts fit both widths */
+	want = mono_now_ns() / HOUR ? 35 : 34;
+	CHECK(a == want, "sliding-window 20 -> 40 with 5 used: %llu passed, want 40 - 5 = %llu",
+	      (unsigned long long)a, (unsigned long long)want);
 	/* and lowering below the count leaves nothing */
 	CHECK(setup("limit set 198.18.0.0/16 --rate 20/h --algo fixed-window") == 0, "setup");
 	CHECK(send_n_frames(&fx, &f, 15) == 15, "fixed-window");
@@ -446,6 +461,63 @@ static void rate_raise_keeps_count(void)
 	a = send_n_frames(&fx, &f, 10);
 	CHECK(a == 0, "fixed-window 20 -> 10 with 15 used: %llu passed, want 0",
 	      (unsigned long long)a);
+}
+
+/*
+ * New sources in the first hour after boot, window 0 of a 1 h window (on
+ * the program's clock, CLOCK_MONOTONIC modulo 1 h, whatever the machine's
+ * uptime): a source gets its whole budget there as in any other window.
+ * The source table claimed a slot for a new source by writing 1 to its
+ * word, which a fixed window read as one unit spent in window 0 (9 of 10
+ * passed; a 100-byte frame did not fit in the last 100 bytes) and a
+ * sliding window with --ban as a ban ahead of now (every packet banned).
+ */
+struct first_hour_case {
+	const char *policy;
+	__u64 within, limited, banned;	/* of 25 frames */
+};
+
+static void new_sources_first_hour(void)
+{
+	static const struct first_hour_case cases[] = {
+		{ "limit default --rate 10/h --algo fixed-window", 10, 15, 0 },
+		{ "limit default --rate 10/h --algo fixed-window --ban 1h", 10, 1, 14 },
+		{ "limit default --rate 10/h --algo sliding-window", 10, 15, 0 },
+		{ "limit default --rate 10/h --algo sliding-window --ban 1h", 10, 1, 14 },
+		{ "limit default --rate 10/h --burst 10", 10, 15, 0 },
+	};
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	struct frame f;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct first_hour_case *c = &cases[i];
+
+		room_in_window(HOUR, 10 * SLUICE_NS_PER_SEC);
+		CHECK(setup_with(open_first_hour, c->policy) == 0, "setup %s", c->policy);
+		frame_udp_from(&f, "198.18.0.17");
+		counters_now(&fx, before);
+		send_n_frames(&fx, &f, 25);
+		counters_now(&fx, after);
+		CHECK(reason_delta(before, after, SLUICE_R_WITHIN_LIMIT) == c->within &&
+		      reason_delta(before, after, SLUICE_R_RATE_LIMITED) == c->limited &&
+		      reason_delta(before, after, SLUICE_R_BANNED) == c->banned,
+		      "%s, a new source in window 0: within %llu, rate limited %llu, banned %llu; "
+		      "want %llu, %llu, %llu", c->policy,
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_WITHIN_LIMIT),
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_RATE_LIMITED),
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED),
+		      (unsigned long long)c->within, (unsigned long long)c->limited,
+		      (unsigned long long)c->banned);
+	}
+	/* bytes: 3 frames of 300 in 1000, then one of 100 fills it exactly */
+	room_in_window(HOUR, 10 * SLUICE_NS_PER_SEC);
+	CHECK(setup_with(open_first_hour, "limit default --bytes 1000/h --algo fixed-window") == 0,
+	      "setup bytes");
+	frame_l4(&f, "198.18.0.18", IPPROTO_UDP, sizeof(struct udphdr), 300);
+	CHECK(send_n_frames(&fx, &f, 5) == 3, "300-byte frames in a 1000-byte window 0: want 3");
+	frame_l4(&f, "198.18.0.18", IPPROTO_UDP, sizeof(struct udphdr), 100);
+	CHECK(send_n_frames(&fx, &f, 2) == 1,
+	      "a 100-byte frame in the last 100 bytes of window 0: want 1");
 }
 
 int main(void)
@@ -462,6 +534,7 @@ int main(void)
 	RUN(bytes_fixed_window);
 	RUN(policy_change_carries_share);
 	RUN(rate_raise_keeps_count);
+	RUN(new_sources_first_hour);
 	fixture_close(&fx);
 	return check_summary();
 }

@@ -22,6 +22,7 @@ static const struct test_case cases[] = {
 	{ "bans", case_bans },
 	{ "rebind", case_rebind },
 	{ "race_model", case_race_model },
+	{ "fresh_slot_state", case_fresh_slot_state },
 };
 
 /* Optional argument: run only the cases whose name contains it. */

@@ -168,11 +168,11 @@ static inline __u64 ref_sw_estimate(__u64 prev, __u64 cur, __u64 e, __u64 window
 	return cur + (__u64)share;
 }
 
-/* Whether the fixed window of now saturates: its end (w + 1) * N reaches
- * 2^64 - 1. */
+/* Whether the fixed window of now saturates: its end (w + 1) * N + 1
+ * reaches 2^64 - 1. */
 static inline int fw_saturated(__u64 now, __u64 window, __u64 budget)
 {
-	return (u128)(now / window + 1) * budget >= (u128)U64_MAX;
+	return (u128)(now / window + 1) * budget + 1 >= (u128)U64_MAX;
 }
 
 /* Checks one decision against the reference (see struct bk); 0 on a
@@ -286,6 +286,7 @@ void case_fw_boundary_2x_budget(void);
 void case_fw_random_matches_reference(void);
 void case_fw_saturation(void);
 void case_fw_steady_overload(void);
+void case_fresh_slot_state(void);
 void case_race_model(void);
 void case_rebind(void);
 void case_retry_after_exact(void);
