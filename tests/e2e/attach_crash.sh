@@ -10,7 +10,7 @@
 #   pinned    its pin is made under a temporary name, not yet renamed
 #   renamed   the pin is in place, the attach metadata not yet written
 # for a first attach, a re-attach in the same mode (swapped in place) and a
-# re-attach in another mode (old one detached, new one attached).
+# re-attach in another mode (--force: old one detached, new one attached).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -63,7 +63,7 @@ scenario() {
 		sluice_rx limit set 198.18.9.0/24 --rate 5 --burst 6
 		policy=$(sluice_rx -j limit list | jq -c 'map(del(.passed, .dropped, .would_drop, .would_drop_bytes))')
 	fi
-	[[ $kind == skb ]] && mode=(--mode skb)
+	[[ $kind == skb ]] && mode=(--mode skb --force)
 	SLUICE_TEST_HOOK="$step:kill" SLUICE=$SLUICE_FAULT sluice_rx attach "${mode[@]}" "$IF_RX" >/dev/null 2>&1 || rc=$?
 	assert_eq "$rc" 137 "$what: attach was killed at the hook"
 	check_status "$what" "$policy"

@@ -23,6 +23,8 @@
 #include "pins.h"
 #include "maps.h"
 #include "map_write.h"
+#include "names.h"
+#include "clock.h"
 #include "policy.h"
 #include "store.h"
 #include "srctab.h"
@@ -308,6 +310,27 @@ int detach_prog(const char *iface, int ifindex, __u32 prog_id,
 	return err;
 }
 
+/* The netlink flag of a mode (native or skb). */
+static __u32 mode_flags(enum xdp_attach_mode mode)
+{
+	return mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+}
+
+/* Under libxdp's dispatcher, once the new program joined it, the old one
+ * leaves: a dispatcher without it replaces the one with both, in one
+ * request. 0, or a negative errno (then both still run). */
+int leave_dispatcher(int ifindex, __u32 old_id)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p = find_attached(ifindex, old_id, &mp);
+	int err = 0;
+
+	if (p)
+		err = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	xdp_multiprog__close(mp);
+	return err;
+}
+
 /* A re-attach that failed puts the previous program back where it was, so
  * the interface is never left unprotected by a bad --mode. old_fd holds it
  * loaded even when no pin does. */
@@ -321,6 +344,10 @@ const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode)
 		return "";
 	if (old_fd < 0)
 		return lost;
+	/* As it ran alone: one request. A program of libxdp's dispatcher
+	 * cannot be attached so; libxdp puts it back under a dispatcher. */
+	if (!bpf_xdp_attach(ifindex, old_fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode_flags(mode), NULL))
+		return " (the previous program is still attached)";
 	old = xdp_program__from_fd(old_fd);
 	if (libxdp_get_error(old))
 		return lost;
@@ -543,8 +570,7 @@ int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
 		struct bpf_xdp_attach_opts ao = { .sz = sizeof(ao),
 						  .old_prog_fd = xdp_program__fd(old) };
 
-		flags = XDP_FLAGS_REPLACE |
-			(mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
+		flags = XDP_FLAGS_REPLACE | mode_flags(mode);
 		err = bpf_xdp_attach(ifindex, bpf_program__fd(skel->progs.sluice_xdp), flags, &ao);
 	}
 	xdp_multiprog__close(mp);
@@ -571,4 +597,51 @@ int pin_prog(const char *dir, int prog_fd)
 		return runtime_err("cannot rename %s to %s: %s", next, path, strerror(errno));
 	test_hook("renamed");
 	return 0;
+}
+
+/*
+ * A re-attach in another mode (attach --force): the kernel never holds a
+ * native and a generic program on one device at once, so this cannot be
+ * one request. The new program is loaded and verified first; then the old
+ * one is detached and the new one attached by two requests back to back,
+ * the only moment the interface is unprotected (*gap_ns long, at most: the
+ * time from before the first request to after the second). dispatcher: the old one
+ * runs alone under libxdp's dispatcher, which goes with it. Returns 0, an
+ * exit code when the old program still runs, or a negative errno when the
+ * new mode was refused after the old program went (the caller puts it
+ * back, restore_old).
+ */
+int switch_mode(struct sluice_bpf *skel, const char *iface, int ifindex, int old_fd,
+		enum xdp_attach_mode old_mode, bool dispatcher, enum xdp_attach_mode mode,
+		__u64 *gap_ns)
+{
+	struct bpf_xdp_attach_opts ao = { .sz = sizeof(ao), .old_prog_fd = old_fd };
+	struct xdp_multiprog *mp = NULL;
+	int err, new_fd;
+
+	err = sluice_bpf__load(skel);
+	if (err)
+		return runtime_err("cannot load the XDP program: %s (SLUICE_DEBUG=1 shows the "
+				   "verifier's log; the previous one still runs)", strerror(-err));
+	new_fd = bpf_program__fd(skel->progs.sluice_xdp);
+	*gap_ns = mono_now_ns();
+	if (dispatcher) {
+		mp = xdp_multiprog__get_from_ifindex(ifindex);
+		err = libxdp_get_error(mp) || !mp ? -ENOENT : xdp_multiprog__detach(mp);
+	} else {
+		err = bpf_xdp_detach(ifindex, XDP_FLAGS_REPLACE | mode_flags(old_mode), &ao);
+	}
+	if (!err) {
+		test_hook("detached");
+		err = bpf_xdp_attach(ifindex, new_fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode_flags(mode),
+				     NULL);
+		*gap_ns = mono_now_ns() - *gap_ns;
+		if (err)
+			err = err < 0 ? err : -EINVAL;
+		xdp_multiprog__close(mp);
+		return err;
+	}
+	xdp_multiprog__close(mp);
+	return runtime_err("cannot take the previous program off %s: %s (it still runs, in %s "
+			   "mode)", iface, strerror(err < 0 ? -err : err), mode_name(old_mode));
 }
