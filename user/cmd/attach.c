@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -90,6 +93,64 @@ struct attach_job {
 	struct upgrade up;		/* over pins of another version */
 };
 
+/* The link type of iface in this network namespace (ARPHRD_*), -1 if
+ * unknown. /sys/class/net would show the namespace sysfs was mounted in. */
+static int link_type(const char *iface)
+{
+	struct ifreq ifr;
+	int fd, r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	r = ioctl(fd, SIOCGIFHWADDR, &ifr);
+	close(fd);
+	return r ? -1 : ifr.ifr_hwaddr.sa_family;
+}
+
+/*
+ * The datapath parses Ethernet frames. On a raw-IP device (tun, WireGuard,
+ * IPIP, GRE, SIT: XDP's frame starts at the IP header) it would find no
+ * IPv4 or IPv6 and pass everything as non_ip: such a device is refused
+ * before anything changed. Loopback frames carry an Ethernet header.
+ */
+static int check_ethernet(const char *iface)
+{
+	int type = link_type(iface);
+	const char *kind;
+
+	switch (type) {
+	case -1:		/* unknown: let the attach say */
+	case ARPHRD_ETHER:
+	case ARPHRD_LOOPBACK:
+		return 0;
+	case ARPHRD_NONE:
+		kind = "a raw-IP device (tun, WireGuard)";
+		break;
+	case ARPHRD_TUNNEL:
+		kind = "an IPIP tunnel";
+		break;
+	case ARPHRD_TUNNEL6:
+		kind = "an IPv6 tunnel (ip6tnl)";
+		break;
+	case ARPHRD_SIT:
+		kind = "a SIT tunnel";
+		break;
+	case ARPHRD_IPGRE:
+		kind = "a GRE tunnel";
+		break;
+	default:
+		kind = "not an Ethernet device";
+		break;
+	}
+	return usage_err("%s is %s (link type %d): sluice judges Ethernet frames and would pass "
+			 "every packet there unjudged; nothing changed: attach to an Ethernet "
+			 "device (for a tunnel, the one it runs over: doc/caveats.md)",
+			 iface, kind, type);
+}
+
 /*
  * The program a re-attach replaces, whatever program of these pins runs
  * here (recorded or not), held open so that it can be put back, and its
@@ -150,6 +211,8 @@ static int attach_begin(struct attach_job *job, const struct attach_options *o)
 		return EXIT_USAGE;
 	if (!(job->ifindex = (int)if_nametoindex(job->iface)))
 		return usage_err("no interface '%s': check the name with 'ip link'", job->iface);
+	if (check_ethernet(job->iface))
+		return EXIT_USAGE;
 	if (o->group && pins_group(o->group, &job->gid))
 		return EXIT_USAGE;
 
