@@ -75,6 +75,7 @@ struct attach_job {
 	int ifindex;
 	enum xdp_attach_mode modes[2];
 	int nmodes;
+	bool auto_mode;		/* --mode auto: skb is a fallback to warn of */
 	char dir[SLUICE_DIR_MAX];
 	gid_t gid;
 	struct sluice_bpf *skel;
@@ -377,7 +378,7 @@ static void attach_log(const struct attach_job *job)
 		log_event(LOG_NOTICE, "%s: mode changed from %s to %s (--force): the interface was "
 			  "unprotected for %.1f ms", job->iface, mode_name(job->old_mode),
 			  mode_name(job->used), (double)job->gap_ns / 1e6);
-	if (job->nmodes == 2 && job->used == XDP_MODE_SKB)
+	if (job->auto_mode && job->used == XDP_MODE_SKB)
 		log_event(LOG_WARNING, "%s: attached in skb mode: the driver has no native XDP, so "
 			  "packets are judged after the kernel made an skb of each (program id "
 			  "%u; --mode native refuses instead)", job->iface, prog_id_of(job->prog_fd));
@@ -444,6 +445,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 		.iface = a->pos[0],
 		.modes = { XDP_MODE_NATIVE, XDP_MODE_SKB },
 		.nmodes = o->mode == ATTACH_AUTO ? 2 : 1,
+		.auto_mode = o->mode == ATTACH_AUTO,
 		.old_fd = -1,
 		.old_mode = XDP_MODE_UNSPEC,
 		.gone_mode = XDP_MODE_UNSPEC,
