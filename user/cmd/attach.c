@@ -319,7 +319,7 @@ static int attach_new(struct attach_job *job)
  * old one (a new dispatcher with both replaces the old in one request, and
  * for that moment both judge each packet), then the old one leaves the same
  * way. In another mode (--force), the new one is loaded and verified, then
- * switched by two requests back to back (switch_mode).
+ * switched by two requests in one system call (switch_mode).
  */
 static int attach_link(struct attach_job *job)
 {

@@ -79,9 +79,10 @@ int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
 		     __u32 old_id, const enum xdp_attach_mode *modes, int nmodes,
 		     enum xdp_attach_mode *used);
 /* A re-attach in another mode (--force): the new program loaded and
- * verified, then the old one detached and the new one attached back to
- * back, *gap_ns the time between. 0; an exit code when the old one still runs; a negative errno when
- * the new mode was refused after the old one went (restore_old). */
+ * verified, then the old one taken off and the new one put on in one
+ * system call, *gap_ns the time it took. 0; an exit code when the old one
+ * still runs; a negative errno when the new mode was refused after the old
+ * one went (restore_old). */
 int switch_mode(struct sluice_bpf *skel, const char *iface, int ifindex, int old_fd,
 		enum xdp_attach_mode old_mode, bool dispatcher, enum xdp_attach_mode mode,
 		__u64 *gap_ns);
