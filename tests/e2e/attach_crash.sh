@@ -6,11 +6,13 @@
 # then detach) leaves no XDP program on the link and no pins: nothing is
 # orphaned. The steps are the test-only SLUICE_TEST_HOOK points in attach:
 #   detached  the old program is off the link, the new one not yet on
+#             (under libxdp's dispatcher only: a mode change off it takes
+#             the old one off and puts the new one on in one system call)
 #   attached  the new program is on the link, not yet pinned
 #   pinned    its pin is made under a temporary name, not yet renamed
 #   renamed   the pin is in place, the attach metadata not yet written
 # for a first attach, a re-attach in the same mode (swapped in place) and a
-# re-attach in another mode (old one detached, new one attached).
+# re-attach in another mode (--force: off and on in one system call).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -63,7 +65,7 @@ scenario() {
 		sluice_rx limit set 198.18.9.0/24 --rate 5 --burst 6
 		policy=$(sluice_rx -j limit list | jq -c 'map(del(.passed, .dropped, .would_drop, .would_drop_bytes))')
 	fi
-	[[ $kind == skb ]] && mode=(--mode skb)
+	[[ $kind == skb ]] && mode=(--mode skb --force)
 	SLUICE_TEST_HOOK="$step:kill" SLUICE=$SLUICE_FAULT sluice_rx attach "${mode[@]}" "$IF_RX" >/dev/null 2>&1 || rc=$?
 	assert_eq "$rc" 137 "$what: attach was killed at the hook"
 	check_status "$what" "$policy"
@@ -82,7 +84,7 @@ for then in detach reattach; do
 	for step in attached pinned renamed; do
 		scenario same "$step" "$then"
 	done
-	for step in detached attached pinned renamed; do
+	for step in attached pinned renamed; do
 		scenario skb "$step" "$then"
 	done
 done

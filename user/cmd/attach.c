@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -35,6 +38,7 @@ struct attach_options {
 	__u64 max_sources;
 	__u64 max_bans;
 	const char *group;	/* NULL: SLUICE_PIN_GROUP, created if missing */
+	bool force;		/* a mode change, with its moment unprotected */
 };
 
 static const struct attach_options attach_defaults = {
@@ -43,7 +47,7 @@ static const struct attach_options attach_defaults = {
 	.max_bans = SLUICE_MAX_BANS_DEFAULT,
 };
 
-enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_MAX_BANS, ATTACH_GROUP };
+enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_MAX_BANS, ATTACH_GROUP, ATTACH_FORCE };
 
 static const struct cli_opt attach_opts[] = {
 	[ATTACH_MODE] = CLI_ENUM("mode", 0, "native|skb|auto",
@@ -59,6 +63,9 @@ static const struct cli_opt attach_opts[] = {
 	[ATTACH_GROUP] = CLI_STR("group", 0, "NAME",
 				 "group that may read the pins (default 'sluice', created if missing)",
 				 struct attach_options, group),
+	[ATTACH_FORCE] = CLI_FLAG("force", 0, "change the mode of an attached program, which "
+				  "leaves the interface unprotected for a moment",
+				  struct attach_options, force),
 	CLI_OPT_END,
 };
 
@@ -68,19 +75,131 @@ struct attach_job {
 	int ifindex;
 	enum xdp_attach_mode modes[2];
 	int nmodes;
+	bool auto_mode;		/* --mode auto: skb is a fallback to warn of */
 	char dir[SLUICE_DIR_MAX];
 	gid_t gid;
 	struct sluice_bpf *skel;
 	struct xdp_program *prog;
 	bool had_pins, multiprog;
-	__u32 old_id;
+	__u32 old_id;			/* the program replaced, 0: none */
 	int old_fd;
-	enum xdp_attach_mode old_mode;
+	enum xdp_attach_mode old_mode;	/* the mode it runs in */
+	bool old_dispatcher;		/* it runs under libxdp's dispatcher */
+	bool mode_change;		/* --mode names another mode (--force) */
+	enum xdp_attach_mode gone_mode;	/* it was taken off in: restore_old */
+	__u64 gap_ns;			/* a mode change's moment unprotected */
 	int used;	/* the mode it runs in, -1 while not on the link */
 	int prog_fd;
 	struct table_sizes sizes;	/* a new source and ban table's */
 	struct upgrade up;		/* over pins of another version */
 };
+
+/* The link type of iface in this network namespace (ARPHRD_*), -1 if
+ * unknown. /sys/class/net would show the namespace sysfs was mounted in. */
+static int link_type(const char *iface)
+{
+	struct ifreq ifr;
+	int fd, r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	r = ioctl(fd, SIOCGIFHWADDR, &ifr);
+	close(fd);
+	return r ? -1 : ifr.ifr_hwaddr.sa_family;
+}
+
+/*
+ * The datapath parses Ethernet frames. On a raw-IP device (tun, WireGuard,
+ * IPIP, GRE, SIT: XDP's frame starts at the IP header) it would find no
+ * IPv4 or IPv6 and pass everything as non_ip: such a device is refused
+ * before anything changed. Loopback frames carry an Ethernet header.
+ */
+static int check_ethernet(const char *iface)
+{
+	int type = link_type(iface);
+	const char *kind;
+
+	switch (type) {
+	case -1:		/* unknown: let the attach say */
+	case ARPHRD_ETHER:
+	case ARPHRD_LOOPBACK:
+		return 0;
+	case ARPHRD_NONE:
+		kind = "a raw-IP device (tun, WireGuard)";
+		break;
+	case ARPHRD_TUNNEL:
+		kind = "an IPIP tunnel";
+		break;
+	case ARPHRD_TUNNEL6:
+		kind = "an IPv6 tunnel (ip6tnl)";
+		break;
+	case ARPHRD_SIT:
+		kind = "a SIT tunnel";
+		break;
+	case ARPHRD_IPGRE:
+		kind = "a GRE tunnel";
+		break;
+	default:
+		kind = "not an Ethernet device";
+		break;
+	}
+	return usage_err("%s is %s (link type %d): sluice judges Ethernet frames and would pass "
+			 "every packet there unjudged; nothing changed: attach to an Ethernet "
+			 "device (for a tunnel, the one it runs over: doc/caveats.md)",
+			 iface, kind, type);
+}
+
+/*
+ * The program a re-attach replaces, whatever program of these pins runs
+ * here (recorded or not), held open so that it can be put back, and its
+ * mode: --mode auto keeps that mode. Another mode cannot be one step (the
+ * kernel never holds a native and a generic program on one device), so it
+ * is refused unless --force, before anything changed.
+ */
+static int attach_old(struct attach_job *job, bool force)
+{
+	const char *iface = job->iface, *from, *to;
+	struct xdp_multiprog *mp = NULL;
+	struct xdp_program *old;
+	struct pin_ids ids;
+	bool shared;
+
+	read_pin_ids(job->dir, &ids);
+	old = find_prog(job->ifindex, &ids, true, &mp);
+	if (old) {
+		job->old_id = xdp_program__id(old);
+		job->old_fd = bpf_prog_get_fd_by_id(job->old_id);
+		job->old_mode = xdp_multiprog__attach_mode(mp);
+		job->old_dispatcher = !xdp_multiprog__is_legacy(mp);
+	}
+	shared = old && job->old_dispatcher && xdp_multiprog__program_count(mp) > 1;
+	xdp_multiprog__close(mp);
+	if (!old)
+		return 0;
+	from = mode_name(job->old_mode);
+	if (job->old_mode != XDP_MODE_NATIVE && job->old_mode != XDP_MODE_SKB)
+		return runtime_err("%s runs sluice in %s mode, which attach does not replace: "
+				   "run 'sluice detach %s' first", iface, from, iface);
+	if (job->nmodes == 2)
+		job->modes[0] = job->old_mode;
+	job->nmodes = 1;
+	if (job->modes[0] == job->old_mode)
+		return 0;
+	to = mode_name(job->modes[0]);
+	if (shared)
+		return usage_err("%s runs sluice in %s mode under libxdp's dispatcher with other XDP "
+				 "programs, which cannot change mode with it: nothing changed; unload "
+				 "them first (see 'xdp-loader status %s')", iface, from, iface);
+	if (!force)
+		return usage_err("%s runs sluice in %s mode: changing to %s takes it off the link "
+				 "for a moment (the kernel never holds a native and a generic program "
+				 "at once); nothing changed: add --force to accept that", iface, from, to);
+	job->mode_change = true;
+	return 0;
+}
 
 /* Checks that change nothing, then the pin directory. */
 static int attach_begin(struct attach_job *job, const struct attach_options *o)
@@ -93,6 +212,8 @@ static int attach_begin(struct attach_job *job, const struct attach_options *o)
 		return EXIT_USAGE;
 	if (!(job->ifindex = (int)if_nametoindex(job->iface)))
 		return usage_err("no interface '%s': check the name with 'ip link'", job->iface);
+	if (check_ethernet(job->iface))
+		return EXIT_USAGE;
 	if (o->group && pins_group(o->group, &job->gid))
 		return EXIT_USAGE;
 
@@ -103,11 +224,14 @@ static int attach_begin(struct attach_job *job, const struct attach_options *o)
 		return err;
 	if (!o->group && pins_group(NULL, &job->gid))
 		return EXIT_RUNTIME;
-	pin_dir(job->iface, job->dir, sizeof(job->dir));
-	if (make_dir(pin_root()) || make_dir(job->dir))
-		return EXIT_RUNTIME;
 	libbpf_set_print(libbpf_quiet);
 	libxdp_set_print(libxdp_quiet);
+	pin_dir(job->iface, job->dir, sizeof(job->dir));
+	err = attach_old(job, o->force);
+	if (err)
+		return err;
+	if (make_dir(pin_root()) || make_dir(job->dir))
+		return EXIT_RUNTIME;
 	return 0;
 }
 
@@ -144,7 +268,7 @@ static int attach_failed(struct attach_job *job, int err)
 	char msg[160];
 
 	libxdp_strerror(err, msg, sizeof(msg));
-	kept = restore_old(job->old_fd, job->ifindex, job->old_mode);
+	kept = restore_old(job->old_fd, job->ifindex, job->gone_mode);
 	if (err == -EEXIST || err == -EBUSY)
 		return runtime_err("%s already runs another XDP program: remove it first "
 				   "(see 'xdp-loader status %s')%s", iface, iface, kept);
@@ -158,40 +282,13 @@ static int attach_failed(struct attach_job *job, int err)
 			   iface, msg, kept);
 }
 
-/* Re-attach: the maps stay and are reused; the program is swapped in one
- * step where it can be, else the old one goes first. The old one is
- * whatever program of these pins runs here, recorded or not, and is held
- * open so that it can be put back. */
-static int attach_link(struct attach_job *job)
+/* The new program through libxdp: a first attach, or one that joins the
+ * old program under libxdp's dispatcher. */
+static int attach_new(struct attach_job *job)
 {
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts);
-	enum xdp_attach_mode swapped_mode = XDP_MODE_UNSPEC;
-	struct xdp_multiprog *mp = NULL;
-	struct xdp_program *old;
-	struct pin_ids ids;
 	char msg[160];
-	int err;
-
-	read_pin_ids(job->dir, &ids);
-	old = find_prog(job->ifindex, &ids, true, &mp);
-	if (old) {
-		job->old_id = xdp_program__id(old);
-		job->old_fd = bpf_prog_get_fd_by_id(job->old_id);
-	}
-	xdp_multiprog__close(mp);
-	err = replace_in_place(job->skel, job->iface, job->ifindex, job->old_id, job->modes,
-			       job->nmodes, &swapped_mode);
-	if (err == 0) {
-		job->used = swapped_mode;
-		job->prog_fd = bpf_program__fd(job->skel->progs.sluice_xdp);
-		return 0;
-	}
-	if (err != 1)
-		return err;
-	err = detach_prog(job->iface, job->ifindex, job->old_id, &job->old_mode);
-	if (err)
-		return err;
-	test_hook("detached");
+	int err = 0;
 
 	xopts.obj = job->skel->obj;
 	xopts.prog_name = SLUICE_PROG_NAME;
@@ -215,6 +312,55 @@ static int attach_link(struct attach_job *job)
 	return 0;
 }
 
+/*
+ * Re-attach: the maps stay and are reused, and the interface is never left
+ * without a sluice program. In the same mode, a program running alone is
+ * swapped in one request; under libxdp's dispatcher the new one joins the
+ * old one (a new dispatcher with both replaces the old in one request, and
+ * for that moment both judge each packet), then the old one leaves the same
+ * way. In another mode (--force), the new one is loaded and verified, then
+ * switched by two requests in one system call (switch_mode).
+ */
+static int attach_link(struct attach_job *job)
+{
+	enum xdp_attach_mode swapped_mode = XDP_MODE_UNSPEC;
+	int err;
+
+	if (job->mode_change) {
+		err = switch_mode(job->skel, job->iface, job->ifindex, job->old_fd, job->old_mode,
+				  job->old_dispatcher, job->modes[0], &job->gap_ns);
+		if (err < 0) {
+			job->gone_mode = job->old_mode;
+			return attach_failed(job, err);
+		}
+		if (err)
+			return err;
+		job->used = job->modes[0];
+		job->prog_fd = bpf_program__fd(job->skel->progs.sluice_xdp);
+		return 0;
+	}
+	err = replace_in_place(job->skel, job->iface, job->ifindex, job->old_id, job->modes,
+			       job->nmodes, &swapped_mode);
+	if (err == 0) {
+		job->used = swapped_mode;
+		job->prog_fd = bpf_program__fd(job->skel->progs.sluice_xdp);
+		return 0;
+	}
+	if (err != 1)
+		return err;
+	err = attach_new(job);
+	if (err || !job->old_id || !job->old_dispatcher)
+		return err;
+	test_hook("joined");
+	err = leave_dispatcher(job->ifindex, job->old_id);
+	if (err)
+		log_event(LOG_WARNING, "%s: the previous program (id %u) stays in libxdp's "
+			  "dispatcher beside the new one (%s): both judge each packet until "
+			  "'xdp-loader unload -i %u %s'", job->iface, job->old_id, strerror(-err),
+			  job->old_id, job->iface);
+	return 0;
+}
+
 /* The attach as a log line: a warning when auto mode had to fall back to
  * skb (generic) mode, where every packet costs an skb first. With -v, where
  * its pins are and how it runs; with -vv, what it replaced. */
@@ -228,7 +374,11 @@ static void attach_log(const struct attach_job *job)
 	log_event(LOG_INFO, "%s: pins under %s, readable by group id %u; %s", job->iface, job->dir,
 		  (unsigned int)job->gid, job->multiprog ? "under libxdp's dispatcher" :
 		  "a single program (no libxdp dispatcher)");
-	if (job->nmodes == 2 && job->used == XDP_MODE_SKB)
+	if (job->mode_change)
+		log_event(LOG_NOTICE, "%s: mode changed from %s to %s (--force): the interface was "
+			  "unprotected for %.1f ms", job->iface, mode_name(job->old_mode),
+			  mode_name(job->used), (double)job->gap_ns / 1e6);
+	if (job->auto_mode && job->used == XDP_MODE_SKB)
 		log_event(LOG_WARNING, "%s: attached in skb mode: the driver has no native XDP, so "
 			  "packets are judged after the kernel made an skb of each (program id "
 			  "%u; --mode native refuses instead)", job->iface, prog_id_of(job->prog_fd));
@@ -242,7 +392,7 @@ static void attach_log(const struct attach_job *job)
  * group, and say so. */
 static int attach_finish(struct attach_job *job)
 {
-	char upgraded[512] = "";
+	char upgraded[512] = "", changed[96] = "";
 	struct xdp_multiprog *mp;
 	int err = 0;
 
@@ -275,12 +425,15 @@ static int attach_finish(struct attach_job *job)
 			job->used = -1;
 		return err;
 	}
-	printf("attached to %s in %s mode (%s), program id %u%s%s\n", job->iface,
+	if (job->mode_change)
+		snprintf(changed, sizeof(changed), ", changed from %s mode (unprotected for "
+			 "%.1f ms)", mode_name(job->old_mode), (double)job->gap_ns / 1e6);
+	printf("attached to %s in %s mode (%s), program id %u%s%s%s\n", job->iface,
 	       mode_name(job->used),
 	       job->multiprog ? "libxdp dispatcher" :
 				"single program; libxdp's dispatcher was not used",
 	       prog_id_of(job->prog_fd),
-	       job->had_pins ? ", state kept from the previous attach" : "", upgraded);
+	       job->had_pins ? ", state kept from the previous attach" : "", changed, upgraded);
 	attach_log(job);
 	return 0;
 }
@@ -292,8 +445,10 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 		.iface = a->pos[0],
 		.modes = { XDP_MODE_NATIVE, XDP_MODE_SKB },
 		.nmodes = o->mode == ATTACH_AUTO ? 2 : 1,
+		.auto_mode = o->mode == ATTACH_AUTO,
 		.old_fd = -1,
 		.old_mode = XDP_MODE_UNSPEC,
+		.gone_mode = XDP_MODE_UNSPEC,
 		.used = -1,
 	};
 	int err;

@@ -9,8 +9,11 @@
 #include <signal.h>
 #include <linux/capability.h>
 #include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -23,6 +26,8 @@
 #include "pins.h"
 #include "maps.h"
 #include "map_write.h"
+#include "names.h"
+#include "clock.h"
 #include "policy.h"
 #include "store.h"
 #include "srctab.h"
@@ -308,6 +313,27 @@ int detach_prog(const char *iface, int ifindex, __u32 prog_id,
 	return err;
 }
 
+/* The netlink flag of a mode (native or skb). */
+static __u32 mode_flags(enum xdp_attach_mode mode)
+{
+	return mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+}
+
+/* Under libxdp's dispatcher, once the new program joined it, the old one
+ * leaves: a dispatcher without it replaces the one with both, in one
+ * request. 0, or a negative errno (then both still run). */
+int leave_dispatcher(int ifindex, __u32 old_id)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p = find_attached(ifindex, old_id, &mp);
+	int err = 0;
+
+	if (p)
+		err = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	xdp_multiprog__close(mp);
+	return err;
+}
+
 /* A re-attach that failed puts the previous program back where it was, so
  * the interface is never left unprotected by a bad --mode. old_fd holds it
  * loaded even when no pin does. */
@@ -321,6 +347,10 @@ const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode)
 		return "";
 	if (old_fd < 0)
 		return lost;
+	/* As it ran alone: one request. A program of libxdp's dispatcher
+	 * cannot be attached so; libxdp puts it back under a dispatcher. */
+	if (!bpf_xdp_attach(ifindex, old_fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode_flags(mode), NULL))
+		return " (the previous program is still attached)";
 	old = xdp_program__from_fd(old_fd);
 	if (libxdp_get_error(old))
 		return lost;
@@ -543,8 +573,7 @@ int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
 		struct bpf_xdp_attach_opts ao = { .sz = sizeof(ao),
 						  .old_prog_fd = xdp_program__fd(old) };
 
-		flags = XDP_FLAGS_REPLACE |
-			(mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
+		flags = XDP_FLAGS_REPLACE | mode_flags(mode);
 		err = bpf_xdp_attach(ifindex, bpf_program__fd(skel->progs.sluice_xdp), flags, &ao);
 	}
 	xdp_multiprog__close(mp);
@@ -571,4 +600,136 @@ int pin_prog(const char *dir, int prog_fd)
 		return runtime_err("cannot rename %s to %s: %s", next, path, strerror(errno));
 	test_hook("renamed");
 	return 0;
+}
+
+/* One RTM_SETLINK request that sets the XDP program of a device (fd -1:
+ * none), in the mode of flags; with XDP_FLAGS_REPLACE only over expected. */
+struct xdp_req {
+	struct nlmsghdr nh;
+	struct ifinfomsg ifi;
+	char attrs[4 * NLA_HDRLEN + 3 * sizeof(__s32)];
+};
+
+static void req_attr(struct xdp_req *r, unsigned short type, __s32 val)
+{
+	struct nlattr *a = (struct nlattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + sizeof(val);
+	memcpy((char *)a + NLA_HDRLEN, &val, sizeof(val));
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+}
+
+static void xdp_req(struct xdp_req *r, __u32 seq, int ifindex, int fd, __u32 flags,
+		    int expected)
+{
+	struct nlattr *nest;
+
+	memset(r, 0, sizeof(*r));
+	r->nh.nlmsg_len = NLMSG_LENGTH(sizeof(r->ifi));
+	r->nh.nlmsg_type = RTM_SETLINK;
+	r->nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	r->nh.nlmsg_seq = seq;
+	r->ifi.ifi_family = AF_UNSPEC;
+	r->ifi.ifi_index = ifindex;
+	nest = (struct nlattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+	nest->nla_type = NLA_F_NESTED | IFLA_XDP;
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + NLA_HDRLEN;
+	req_attr(r, IFLA_XDP_FD, fd);
+	req_attr(r, IFLA_XDP_FLAGS, (__s32)flags);
+	if (flags & XDP_FLAGS_REPLACE)
+		req_attr(r, IFLA_XDP_EXPECTED_FD, expected);
+	nest->nla_len = (__u16)((char *)r + r->nh.nlmsg_len - (char *)nest);
+}
+
+/*
+ * Both requests of a mode change in one sendmsg: the kernel takes the old
+ * program off and puts the new one on in one system call, so no scheduling
+ * of this process comes between them. err[0], err[1]: each one's answer
+ * (0 or a negative errno). Returns 0 when both were answered, else -errno.
+ */
+static int swap_modes(int ifindex, int old_fd, __u32 old_flags, int new_fd, __u32 new_flags,
+		      int err[2])
+{
+	struct xdp_req req[2];
+	struct iovec iov[2];
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int fd, answered = 0, r = 0;
+
+	xdp_req(&req[0], 1, ifindex, -1, old_flags | XDP_FLAGS_REPLACE, old_fd);
+	xdp_req(&req[1], 2, ifindex, new_fd, new_flags | XDP_FLAGS_UPDATE_IF_NOEXIST, -1);
+	for (int i = 0; i < 2; i++)
+		iov[i] = (struct iovec){ .iov_base = &req[i], .iov_len = req[i].nh.nlmsg_len };
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendmsg(fd, &msg, 0) < 0)
+		r = -errno;
+	while (!r && answered != 3) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		const struct nlmsghdr *nh = (const struct nlmsghdr *)buf;
+
+		if (len < 0 && errno != EINTR)
+			r = -errno;
+		else if (len == 0)
+			r = -EIO;
+		for (; len > 0 && NLMSG_OK(nh, (size_t)len); nh = NLMSG_NEXT(nh, len)) {
+			const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			if (nh->nlmsg_type != NLMSG_ERROR || nh->nlmsg_seq < 1 || nh->nlmsg_seq > 2)
+				continue;
+			err[nh->nlmsg_seq - 1] = e->error;
+			answered |= 1 << (nh->nlmsg_seq - 1);
+		}
+	}
+	close(fd);
+	return r;
+}
+
+/*
+ * A re-attach in another mode (attach --force): the kernel never holds a
+ * native and a generic program on one device at once, so this cannot be
+ * one request. The new program is loaded and verified first; then the old
+ * one is taken off and the new one put on by two requests in one system
+ * call (under libxdp's dispatcher, which goes with the old one: two calls),
+ * the only moment the interface is unprotected (*gap_ns long, at most: the
+ * time from before the first request to after the second's answer).
+ * Returns 0, an exit code when the old one still runs, or a negative errno
+ * when the new mode was refused after the old program went (the caller
+ * puts it back, restore_old).
+ */
+int switch_mode(struct sluice_bpf *skel, const char *iface, int ifindex, int old_fd,
+		enum xdp_attach_mode old_mode, bool dispatcher, enum xdp_attach_mode mode,
+		__u64 *gap_ns)
+{
+	struct xdp_multiprog *mp = NULL;
+	int err, new_fd, ans[2] = { 0, 0 };
+
+	err = sluice_bpf__load(skel);
+	if (err)
+		return runtime_err("cannot load the XDP program: %s (SLUICE_DEBUG=1 shows the "
+				   "verifier's log; the previous one still runs)", strerror(-err));
+	new_fd = bpf_program__fd(skel->progs.sluice_xdp);
+	*gap_ns = mono_now_ns();
+	if (dispatcher) {
+		mp = xdp_multiprog__get_from_ifindex(ifindex);
+		ans[0] = libxdp_get_error(mp) || !mp ? -ENOENT : xdp_multiprog__detach(mp);
+		xdp_multiprog__close(mp);
+		if (!ans[0]) {
+			test_hook("detached");
+			ans[1] = bpf_xdp_attach(ifindex, new_fd, XDP_FLAGS_UPDATE_IF_NOEXIST |
+						mode_flags(mode), NULL);
+		}
+	} else {
+		err = swap_modes(ifindex, old_fd, mode_flags(old_mode), new_fd, mode_flags(mode),
+				 ans);
+		if (err)
+			ans[0] = err;
+	}
+	*gap_ns = mono_now_ns() - *gap_ns;
+	if (ans[0] && (dispatcher || ans[1]))
+		return runtime_err("cannot take the previous program off %s: %s (it still runs, "
+				   "in %s mode)", iface, strerror(-ans[0]), mode_name(old_mode));
+	return ans[1] < 0 ? ans[1] : ans[1] ? -EINVAL : 0;
 }

@@ -78,6 +78,17 @@ __u32 prog_id_of(int fd);
 int replace_in_place(struct sluice_bpf *skel, const char *iface, int ifindex,
 		     __u32 old_id, const enum xdp_attach_mode *modes, int nmodes,
 		     enum xdp_attach_mode *used);
+/* A re-attach in another mode (--force): the new program loaded and
+ * verified, then the old one taken off and the new one put on in one
+ * system call, *gap_ns the time it took. 0; an exit code when the old one
+ * still runs; a negative errno when the new mode was refused after the old
+ * one went (restore_old). */
+int switch_mode(struct sluice_bpf *skel, const char *iface, int ifindex, int old_fd,
+		enum xdp_attach_mode old_mode, bool dispatcher, enum xdp_attach_mode mode,
+		__u64 *gap_ns);
+/* Under libxdp's dispatcher, after the new program joined it: the old
+ * one leaves in one request. 0, or a negative errno (both still run). */
+int leave_dispatcher(int ifindex, __u32 old_id);
 /* Pin the program on the link under a temporary name, then rename it over
  * the old pin, so that the program pin is never missing. */
 int pin_prog(const char *dir, int prog_fd);
