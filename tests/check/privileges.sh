@@ -39,7 +39,7 @@ ok "processes of nobody and sluice-exporter may not signal the check server"
 nopw=$(netns_tmp passwd)
 grep -v '^sluice-check:' /etc/passwd >"$nopw"
 rc=0
-err=$(unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
+err=$(timeout 10 unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE_CHECK" -i "$IF_RX" check-server --listen 127.0.0.1:1 \
 	2>&1 >/dev/null) || rc=$?
 [[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == *"no user 'sluice-check': install the sluice package, which creates it, or run as root with --user USER"* ]] ||

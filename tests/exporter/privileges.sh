@@ -52,7 +52,7 @@ ok "unknown user or group, uid 0, gid 0: exit 2 with one line each, nothing list
 nopw=$(netns_tmp passwd)
 grep -v '^sluice-exporter:' /etc/passwd >"$nopw"
 rc=0
-err=$(unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
+err=$(timeout 10 unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE_EXPORTER" exporter 2>&1 >/dev/null) || rc=$?
 [[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == *"no user 'sluice-exporter': install the sluice package, which creates it, or run as root with --user USER"* ]] ||
 	fail "exporter without its default user: exit $rc, want 2 and one line naming the package, got: $err"
