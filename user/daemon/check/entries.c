@@ -6,9 +6,10 @@
  * window whose counts have all expired, no streak), so evicting it changes
  * no answer. Each entry counts against its prefix (PREFIX_BITS_*), which
  * may hold at most prefix_share of them: a prefix at its share takes the
- * room of its own idle entries only. A new source that finds no room is
- * refused, counted by reason and said in the log. Called with the
- * server's lock held. */
+ * room of its own idle entries only. A new source whose bucket finds no
+ * room is refused, counted by reason and said in the log (an address's
+ * streak that finds none is only not kept: it is not banned). Called with
+ * the server's lock held. */
 #include <stdlib.h>
 #include <sys/random.h>
 #include "check.h"
@@ -92,7 +93,7 @@ static bool prefix_claim_idle(struct check_server *s, __u32 p, __u64 now)
 
 	if (now < pe->no_idle_until)
 		return false;
-	for (__u32 i = s->t.lru_tail; i != NIL; i = s->t.links[i].prev) {
+	for (__u32 i = table_lru_last(&s->t); i != NIL; i = table_lru_prev(&s->t, i)) {
 		const struct check_entry *e = check_entry_at(s, i);
 
 		if (e->prefix != p)
@@ -119,7 +120,8 @@ static __u32 entry_new(struct check_server *s, const struct check_key *k,
 
 	if (p != NIL && prefix_at(s, p)->n >= s->prefix_share) {
 		if (!prefix_claim_idle(s, p, now)) {
-			refusal_said(s, REFUSE_PREFIX, pk, now);
+			if (k->kind == KIND_BUCKET)
+				refusal_said(s, REFUSE_PREFIX, pk, now);
 			return NIL;
 		}
 		was_full = false;	/* the claimed entry's room */
@@ -130,7 +132,8 @@ static __u32 entry_new(struct check_server *s, const struct check_key *k,
 			s->no_idle_until = w.soonest;
 	}
 	if (i == NIL) {
-		refusal_said(s, REFUSE_FULL, pk, now);
+		if (k->kind == KIND_BUCKET)
+			refusal_said(s, REFUSE_FULL, pk, now);
 		return NIL;
 	}
 	if (was_full)		/* an idle entry was evicted for it */
