@@ -30,8 +30,9 @@
  * connect to: on TCP every local process that reaches the port could name
  * any client and have it banned. */
 #define SOCKET_DEFAULT		"/run/sluice/check.sock"
-/* Its own group, which the package creates and nginx's user is added to:
- * not www-data, which PHP-FPM and every web application on Debian share. */
+/* Its own group, which the package creates and nginx's workers join by
+ * nginx's user line: not www-data, which PHP-FPM and web applications on
+ * Debian share. */
 #define SOCKET_GROUP_DEFAULT	"sluice-check-clients"
 #define CHECK_USER_DEFAULT	"sluice-check"	/* its own: no other process may signal it */
 #define SOCKET_MODE		0660
@@ -440,8 +441,9 @@ static int check_where(const struct cli_args *a, const char **path, gid_t *gid)
 		return usage_err("no group '%s' for --socket-group: %s", o->socket_group,
 				 strcmp(o->socket_group, SOCKET_GROUP_DEFAULT) ?
 				 "name a group the gateway runs in (nginx: its 'user' line)" :
-				 "install the sluice package, which creates it (then add nginx's "
-				 "user to it), or name the gateway's group");
+				 "install the sluice package, which creates it (nginx's workers "
+				 "join it by 'user www-data sluice-check-clients;'), or name the "
+				 "gateway's group");
 	*gid = gr->gr_gid;
 	return 0;
 }
