@@ -6,8 +6,13 @@
 # exits 1. A missing, repeated or garbled X-Real-IP gets 400 naming the
 # header; a peer outside --trust gets 403 and is charged nothing (the
 # trusted peer's next check still sees the whole burst); a bad status=
-# gets 400, other paths 404, other methods 405. The same X-Request-ID
-# twice is charged once and answered the same. With --max-sources 2, a
+# gets 400, other paths 404, other methods 405. Blanks (spaces, tabs)
+# around the address are not part of it: " 2001:2::5 " is that address (on
+# the build that took them for part of it: 400, which nginx turns into 500).
+# X-Request-ID: by default a client's fixed id is charged every time (on
+# the build that always believed it: the second check uncharged, r=1 where
+# r=0 is due); with --trust-request-id the same id twice is charged once
+# and answered the same. With --max-sources 2, a
 # third live source gets 429 table_full with Retry-After 1, and once an
 # entry is idle again it is served. When the interface is detached the
 # server says so and exits 1.
@@ -67,6 +72,25 @@ usage 2 -i "$IF_RX" check-server --bogus
 ok "usage errors: exit 2 with one line each"
 in_rx curl -s --max-time 1 -o /dev/null "$CHECK_URL/metrics" && fail "a check server answers after usage errors"
 
+# remaining (r=) only: the reset (t=) rounds the time the checks took
+remaining() { local rl; rl=$(hdr RateLimit); echo "${rl%%;t=*}"; }
+
+# --- X-Request-ID with --trust-request-id: a repeat is answered as before
+# and not charged (where the gateway sets the id itself, as nginx's
+# $request_id in contrib/nginx) ---
+check_start --trust-request-id
+code=$(check 198.18.5.5 -H "X-Request-ID: 0123456789abcdef")
+assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=2' "--trust-request-id: a check with X-Request-ID"
+code=$(check 198.18.5.5 -H "X-Request-ID: 0123456789abcdef")
+assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=2' \
+	"--trust-request-id: the same X-Request-ID again, answered as the first"
+code=$(check 198.18.5.5)
+assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=1' \
+	"--trust-request-id: the next check (the repeat cost nothing)"
+assert_eq "$(metric "sluice_check_answers_total{interface=\"$IF_RX\",outcome=\"repeat\"}")" 1 \
+	"--trust-request-id: answers counted as repeat"
+check_stop
+
 # Trusted: this namespace's own veth address only; the tx namespace's
 # peer (198.18.0.1) is not. The server listens on RX4.
 CHECK_URL=http://$RX4:$CHECK_PORT
@@ -81,8 +105,6 @@ for i in 1 2; do
 	code=$(ip netns exec "$NS_TX" curl -sS --max-time 5 -o /dev/null -w '%{http_code}' \
 		-H "X-Real-IP: 198.18.5.5" "$CHECK_URL/check")
 done
-# remaining (r=) only: the reset (t=) rounds the time the checks took
-remaining() { local rl; rl=$(hdr RateLimit); echo "${rl%%;t=*}"; }
 code=$(check 198.18.5.5)
 assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=2' \
 	"the trusted peer's first check after 3 untrusted ones (nothing charged)"
@@ -105,16 +127,25 @@ assert_eq "$code" 404 "GET /nope"
 code=$(ask /check -X POST -o /dev/null -w '%{http_code}' -H "X-Real-IP: 198.18.5.5")
 assert_eq "$code" 405 "POST /check"
 
-# --- X-Request-ID: a repeat is answered as before and not charged ---
+# --- X-Request-ID without --trust-request-id: a client could set it, so a
+# fixed id is charged every time ---
 code=$(check 198.18.5.5 -H "X-Request-ID: 0123456789abcdef")
-first="$code $(hdr RateLimit)"
+assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=1' "a check with X-Request-ID"
 code=$(check 198.18.5.5 -H "X-Request-ID: 0123456789abcdef")
-assert_eq "$code $(hdr RateLimit)" "$first" "a repeated X-Request-ID, answered as the first"
-code=$(check 198.18.5.5)
 assert_eq "$code $(remaining)" '200 "198.18.5.5/32";r=0' \
-	"the next check (the repeat cost nothing)"
-assert_eq "$(metric "sluice_check_answers_total{interface=\"$IF_RX\",outcome=\"repeat\"}")" 1 \
-	"answers counted as repeat"
+	"the same X-Request-ID again: charged (no --trust-request-id)"
+assert_eq "$(metric "sluice_check_answers_total{interface=\"$IF_RX\",outcome=\"repeat\"}")" 0 \
+	"answers counted as repeat without --trust-request-id"
+
+# --- blanks around the address: trimmed, not a bad request (raw requests:
+# curl's -H might tidy them) ---
+raw_check() { # VALUE: the status line's code for X-Real-IP: VALUE
+	in_rx bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf "GET /check HTTP/1.1\r\nHost: x\r\nX-Real-IP:%s\r\nConnection: close\r\n\r\n" "$3" >&3 &&
+		timeout 5 head -n 1 <&3' sh "$RX4" "$CHECK_PORT" "$1" | awk '{ print $2 }'
+}
+assert_eq "$(raw_check ' 2001:2::5 ')" 200 "X-Real-IP: ' 2001:2::5 ' (a trailing space)"
+assert_eq "$(raw_check "$(printf '\t2001:2::5\t')")" 200 "X-Real-IP: a tab on each side"
+assert_eq "$(raw_check '198.18.5.5  ')" 429 "X-Real-IP: '198.18.5.5  ' (judged: its bucket is spent)"
 
 # --- a full table: two live sources, the third waits ---
 assert_eq "$(check 198.18.6.6)" 200 "second source"

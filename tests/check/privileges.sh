@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# check/privileges: once it has dropped to nobody, the check server holds
+# check/privileges: by default the check server runs as its own system
+# user, sluice-check: not nobody, whose every process could SIGSTOP it
+# (nginx then fails every request); a process of nobody's or of the
+# exporter's user may not signal it. A missing default user is one line
+# saying the package creates it. Once it has dropped privileges it holds
 # write access to only the two maps it writes: the ban table and the config
 # map (its bans word). Every other descriptor of a pinned map it holds is
 # read-only (/proc/PID/fdinfo: flags O_RDONLY), and it holds no writable
 # descriptor of any map that is not frozen. With those descriptors it still
 # bans: a client over a --ban-after 1 rule is listed by `ban list`.
+# Shown to fail on the build whose default user was nobody: "the check
+# server's user: nobody, want sluice-check".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../lib/map_fds.sh"
@@ -12,14 +18,33 @@ set -euo pipefail
 command -v bpftool >/dev/null || skip "bpftool not installed"
 command -v jq >/dev/null || skip "jq not installed"
 getent passwd nobody >/dev/null || skip "no user nobody on this machine"
+command -v unshare >/dev/null || skip "unshare not installed (util-linux)"
 check_init ckp
 sluice_rx limit set 198.18.0.0/24 --requests 1/s --burst 1 --ban 30s --ban-after 1 >/dev/null
 # Explicit TCP listener and trust: the same whatever the default listener.
 check_start --listen "127.0.0.1:$CHECK_PORT" --trust 127.0.0.1/32
 
-nobody_uid=$(getent passwd nobody | cut -d: -f3)
+assert_eq "$(ps -o user= -p "$CHECK_PID")" sluice-check "the check server's user"
+uid=$(getent passwd sluice-check | cut -d: -f3)
 assert_eq "$(awk '$1 == "Uid:" { print $2 $3 $4 $5 }' "/proc/$CHECK_PID/status")" \
-	"$nobody_uid$nobody_uid$nobody_uid$nobody_uid" "the check server's uids (dropped to nobody)"
+	"$uid$uid$uid$uid" "the check server's uids (dropped to sluice-check)"
+for u in nobody sluice-exporter; do
+	setpriv --reuid "$u" --regid "$(id -g "$u")" --clear-groups kill -0 "$CHECK_PID" 2>/dev/null &&
+		fail "a process of $u's may signal the check server (SIGSTOP would stop it)"
+done
+ok "processes of nobody and sluice-exporter may not signal the check server"
+
+# Where the package did not create its user (a passwd without it, in a
+# mount namespace of its own): one line that says so.
+nopw=$(netns_tmp passwd)
+grep -v '^sluice-check:' /etc/passwd >"$nopw"
+rc=0
+err=$(timeout 10 unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
+	nsenter --net="/run/netns/$NS_RX" "$SLUICE_CHECK" -i "$IF_RX" check-server --listen 127.0.0.1:1 \
+	2>&1 >/dev/null) || rc=$?
+[[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == *"no user 'sluice-check': install the sluice package, which creates it, or run as root with --user USER"* ]] ||
+	fail "check-server without its default user: exit $rc, want 2 and one line naming the package, got: $err"
+ok "no user sluice-check: $err"
 
 # The pinned maps of the interface, by id: NAME ID per line.
 pins=$(netns_tmp pins.txt)

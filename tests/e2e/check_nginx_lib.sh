@@ -25,7 +25,9 @@
 # nginx: the contrib server block with its listen lines on $RX4 and $RX6
 # port $HTTP_PORT only (never the host's namespace) and its root on the
 # site below; pid, logs and temp files in the test's scratch directory;
-# workers as nobody in group www-data, the check server's --socket-group. It logs every request and every check subrequest
+# workers as nobody in group sluice-check-clients, the check server's
+# default --socket-group, as the recipe's 'user www-data
+# sluice-check-clients;' line makes them. It logs every request and every check subrequest
 # (log_subrequest) with its $request_id to $NGINX_ACCESS.
 
 HTTP_PORT=8080
@@ -123,7 +125,7 @@ nginx_conf() { # OUT [SED_EXPR...]
 nginx_conf_main() { # OUT SITE_CONF [HTTP_LINES]
 	local t=$NGINX_DIR/temp
 	cat >"$1" <<-EOF || fail "cannot write $1"
-		user nobody www-data;
+		user nobody sluice-check-clients;
 		worker_processes ${NGINX_WORKERS:-2};
 		pid $NGINX_DIR/nginx.pid;
 		error_log $NGINX_ERROR warn;
@@ -181,13 +183,15 @@ nginx_stop() {
 
 # `sluice check-server` in the rx namespace through nsenter (network only,
 # so it sees the host's bpffs and sluice's pins), stderr to check.log: on
-# $CHECK_SOCK (group www-data, its default), or on TCP with CHECK_VIA=tcp.
+# $CHECK_SOCK (group sluice-check-clients, its default), or on TCP with
+# CHECK_VIA=tcp; with --trust-request-id, as the recipe starts it (its
+# nginx configuration sets X-Request-ID from $request_id).
 # shellcheck disable=SC2120 # callers may pass none
 check_start() { # [OPTS...]
 	local where=(--socket "$CHECK_SOCK") i
 	[[ $CHECK_VIA == tcp ]] && where=(--listen "$CHECK_ADDR:$CHECK_PORT")
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" check-server \
-		"${where[@]}" "$@" 2>>"$(netns_tmp check.log)" &
+		--trust-request-id "${where[@]}" "$@" 2>>"$(netns_tmp check.log)" &
 	CHECK_PID=$!
 	netns_track_pid "$CHECK_PID"
 	if [[ $CHECK_VIA == tcp ]]; then

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # exporter/privileges: a subverted exporter cannot change the policy. Once
-# serving, the exporter is nobody (all four uids), in its own group plus
+# serving, the exporter is its own system user sluice-exporter by default
+# (all four uids; not nobody, whose other processes could stop it: a
+# process of nobody's may not even signal it), in its own group plus
 # only the pins' group, with no capability but possibly CAP_BPF (none on
 # kernels since 6.5), nothing ambient or inheritable, a bounding set no
 # larger than that, and no_new_privs. With exactly those credentials, copied
@@ -12,7 +14,10 @@
 # opens, traced), but its own iterator's frozen data. An interface attached after the
 # exporter started is exported in full; a root-only pin directory (pins
 # from before they had a group) is skipped, with a warning at startup. An unknown --user or --group, and
-# uid 0 or gid 0, are usage errors (exit 2, one line).
+# uid 0 or gid 0, are usage errors (exit 2, one line); a missing default
+# user is one line that says the package creates it.
+# Shown to fail on the build whose default was nobody: "the exporter's
+# user: nobody, want sluice-exporter".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../lib/map_fds.sh"
@@ -26,6 +31,7 @@ for cmd in setpriv capsh getent strace; do
 	command -v "$cmd" >/dev/null || skip "$cmd not installed (util-linux, libcap2-bin)"
 done
 getent passwd nobody >/dev/null || skip "no user nobody on this machine"
+command -v unshare >/dev/null || skip "unshare not installed (util-linux)"
 netns_setup
 sluice_attach
 getent group sluice >/dev/null || fail "sluice attach did not create the group sluice"
@@ -41,22 +47,33 @@ for args in "--user nosuch$$" "--group nosuch$$" "--user root" "--group root" "-
 		fail "exporter $args was refused but something listens on $EXPORTER_URL"
 done
 ok "unknown user or group, uid 0, gid 0: exit 2 with one line each, nothing listens"
+# Where the package did not create its user (a passwd without it, in a
+# mount namespace of its own): one line that says so.
+nopw=$(netns_tmp passwd)
+grep -v '^sluice-exporter:' /etc/passwd >"$nopw"
+rc=0
+err=$(timeout 10 unshare --mount sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' sh "$nopw" \
+	nsenter --net="/run/netns/$NS_RX" "$SLUICE_EXPORTER" exporter 2>&1 >/dev/null) || rc=$?
+[[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == *"no user 'sluice-exporter': install the sluice package, which creates it, or run as root with --user USER"* ]] ||
+	fail "exporter without its default user: exit $rc, want 2 and one line naming the package, got: $err"
+ok "no user sluice-exporter: $err"
 
 exporter_start
-grep -q "running as nobody, group sluice" "$EXPORTER_LOG" ||
+grep -q "running as sluice-exporter, group sluice" "$EXPORTER_LOG" ||
 	fail "the startup line does not say whom it runs as: $(head -n 1 "$EXPORTER_LOG")"
 
 # --- its credentials ---
 status=$(cat "/proc/$EXPORTER_PID/status")
 field() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ +/, ""); print }' <<<"$status"; }
-nobody_uid=$(getent passwd nobody | cut -d: -f3)
-nobody_gid=$(getent passwd nobody | cut -d: -f4)
+assert_eq "$(ps -o user= -p "$EXPORTER_PID")" sluice-exporter "the exporter's user"
+ex_uid=$(getent passwd sluice-exporter | cut -d: -f3)
+ex_gid=$(getent passwd sluice-exporter | cut -d: -f4)
 sluice_gid=$(getent group sluice | cut -d: -f3)
 uids=$(field Uid | tr -s '\t ' ' ')
 gids=$(field Gid | tr -s '\t ' ' ')
 groups=$(field Groups | xargs)
-assert_eq "$uids" "$nobody_uid $nobody_uid $nobody_uid $nobody_uid" "real, effective, saved and fs uid"
-assert_eq "$gids" "$nobody_gid $nobody_gid $nobody_gid $nobody_gid" "real, effective, saved and fs gid"
+assert_eq "$uids" "$ex_uid $ex_uid $ex_uid $ex_uid" "real, effective, saved and fs uid"
+assert_eq "$gids" "$ex_gid $ex_gid $ex_gid $ex_gid" "real, effective, saved and fs gid"
 assert_eq "$groups" "$sluice_gid" "supplementary groups (the pins' group only)"
 cap_inh=$((16#$(field CapInh)))
 cap_prm=$((16#$(field CapPrm)))
@@ -69,6 +86,12 @@ assert_eq "$((cap_bnd & ~cap_eff))" 0 "bounding set beyond the effective capabil
 assert_eq "$cap_inh.$cap_amb" 0.0 "inheritable and ambient capabilities"
 assert_eq "$(field NoNewPrivs)" 1 "no_new_privs"
 echo "exporter capabilities: $(capsh --decode="$(field CapEff)")"
+# Another daemon's user (nobody, the check server's) may not signal it.
+for u in nobody sluice-check; do
+	setpriv --reuid "$u" --regid "$(id -g "$u")" --clear-groups kill -0 "$EXPORTER_PID" 2>/dev/null &&
+		fail "a process of $u's may signal the exporter (SIGSTOP would stop it)"
+done
+ok "processes of nobody and sluice-check may not signal the exporter"
 
 # setpriv arguments that rebuild those credentials for another program.
 caps=-all
@@ -80,7 +103,7 @@ for c in $(capsh --decode="$(field CapBnd)" | cut -d= -f2 | tr ',' ' '); do
 	bnd+=",+${c#cap_}"
 done
 as_exporter() {
-	setpriv --reuid="$nobody_uid" --regid="$nobody_gid" --groups="$(tr ' ' ',' <<<"$groups")" \
+	setpriv --reuid="$ex_uid" --regid="$ex_gid" --groups="$(tr ' ' ',' <<<"$groups")" \
 		--inh-caps="$caps" --ambient-caps="$caps" --bounding-set="$bnd" --no-new-privs -- "$@"
 }
 as_exporter sh -c 'grep -E "^(Uid|Gid|Groups|CapEff|CapBnd):" /proc/self/status' | tr -s '\t' ' ' |
@@ -170,7 +193,7 @@ EXTRA_IFACES+=("$OLD")	# removed by the cleanup if the test stops early
 exporter_start -i "$OLD"
 scrape /metrics >"$m" || fail "scrape failed"
 assert_eq "$(series "$m" sluice_scrape_skipped_interfaces)" 1 "a root-only pin directory is skipped"
-grep -q "^sluice: warning: 1 pin directory could not be read as nobody in group sluice" "$EXPORTER_LOG" ||
+grep -q "^sluice: warning: 1 pin directory could not be read as sluice-exporter in group sluice" "$EXPORTER_LOG" ||
 	fail "no startup warning about the unreadable pin directory: $(cat "$EXPORTER_LOG")"
 ok "the startup warns about it: $(grep '^sluice: warning' "$EXPORTER_LOG")"
 exporter_stop TERM

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: the check server's request handling (user/daemon/check/,
  * through its exported handler check_on_request) with everything under
- * it: the trust test, the address header, status=, X-Request-ID repeats,
- * the source table, judge(), the answer and /metrics. libmicrohttpd runs in
+ * it: the trust test, the address header, status=, X-Request-ID repeats
+ * (on), the source table, judge(), the answer and /metrics. libmicrohttpd runs in
  * this thread with the servers' own callbacks and limits (user/daemon/httpd.c);
  * each input is one selector byte, then the raw bytes a client sends on one
  * connection, handed over a socketpair with MHD_add_connection; the client
@@ -33,7 +33,7 @@
  *   "untrusted" counter (the source table, the repeats, the other
  *   counters, the ban table's word are compared byte for byte); a bad
  *   status= or an address header that is missing, repeated or not one
- *   address (the model parses it here with inet_pton) is 400;
+ *   address (inet_pton here, blanks around it trimmed) is 400;
  * - each /check moves exactly one answers counter, the one its status
  *   says; the rule it names is the model's (longest prefix, same family);
  *   a 200 from a rule carries RateLimit-Policy exactly as worked out by
@@ -49,10 +49,9 @@
  * - an escalation (the rule's bans counter moves) puts the source's home
  *   key in the ban table with the rule's index and now + --ban, and the
  *   Retry-After is the ban; a repeated X-Request-ID (one header, 1..64
- *   visible characters) for the same address gets the same answer and is
- *   charged nothing;
- * - /metrics is Prometheus text whose answers, rule and table series are
- *   the server's counters at that moment.
+ *   visible characters) for the same address gets the same answer, uncharged;
+ * - /metrics is Prometheus text whose series are the server's counters
+ *   then; its refusals by reason add up to the table_full answers.
  * tests/fuzz/fuzz.mk plants Retry-After rounded down (PLANT_check) to show
  * that this fails (in about a second, "a 429 ... after an earlier 429's
  * Retry-After ran out"); a copy serving untrusted peers fails the
@@ -102,6 +101,7 @@ struct fz_call {
 	__u64 answers[OUT_MAX];		/* /metrics: the counters then */
 	struct rule_counts counts[FZ_NRULES];
 	__u64 ban_failures;
+	__u64 refused[REFUSE_MAX];
 	__u32 used;
 };
 
@@ -336,6 +336,7 @@ static enum MHD_Result fz_on_request(void *cls, struct MHD_Connection *conn, con
 	memcpy(c->counts, &fz->counts[1], sizeof(c->counts));
 	c->used = fz->t.used;
 	c->ban_failures = fz->ban_failures;
+	memcpy(c->refused, fz->refused, sizeof(c->refused));
 
 	check_answers_moved(c, url, before);
 	if (c->kind == K_METRICS || c->kind == K_NOT_FOUND)
@@ -424,6 +425,13 @@ static void check_metrics(const struct fz_call *c, const struct fz_answer *a)
 		   "tracked_sources");
 	FUZZ_CHECK(page_value(a, "sluice_check_tracked_sources_capacity{interface=\"fz0\"}") ==
 		   FZ_SOURCES, "tracked_sources_capacity");
+	for (int r = 0; r < REFUSE_MAX; r++) {
+		snprintf(series, sizeof(series), "sluice_check_table_refusals_total{interface="
+			 "\"fz0\",reason=\"%s\"}", refusal_names[r]);
+		FUZZ_CHECK(page_value(a, series) == c->refused[r], "%s", series);
+	}
+	FUZZ_CHECK(c->refused[REFUSE_FULL] + c->refused[REFUSE_PREFIX] == c->answers[OUT_TABLE_FULL],
+		   "the refusals by reason do not add up to the table_full answers");
 }
 
 /* A judged answer's RateLimit-Policy, RateLimit and Retry-After, read. */
@@ -818,6 +826,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!resp || !fz)
 		abort();
 	fz->header = HEADER_DEFAULT;
+	fz->repeat_ids = true;	/* --trust-request-id */
 	if (check_parse_trust(TRUST_DEFAULT, fz))
 		abort();
 	make_maps(&fz->m);

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include "httpd.h"
 #include "sluice/algo.h"
+#include "check.h"	/* ADDRESS_MAX */
 
 #define FZ_CALLS_MAX		512U	/* handler calls of one input (4 KB of requests) */
 #define FZ_ANSWERS_MAX		(FZ_CALLS_MAX + 16)
@@ -32,11 +33,24 @@ struct fz_answer {
 	size_t body_len;
 };
 
-static inline bool model_addr(const char *s, struct fz_addr *out)
+/* An address as the server takes it: blanks (spaces, tabs) around it
+ * are not part of it. */
+static inline bool model_addr(const char *in, struct fz_addr *out)
 {
+	char s[ADDRESS_MAX];
 	struct in_addr v4;
+	size_t n;
 
 	memset(out, 0, sizeof(*out));
+	while (*in == ' ' || *in == '\t')
+		in++;
+	n = strlen(in);
+	while (n && (in[n - 1] == ' ' || in[n - 1] == '\t'))
+		n--;
+	if (n >= sizeof(s))
+		return false;
+	memcpy(s, in, n);
+	s[n] = '\0';
 	if (strchr(s, ':')) {
 		static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
 

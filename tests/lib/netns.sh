@@ -22,6 +22,9 @@
 #   nft_rx_counter NAME MATCH...  # count (and drop) matching packets there
 #   nft_rx_packets NAME     # that counter's packets
 #   netns_tmp NAME, netns_track_pid PID       # scratch file; process to stop
+#   daemon_users            # the servers' system users and the check
+#                           # server's socket group, created as the package's
+#                           # postinst does where missing (netns_init calls it)
 #   ok, fail, skip, assert_eq/ge/le/near, calc, now   # checks and arithmetic
 #
 # Names set by netns_setup:
@@ -130,9 +133,32 @@ netns_init() {
 	IF_TX=sl$tag$$t
 	IF_RX=sl$tag$$r
 	NETNS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sle2e-$tag.XXXXXX") || fail "mktemp failed"
+	daemon_users
 	trap netns_cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
+}
+
+# The users the exporter and the check server run as by default and the
+# group of the check server's socket, which the package creates (debian/
+# postinst): made here where they are missing, so that the servers start
+# with their defaults as installed. System accounts with no home and no
+# shell; one test at a time (flock), so parallel tests do not race.
+DAEMON_USERS=(sluice-exporter sluice-check)
+DAEMON_GROUPS=(sluice-check-clients)
+daemon_users() {
+	local u g
+	for u in "${DAEMON_USERS[@]}"; do
+		getent passwd "$u" >/dev/null && continue
+		flock /run/lock/sluice-test-users.lock sh -c 'getent passwd "$1" >/dev/null ||
+			useradd --system --user-group --no-create-home --home-dir /nonexistent \
+				--shell /usr/sbin/nologin "$1"' sh "$u" || fail "cannot create the system user $u"
+	done
+	for g in "${DAEMON_GROUPS[@]}"; do
+		getent group "$g" >/dev/null && continue
+		flock /run/lock/sluice-test-users.lock sh -c 'getent group "$1" >/dev/null ||
+			groupadd --system "$1"' sh "$g" || fail "cannot create the system group $g"
+	done
 }
 
 # A scratch file that the cleanup removes.

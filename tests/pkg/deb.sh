@@ -7,8 +7,10 @@
 # conffile, the binary runs (--version, --help, policy check of the example
 # policy it ships), every unit passes systemd-analyze verify in that root
 # with the binary at the path the units name, and the maintainer scripts,
-# run against stand-ins for systemctl and addgroup, create the group
-# sluice when it is missing and, on upgrade only, reload each running
+# run against stand-ins for systemctl, addgroup and adduser, create the
+# group sluice, the system users sluice-exporter and sluice-check and the
+# group sluice-check-clients when they are missing (and leave www-data out
+# of it) and, on upgrade only, reload each running
 # interface and restart the daemons (prerm stops them all on removal).
 #
 # usage: tests/pkg/deb.sh [TREE]
@@ -83,16 +85,16 @@ verify_units "$PKG" "$PKG/usr/share/man" "${INSTANCES[@]}"
 echo "--- maintainer scripts"
 # Stand-ins on PATH log each call; the real deb-systemd-invoke runs (it
 # calls systemctl, the stand-in), with no policy-rc.d under its DPKG_ROOT.
-# getent says the group is missing when $TMP/no-group exists;
+# getent says every group and user is missing when $TMP/no-group exists;
 # deb-systemd-helper, that no unit was enabled before.
 STUBS=$TMP/stubs
 LOG=$TMP/calls
 mkdir -p "$STUBS" "$TMP/dpkgroot"
-for s in systemctl addgroup deb-systemd-helper; do
+for s in systemctl addgroup adduser deb-systemd-helper; do
 	printf '#!/bin/sh\necho "%s $*" >>%s\n' "$s" "$LOG" >"$STUBS/$s"
 done
 echo 'exit 1' >>"$STUBS/deb-systemd-helper"
-printf '#!/bin/sh\n[ -e %s ] && exit 2\necho "sluice:x:999:"\n' "$TMP/no-group" >"$STUBS/getent"
+printf '#!/bin/sh\n[ -e %s ] && exit 2\necho "$2:x:999:"\n' "$TMP/no-group" >"$STUBS/getent"
 chmod +x "$STUBS"/*
 
 # run_script SYSTEMD SCRIPT ARGS...: SYSTEMD yes runs it in a mount
@@ -115,12 +117,22 @@ touch "$TMP/no-group"
 run_script yes postinst configure || fail "postinst configure (a first install) failed"
 called "addgroup --system sluice" && pass "a first install creates the group sluice" ||
 	fail "postinst did not run 'addgroup --system sluice': $(cat "$LOG")"
+for u in sluice-exporter sluice-check; do
+	called "adduser --system --group --no-create-home --home /nonexistent --shell /usr/sbin/nologin $u" &&
+		pass "a first install creates the system user $u" ||
+		fail "postinst did not create the user $u: $(cat "$LOG")"
+done
+called "addgroup --system sluice-check-clients" &&
+	pass "a first install creates the check server's socket group sluice-check-clients" ||
+	fail "postinst did not create the group sluice-check-clients: $(cat "$LOG")"
+! grep -q 'www-data' "$LOG" && pass "www-data (PHP-FPM's user too) is not added to it" ||
+	fail "postinst touched www-data: $(cat "$LOG")"
 ! grep -qE 'systemctl (try-|stop|start|restart)' "$LOG" && pass "a first install starts nothing" ||
 	fail "a first install touched units: $(cat "$LOG")"
 rm "$TMP/no-group"
 run_script yes postinst configure 0.0.1 || fail "postinst configure 0.0.1 (an upgrade) failed"
-! grep -q '^addgroup' "$LOG" && pass "an existing group sluice is left alone" ||
-	fail "postinst ran addgroup with the group there"
+! grep -qE '^add(group|user)' "$LOG" && pass "existing groups and users are left alone" ||
+	fail "postinst ran addgroup or adduser with them there: $(cat "$LOG")"
 called "systemctl try-reload-or-restart sluice-attach@*.service" &&
 	pass "an upgrade reloads each running sluice-attach@" ||
 	fail "no try-reload-or-restart of sluice-attach@*.service: $(cat "$LOG")"

@@ -41,7 +41,7 @@ static void case_check_empty(void)
 }
 
 /* Every outcome counted, three rules (longest prefix first), a full-ish
- * table and a failed ban. */
+ * table, refusals of both reasons and a failed ban. */
 static void case_check(void)
 {
 	static const struct check_prom_rule rules[] = {
@@ -52,7 +52,7 @@ static void case_check(void)
 	struct check_prom p = {
 		.version = "1.2.3", .iface = "veth-rx", .rules = rules,
 		.nrules = ARRAY_LEN(rules), .ban_failures = 1, .tracked = 4097,
-		.capacity = 65536,
+		.capacity = 65536, .refused = { [REFUSE_FULL] = 3, [REFUSE_PREFIX] = 268 },
 	};
 
 	for (int o = 0; o < OUT_MAX; o++)

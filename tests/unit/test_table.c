@@ -107,6 +107,12 @@ static void case_eviction_order(void)
 	for (__u32 i = table_lru_first(&t); i != TABLE_NIL; i = table_lru_next(&t, i), n++)
 		CHECK_EQ(((struct tkey *)table_key(&t, i))->a, want[n], "LRU position %u", n);
 	CHECK_EQ(n, 4, "entries walked");
+	/* And back from the least recently used: 0 2 4 5. */
+	for (__u32 i = table_lru_last(&t); i != TABLE_NIL; i = table_lru_prev(&t, i)) {
+		n--;
+		CHECK_EQ(((struct tkey *)table_key(&t, i))->a, want[n], "LRU position %u from the end", n);
+	}
+	CHECK_EQ(n, 0, "entries walked back");
 	table_free(&t);
 }
 

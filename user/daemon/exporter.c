@@ -319,7 +319,7 @@ struct exporter_options {
 };
 
 static const struct exporter_options exporter_defaults = {
-	.listen = LISTEN_DEFAULT, .user = RUN_AS_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT,
+	.listen = LISTEN_DEFAULT, .user = EXPORTER_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT,
 };
 
 static const struct cli_opt exporter_opts[] = {
@@ -352,7 +352,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!httpd_parse_listen(listen_spec, &ss, &sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464",
 				 listen_spec);
-	err = run_as_lookup(o->user, o->group, &ra);
+	err = run_as_lookup(o->user, o->group, EXPORTER_USER_DEFAULT, &ra);
 	if (err)
 		return err;
 

@@ -17,22 +17,26 @@
 
 #define PROBE_NAME	"sluice-privdrop-probe"	/* longer than any interface name */
 
-int run_as_lookup(const char *user, const char *group, struct run_as *ra)
+int run_as_lookup(const char *user, const char *group, const char *dflt, struct run_as *ra)
 {
 	const struct passwd *pw;
 	const struct group *gr;
 
 	memset(ra, 0, sizeof(*ra));
 	if (!*user || strlen(user) >= sizeof(ra->user))
-		return usage_err("bad --user '%s': give a user name, e.g. nobody", user);
+		return usage_err("bad --user '%s': give a user name, e.g. %s", user, dflt);
 	if (!*group || strlen(group) >= sizeof(ra->group))
 		return usage_err("bad --group '%s': give a group name, e.g. sluice", group);
 	pw = getpwnam(user);
+	if (!pw && !strcmp(user, dflt))
+		return usage_err("no user '%s': install the sluice package, which creates it, "
+				 "or run as root with --user USER (an unprivileged user of its own)",
+				 user);
 	if (!pw)
 		return usage_err("no user '%s': create it or pick another with --user", user);
 	if (pw->pw_uid == 0)
 		return usage_err("--user %s is uid 0, which could rewrite the pinned policy: "
-				 "pick an unprivileged user (default %s)", user, RUN_AS_USER_DEFAULT);
+				 "pick an unprivileged user (default %s)", user, dflt);
 	ra->uid = pw->pw_uid;
 	ra->gid = pw->pw_gid;
 	gr = getgrnam(group);

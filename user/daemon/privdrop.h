@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define RUN_AS_USER_DEFAULT	"nobody"
+/* Each server has a system user of its own, which the package creates: a
+ * user shared with other daemons (nobody) lets any of them signal (stop)
+ * the server or read its memory. */
+#define EXPORTER_USER_DEFAULT	"sluice-exporter"
 #define RUN_AS_GROUP_DEFAULT	"sluice"	/* the group of the pins */
 
 struct run_as {
@@ -21,8 +24,9 @@ struct run_as {
 
 /* Looks up USER and GROUP. Prints a usage error and returns EXIT_USAGE
  * when either is unknown or USER is root (uid 0 could rewrite the pins),
- * else 0. Changes nothing. */
-int run_as_lookup(const char *user, const char *group, struct run_as *ra);
+ * else 0; a missing USER that is the command's default (dflt) is said to
+ * come with the package. Changes nothing. */
+int run_as_lookup(const char *user, const char *group, const char *dflt, struct run_as *ra);
 
 /* Becomes ra's user, with ra's pin group as the only supplementary group,
  * and keeps no capability but the one bpf(2) needs here (none where the

@@ -80,4 +80,16 @@ static inline __u32 table_lru_next(const struct table *t, __u32 i)
 	return t->links[i].next;
 }
 
+/* The same from the least recently used on: table_lru_prev(t, i) is the
+ * one used after i, TABLE_NIL after the most recent. */
+static inline __u32 table_lru_last(const struct table *t)
+{
+	return t->lru_tail;
+}
+
+static inline __u32 table_lru_prev(const struct table *t, __u32 i)
+{
+	return t->links[i].prev;
+}
+
 #endif /* SLUICE_TABLE_H */

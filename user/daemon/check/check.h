@@ -20,12 +20,21 @@
 #define TRUST_MAX		32
 #define SWEEP_NS		SLUICE_NS_PER_SEC	/* expired bans, a detached interface */
 /* X-Request-ID: nginx runs auth_request again after an internal redirect
- * (index, error_page) with the same $request_id; such a repeat within
- * REPEAT_NS gets the first answer again, uncharged. */
+ * (index, error_page) with the same $request_id; with --trust-request-id
+ * such a repeat within REPEAT_NS gets the first answer again, uncharged. */
 #define REPEAT_SLOTS		4096U
 #define REPEAT_NS		(5ULL * SLUICE_NS_PER_SEC)
 #define REQUEST_ID_MAX		64
+#define ADDRESS_MAX		64	/* an address header's value, blanks trimmed */
 #define NIL			TABLE_NIL
+/* The fairness cap of the source table: the entries of one prefix (an
+ * IPv6 /48, a site's usual allocation; an IPv4 /24) may hold at most
+ * 1/PREFIX_SHARE_DIV of it, and never less than PREFIX_SHARE_MIN, so one
+ * network's many addresses cannot take the others' room. */
+#define PREFIX_BITS_V6		48U
+#define PREFIX_BITS_V4		(SLUICE_V4_MAPPED_PREFIX + 24U)
+#define PREFIX_SHARE_DIV	8U
+#define PREFIX_SHARE_MIN	16U
 
 /* One answer to GET /check, kept for repeats of its X-Request-ID. */
 struct answer {
@@ -72,6 +81,14 @@ struct check_entry {
 	__u64 state;			/* the algorithm's word (bucket) */
 	__u64 idle_at;			/* from then on it holds nothing worth keeping */
 	__u32 rejected;			/* requests rejected in a row */
+	__u32 prefix;			/* its prefix's entry in s->prefixes */
+};
+
+/* The entries of one prefix (PREFIX_BITS_*), keyed by a struct
+ * sluice_src_key masked to it with policy 0. */
+struct prefix_entry {
+	__u32 n;			/* entries of the source table */
+	__u64 no_idle_until;		/* none of them is idle before then */
 };
 
 /* A repeat's slot: the answer given to (id, source). */
@@ -92,6 +109,7 @@ struct check_server {
 	struct sluice_maps m;
 	struct ban_writer bans;
 	const char *header;
+	bool repeat_ids;		/* --trust-request-id */
 	struct cidr trust[TRUST_MAX];
 	unsigned int ntrust;
 	__u64 seed;
@@ -99,13 +117,16 @@ struct check_server {
 	pthread_mutex_t lock;
 	struct check_policy *pol;
 	struct table t;			/* struct check_key to struct check_entry */
+	struct table prefixes;		/* the entries' prefixes: struct prefix_entry */
+	__u32 prefix_share;		/* entries one prefix may hold */
 	__u64 no_idle_until;		/* none of the full table is idle before then */
-	__u64 full_said_ns;		/* when a full table was last said (0: never) */
-	__u64 full_refused;		/* new sources refused since */
+	__u64 said_ns[REFUSE_MAX];	/* when a refusal was last said (0: never) */
+	__u64 unsaid[REFUSE_MAX];	/* new sources refused since */
 	struct repeat_slot *repeats;
 	/* Atomic counters. */
 	__u64 answers[OUT_MAX];
 	__u64 ban_failures;		/* ban_put refused: the ban table is full */
+	__u64 refused[REFUSE_MAX];	/* new sources refused, by reason */
 	struct rule_counts counts[SLUICE_MAX_POLICIES];
 };
 
@@ -148,7 +169,10 @@ void check_policy_apply(struct check_server *s, struct check_policy *np, __u64 n
 
 /* entries.c: the source table, under the lock. */
 int check_table_init(struct check_server *s, __u32 cap);
+void check_table_free(struct check_server *s);
 __u32 check_entry_get(struct check_server *s, const struct check_key *k, __u64 now);
+void check_entry_remove(struct check_server *s, __u32 i);
+void check_entry_idle_now(struct check_server *s, struct check_entry *e, __u64 now);
 __u64 check_idle_time(const struct sluice_limit *l, __u64 st, __u64 now);
 
 static inline struct check_entry *check_entry_at(const struct check_server *s, __u32 i)

@@ -67,10 +67,8 @@ static void judge(struct check_server *s, const struct check_rule *r, __u32 idx,
 		a->outcome = OUT_OK;
 		if (streak)
 			streak->rejected = 0;
-		if (streak && streak != b) {
-			streak->idle_at = now;
-			s->no_idle_until = 0;	/* it may be claimed now */
-		}
+		if (streak && streak != b)
+			check_entry_idle_now(s, streak, now);	/* it may be claimed now */
 		return;
 	}
 	count(&s->counts[idx].limited);

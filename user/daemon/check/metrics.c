@@ -9,6 +9,8 @@ const char *const outcome_names[OUT_MAX] = {
 	"table_full", "repeat",
 };
 
+const char *const refusal_names[REFUSE_MAX] = { "full", "prefix_share" };
+
 /* A series of one label, interface: NAME{interface="IFACE"} VALUE. */
 static void put_iface_series(FILE *f, const char *name, const char *ifc,
 			     unsigned long long v)
@@ -74,5 +76,15 @@ int check_prom_write(FILE *f, const struct check_prom *p)
 	prom_family(f, "sluice_check_tracked_sources_capacity", "gauge",
 		    "Size of the check server's source table (--max-sources).");
 	put_iface_series(f, "sluice_check_tracked_sources_capacity", p->iface, p->capacity);
+	prom_family(f, "sluice_check_table_refusals_total", "counter",
+		    "New clients refused (answered table_full) for want of room in the source "
+		    "table: it was full with no idle entry, or the client's prefix (IPv6 /48, "
+		    "IPv4 /24) held its share of it.");
+	for (int r = 0; r < REFUSE_MAX; r++) {
+		fputs("sluice_check_table_refusals_total{", f);
+		prom_label(f, "interface", p->iface, false);
+		prom_label(f, "reason", refusal_names[r], true);
+		fprintf(f, "} %llu\n", (unsigned long long)p->refused[r]);
+	}
 	return ferror(f) ? -1 : 0;
 }

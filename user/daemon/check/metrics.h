@@ -23,6 +23,15 @@ enum outcome {
 };
 extern const char *const outcome_names[OUT_MAX];
 
+/* Why a new client found no room in the source table: the reason label of
+ * sluice_check_table_refusals_total (its answer is OUT_TABLE_FULL). */
+enum refusal {
+	REFUSE_FULL,		/* full, no entry idle */
+	REFUSE_PREFIX,		/* its prefix holds its share, none of it idle */
+	REFUSE_MAX,
+};
+extern const char *const refusal_names[REFUSE_MAX];
+
 /* One request rule's counters, by its name (the CIDR). */
 struct check_prom_rule {
 	const char *name;
@@ -38,6 +47,7 @@ struct check_prom {
 	unsigned int nrules;
 	__u64 ban_failures;
 	__u32 tracked, capacity;	/* the source table */
+	__u64 refused[REFUSE_MAX];	/* new sources it had no room for */
 };
 
 /* Writes the exposition text of p to f; 0, or -1 if f reports an error. */

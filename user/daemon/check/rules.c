@@ -119,7 +119,7 @@ void check_policy_apply(struct check_server *s, struct check_policy *np, __u64 n
 		next = table_lru_next(&s->t, i);
 		if (!n->in_use || memcmp(&o->cidr, &n->cidr, sizeof(o->cidr)) != 0 ||
 		    o->key_len != n->key_len) {
-			table_remove(&s->t, i);
+			check_entry_remove(s, i);
 			continue;
 		}
 		if (k->kind != KIND_BUCKET || same_limit(&o->l, &n->l))
@@ -129,5 +129,7 @@ void check_policy_apply(struct check_server *s, struct check_policy *np, __u64 n
 		e->idle_at = check_idle_time(&n->l, e->state, now);
 	}
 	s->no_idle_until = 0;
+	for (__u32 p = table_lru_first(&s->prefixes); p != NIL; p = table_lru_next(&s->prefixes, p))
+		((struct prefix_entry *)table_val(&s->prefixes, p))->no_idle_until = 0;
 	s->pol = np;
 }

@@ -30,7 +30,11 @@
  * connect to: on TCP every local process that reaches the port could name
  * any client and have it banned. */
 #define SOCKET_DEFAULT		"/run/sluice/check.sock"
-#define SOCKET_GROUP_DEFAULT	"www-data"	/* Debian's nginx workers */
+/* Its own group, which the package creates and nginx's workers join by
+ * nginx's user line: not www-data, which PHP-FPM and web applications on
+ * Debian share. */
+#define SOCKET_GROUP_DEFAULT	"sluice-check-clients"
+#define CHECK_USER_DEFAULT	"sluice-check"	/* its own: no other process may signal it */
 #define SOCKET_MODE		0660
 #define LISTEN_EXAMPLE		"127.0.0.1:9465"
 #define CHECK_THREADS		4
@@ -70,7 +74,9 @@ const char *check_one_header(struct MHD_Connection *conn, const char *name)
 	return h.n == 1 ? h.value : NULL;
 }
 
-/* An X-Request-ID worth remembering: 1..REQUEST_ID_MAX visible characters. */
+/* An X-Request-ID worth remembering: 1..REQUEST_ID_MAX visible characters.
+ * Only with --trust-request-id: a client that could set it itself would
+ * repeat one id and never be charged. */
 static const char *request_id(struct MHD_Connection *conn)
 {
 	const char *id = check_one_header(conn, "X-Request-ID");
@@ -82,6 +88,24 @@ static const char *request_id(struct MHD_Connection *conn)
 		if (id[n] <= ' ' || id[n] >= 127 || n >= REQUEST_ID_MAX)
 			return NULL;
 	return n ? id : NULL;
+}
+
+/* The address header's value v without the blanks (spaces, tabs) around
+ * it, in buf of len; NULL when what is left cannot be an address. */
+static const char *trim_blanks(const char *v, char *buf, size_t len)
+{
+	size_t n;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	n = strlen(v);
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (!n || n >= len)
+		return NULL;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	return buf;
 }
 
 /* On the Unix socket every peer is: its permissions let only root and
@@ -152,7 +176,7 @@ static enum MHD_Result serve_check(struct check_server *s, struct MHD_Connection
 	struct sluice_src_key src;
 	struct in6_addr peer;
 	const char *addr;
-	char msg[192];
+	char msg[192], abuf[ADDRESS_MAX];
 
 	httpd_peer(conn, &peer);
 	if (!trusted(s, &peer)) {
@@ -167,6 +191,8 @@ static enum MHD_Result serve_check(struct check_server *s, struct MHD_Connection
 					"400 bad request: status= takes 403 or 429\n", NULL);
 	}
 	addr = check_one_header(conn, s->header);
+	if (addr)
+		addr = trim_blanks(addr, abuf, sizeof(abuf));
 	if (!addr || parse_source(addr, &src)) {
 		count(&s->answers[OUT_BAD_REQUEST]);
 		snprintf(msg, sizeof(msg), "400 bad request: %s must hold exactly one IPv4 or "
@@ -174,7 +200,7 @@ static enum MHD_Result serve_check(struct check_server *s, struct MHD_Connection
 		return httpd_reply(conn, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", msg,
 				   strlen(msg), MHD_RESPMEM_MUST_COPY, NULL);
 	}
-	check_source(s, &src, request_id(conn), mode && !strcmp(mode, "403"),
+	check_source(s, &src, s->repeat_ids ? request_id(conn) : NULL, mode && !strcmp(mode, "403"),
 		     check_ban_left(s, &src), &a);
 	count(&s->answers[a.outcome]);
 	return reply_answer(conn, &a);
@@ -217,6 +243,8 @@ static char *render_metrics(struct check_server *s, size_t *len)
 		pr.rules = rules;
 		pr.nrules = p->n;
 		pr.ban_failures = __atomic_load_n(&s->ban_failures, __ATOMIC_RELAXED);
+		for (int r = 0; r < REFUSE_MAX; r++)
+			pr.refused[r] = __atomic_load_n(&s->refused[r], __ATOMIC_RELAXED);
 		f = open_memstream(&body, len);
 	}
 	if (f) {
@@ -258,10 +286,11 @@ enum MHD_Result check_on_request(void *cls, struct MHD_Connection *conn, const c
 struct check_options {
 	const char *listen, *user, *group, *socket, *socket_group, *header, *trust;
 	__u64 max_sources;
+	bool repeat_ids;
 };
 
 static const struct check_options check_defaults = {
-	.user = RUN_AS_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT, .socket = SOCKET_DEFAULT,
+	.user = CHECK_USER_DEFAULT, .group = RUN_AS_GROUP_DEFAULT, .socket = SOCKET_DEFAULT,
 	.socket_group = SOCKET_GROUP_DEFAULT, .header = HEADER_DEFAULT, .trust = TRUST_DEFAULT,
 	.max_sources = SOURCES_DEFAULT,
 };
@@ -269,7 +298,7 @@ static const struct check_options check_defaults = {
 /* Positions in check_opts: whether --listen, --socket, --socket-group and
  * --trust were given at all decides where to serve. */
 enum { CO_LISTEN, CO_USER, CO_GROUP, CO_SOCKET, CO_SOCKET_GROUP, CO_HEADER, CO_TRUST,
-       CO_SOURCES };
+       CO_SOURCES, CO_REQUEST_ID };
 
 static const struct cli_opt check_opts[] = {
 	[CO_LISTEN] = CLI_STR("listen", 0, "ADDR:PORT",
@@ -290,6 +319,10 @@ static const struct cli_opt check_opts[] = {
 			     struct check_options, trust),
 	[CO_SOURCES] = CLI_U64("max-sources", 0, "N", "sources (and streaks) tracked at most",
 			       struct check_options, max_sources, SOURCES_MIN, SOURCES_MAX, "sources"),
+	[CO_REQUEST_ID] = CLI_FLAG("trust-request-id", 0,
+				   "answer a repeat of an X-Request-ID as before, uncharged: only "
+				   "where the gateway sets it itself (nginx's $request_id)",
+				   struct check_options, repeat_ids),
 	CLI_OPT_END,
 };
 
@@ -317,8 +350,7 @@ int check_parse_trust(const char *spec, struct check_server *s)
 
 static void server_free(struct check_server *s)
 {
-	table_free(&s->t);
-	free(s->repeats);
+	check_table_free(s);
 	free(s->pol);
 }
 
@@ -406,9 +438,12 @@ static int check_where(const struct cli_args *a, const char **path, gid_t *gid)
 				 sizeof(((struct sockaddr_un *)0)->sun_path) - 1, SOCKET_DEFAULT);
 	gr = getgrnam(o->socket_group);
 	if (!gr)
-		return usage_err("no group '%s' for --socket-group: name the group the "
-				 "gateway runs in (nginx: its 'user' line), or create it",
-				 o->socket_group);
+		return usage_err("no group '%s' for --socket-group: %s", o->socket_group,
+				 strcmp(o->socket_group, SOCKET_GROUP_DEFAULT) ?
+				 "name a group the gateway runs in (nginx: its 'user' line)" :
+				 "install the sluice package, which creates it (nginx's workers "
+				 "join it by 'user www-data sluice-check-clients;'), or name the "
+				 "gateway's group");
 	*gid = gr->gr_gid;
 	return 0;
 }
@@ -451,11 +486,12 @@ static int check_configure(const struct cli_args *a, struct check_server *s,
 	int err;
 
 	s->header = o->header;
+	s->repeat_ids = o->repeat_ids;
 	err = check_parse_trust(o->trust, s);
 	if (!err)
 		err = check_where(a, &cs->sock_path, &cs->sock_gid);
 	if (!err)
-		err = run_as_lookup(o->user, o->group, &cs->ra);
+		err = run_as_lookup(o->user, o->group, CHECK_USER_DEFAULT, &cs->ra);
 	if (!err)
 		err = pick_iface(cs->iface, sizeof(cs->iface));
 	return err;
