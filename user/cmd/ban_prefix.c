@@ -160,7 +160,8 @@ int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li,
 
 bool prefix_everything(const struct cidr *c)
 {
-	return c->prefixlen == 0;
+	/* A prefix is kept in the 128-bit form: IPv4's /0 is /96. */
+	return c->prefixlen == (cidr_family(c) == SLUICE_FAMILY_V4 ? SLUICE_V4_MAPPED_PREFIX : 0);
 }
 
 int prefix_everything_err(const struct cidr *c, const char *where)
