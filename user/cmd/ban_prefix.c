@@ -30,7 +30,7 @@ int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit)
 		goto fail;
 	r = bantab_open(m, t);
 	if (r == -ESTALE) {
-		err = runtime_err("the ban table of %s was made by another version of sluice: attach again with this one (doc/upgrading.md); nothing was changed",
+		err = runtime_err("the ban table of %s was made by another version of sluice: attach with this one, which says what to do (doc/upgrading.md); nothing was changed",
 				  iface);
 		goto fail;
 	}
@@ -64,7 +64,11 @@ int prefix_bans_peek(struct sluice_maps *m, struct bantab *t)
 	prefix_bans_close(m, t);
 	if (r == -EPERM)
 		return 1;
-	runtime_err("cannot read the ban table of %s: %s", iface, strerror(-r));
+	if (r == -ESTALE)
+		runtime_err("the ban table of %s was made by another version of sluice: attach with this one, which says what to do (doc/upgrading.md)",
+			    iface);
+	else
+		runtime_err("cannot read the ban table of %s: %s", iface, strerror(-r));
 	return -1;
 }
 
