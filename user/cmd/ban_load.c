@@ -201,7 +201,7 @@ static int parse_line(struct load_ctx *x, char *line, struct load_entry *e, char
 		      size_t len)
 {
 	char *w[LOAD_WORDS], reason[200];
-	struct cidr c;
+	struct cidr c = { 0 };
 	int n = split_words(line, w), at = 0, r;
 
 	memset(e, 0, sizeof(*e));

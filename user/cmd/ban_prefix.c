@@ -239,7 +239,7 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 	struct sluice_ban_key k;
 	struct sluice_maps m;
 	struct bantab t;
-	struct cidr c;
+	struct cidr c = { 0 };
 	__u64 until = 0;
 	int err, li, fd, fresh = 0;
 
