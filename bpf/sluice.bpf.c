@@ -93,15 +93,19 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 
 /* Whether p's source lies in a banned prefix (ban add, ban load): then
  * its drop is counted to the entry and to its list (it belongs to no
- * rule). Costs one array-of-
- * maps lookup while no prefix is banned (the slot is empty then). */
+ * rule). The longest covering entry answers; one that has expired (and
+ * waits for a sweep) hides nothing: the lookup is done again below its
+ * prefix length, which finds the next shorter covering entry, until a live
+ * one or none. Each round is a shorter prefix, so SLUICE_BAN_DEPTH rounds
+ * cover /128 to /0. Costs one array-of-maps lookup while no prefix is
+ * banned (the slot is empty then). */
 static __always_inline int prefix_banned(const struct pkt *p)
 {
 	struct sluice_ban_key k;
-	struct sluice_pfx_ban *b;
+	struct sluice_pfx_ban *b = NULL;
 	struct sluice_counter *c;
-	__u32 zero = 0, list;
-	__u64 until;
+	__u32 zero = 0, list, plen, i;
+	__u64 until, now = 0;
 	void *trie;
 
 	trie = bpf_map_lookup_elem(&ban_trie, &zero);
@@ -111,12 +115,28 @@ static __always_inline int prefix_banned(const struct pkt *p)
 	k.prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + SLUICE_KEY_LEN_SOURCE;
 	k.family = p->src.family;
 	__builtin_memcpy(k.addr, p->src.a, sizeof(k.addr));
-	b = bpf_map_lookup_elem(trie, &k);
+	for (i = 0; i < SLUICE_BAN_DEPTH; i++) {
+		b = bpf_map_lookup_elem(trie, &k);
+		if (!b)
+			return 0;
+		until = READ_ONCE(b->until_ns);
+		if (!until)
+			break;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		if (now < until)
+			break;
+		/* Expired: the covering entries shorter than it. */
+		plen = READ_ONCE(b->prefixlen);
+		if (plen > k.prefixlen)
+			plen = k.prefixlen;
+		if (plen <= SLUICE_BAN_KEY_FAMILY_BITS)
+			return 0;
+		k.prefixlen = plen - 1;
+		b = NULL;
+	}
 	if (!b)
 		return 0;
-	until = READ_ONCE(b->until_ns);
-	if (until && bpf_ktime_get_ns() >= until)
-		return 0;	/* expired: absent until a sweep removes it */
 	SLUICE_VERDICT_HOOK(&p->src, SLUICE_R_BANNED);
 	__sync_fetch_and_add(&b->dropped, 1);
 	list = READ_ONCE(b->list);

@@ -11,7 +11,9 @@
 #        (for ever past sluice's 3650 days, until the del)
 #   del: sluice [-i IFACE] ban del VALUE --list LIST
 # for decisions of type ban; others (captcha, throttle) mean nothing at
-# XDP and are left to the bouncers that can serve them.
+# XDP and are left to the bouncers that can serve them. A range of every
+# address (0.0.0.0/0, ::/0) is refused with exit 2: it would ban every
+# source.
 #
 # Settings, from the environment, else from the file $SLUICE_BOUNCER_ENV
 # (default /etc/sluice/crowdsec.env; shell VAR=value lines; optional):
@@ -154,6 +156,12 @@ pass_log() { printf '%s\n' "$out" | sed '$d' >&2; }
 sluice_error() { printf '%s\n' "$out" | tail -n 1 | sed 's/^<[0-7]>//'; }
 
 value=$(canonical "$value")
+
+# A range of every address bans every source, this host's operators
+# included: sluice refuses it without --force, and a decision never says so.
+case $action/$value in
+add/*/0) usage "add $value: a range of every address bans every source; sluice bans it only by hand (ban add --force)" ;;
+esac
 
 if [ "$action" = add ]; then
 	# Under a second left: the decision ends before a ban would matter.

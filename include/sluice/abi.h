@@ -91,13 +91,25 @@ struct sluice_ban_key {
 	__u8 pad[3];		/* zero */
 };
 #define SLUICE_BAN_KEY_FAMILY_BITS	8U
+/*
+ * A prefix's entry. Each list that holds the prefix keeps its own end
+ * (ends[], in the order of the set bits of lists), and until_ns is the
+ * latest of them: the prefix is banned while any list's ban on it is
+ * live. An entry whose until_ns has passed is absent to the datapath,
+ * and so is every entry of a shorter prefix it may hide: the lookup is
+ * done again at prefixlen - 1, which finds the next covering entry
+ * (bpf/sluice.bpf.c, prefix_banned), until a live one or none.
+ */
 struct sluice_pfx_ban {
-	__u64 until_ns;		/* CLOCK_MONOTONIC; 0: forever */
+	__u64 until_ns;		/* CLOCK_MONOTONIC, the latest of ends[]; 0: forever */
 	__u64 dropped;		/* packets dropped (atomic adds) */
 	__u64 lists;		/* bit i: list i holds the prefix */
-	__u32 list;		/* the list its drops count to: the lowest of lists */
-	__u32 kind;		/* SLUICE_BAN_KIND_*: how it came last */
+	__u32 list;		/* the list its drops count to: the one whose end is until_ns */
+	__u32 prefixlen;	/* its key's prefixlen, where the next lookup starts below */
+	__u64 loaded;		/* bit i: list i's ban came by ban load (else ban add) */
+	__u64 ends[SLUICE_BAN_ENDS];	/* each list's end, by rank of its bit; 0: forever */
 };
+/* How a list's ban on a prefix came (a list's tallies count by it). */
 #define SLUICE_BAN_KIND_ADDED		1U	/* ban add */
 #define SLUICE_BAN_KIND_LOADED		2U	/* ban load */
 /* A list of prefix bans (ban_lists map, index = list): its name, "" when

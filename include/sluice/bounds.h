@@ -41,6 +41,12 @@
 #define SLUICE_MAX_BANS_MIN		1024U
 #define SLUICE_MAX_BANS_MAX		16777216U
 #define SLUICE_BAN_LISTS		64U
+/* Lists that may hold one prefix at once, each with its own end (the
+ * entry keeps them all: struct sluice_pfx_ban's ends[]). */
+#define SLUICE_BAN_ENDS			8U
+/* Entries one packet's ban lookup may meet: one per prefix length that
+ * covers a source (/128 down to /0), each expired but the last. */
+#define SLUICE_BAN_DEPTH		129U
 /* ban add --for and a list entry's duration: 1 s to 10 years. */
 #define SLUICE_BAN_FOR_NS_MIN		SLUICE_NS_PER_SEC
 #define SLUICE_BAN_FOR_NS_MAX		(3650ULL * 86400 * SLUICE_NS_PER_SEC)

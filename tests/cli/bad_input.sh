@@ -75,6 +75,18 @@ printf 'limit set 198.18.0.0/16 --rate 5 --proto udp --dport 53\nlimit set 198.1
 printf 'limit default --rate 5 --per /24\nallow 198.18.1.0/24\n' >"$PD/mix-default-per.pol"
 printf 'limit set 198.18.0.0/16 --rate 5\nlimit set 198.18.0.0/16 --rate 5 --proto udp\nlimit set 198.18.0.0/16 --rate 5 --proto udp --dport 53\nlimit set 198.18.0.0/16 --rate 5 --syn\nlimit set 198.18.0.0/16 --rate 5 --syn --dport 22\ndeny 198.18.0.0/16 --proto tcp --dport 22-23\n' \
 	>"$PD/same-cidr.pol"
+# ban load input: every source; a NUL byte; lines a file under sudo must
+# not see echoed; two ipset sets; a quote left open.
+printf '198.18.200.0/24\n0.0.0.0/0\n' >"$PD/all.ban"
+printf '198.18.200.0/24\n::/0 1h\n' >"$PD/all6.ban"
+printf '198.18.200.0/24\n198.18.201.0/24\0junk\n' >"$PD/nul.ban"
+printf 'root:s3cr3t-hash:19000:0:99999:7:::\n' >"$PD/shadow.ban"
+printf 's3cr3t-word two three\n' >"$PD/words.ban"
+printf '198.18.200.0/24 s3cr3t\n' >"$PD/duration.ban"
+printf 'create allow hash:net family inet\nadd allow 198.18.202.0/24\ncreate block hash:net family inet\nadd block 198.18.203.0/24\n' \
+	>"$PD/ipset2.ban"
+printf 'add block 198.18.205.0/24 comment "open\n' >"$PD/quote.ban"
+printf 'add block 198.18.205.0/24 s3cr3t 5\n' >"$PD/ipset-opt.ban"
 # One rule more than the table holds (1023 besides the default).
 for ((i = 0; i < 1024; i++)); do
 	echo "deny 198.18.$((i / 256)).$((i % 256))/32"
@@ -136,6 +148,7 @@ pins_of() { # IFACE: the names in its pin directory
 }
 look "limit list -j" cat -i "$IF" limit list -j
 look "policy show" cat -i "$IF" policy show
+look "ban list -j" cat -i "$IF" ban list -j
 look "stats -j .packets" ".packets, .tracked_sources" -i "$IF" stats -j
 for i in "$IF" "$BR2"; do
 	look "$i: status -j" cat -i "$i" status -j

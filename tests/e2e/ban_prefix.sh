@@ -10,7 +10,11 @@
 #     absent); the next write sweeps it (a "ban expired" notice).
 #  3. `ban load` replaces a list in one step: a file in every format it
 #     reads (plain, ipset save, .netset, DROP) replaces the list, another
-#     list is untouched; --merge adds; IPv6 and IPv4-mapped forms.
+#     list is untouched; --merge adds; IPv6 and IPv4-mapped forms; an
+#     ipset `nomatch` exception is no ban, a `timeout 0` inside a comment
+#     is no timeout, and --set takes one set of two. A prefix in two lists
+#     keeps each list's end (a 1 h ban stays 1 h when a list holding it
+#     forever lets go).
 #  4. `ban del` lifts; `ban del` of a prefix not banned exits 1; bad input
 #     (a /33, a duration of 0, an unknown format, a missing file, a bad
 #     list name) exits 2 with one line, and `ban list` is the same after.
@@ -101,14 +105,22 @@ cat >"$tmp" <<-'EOF'
 	create feed hash:net family inet hashsize 1024 maxelem 65536
 	add feed 198.18.72.0/24
 	add feed 198.18.73.0/25 timeout 600
+	add feed 198.18.72.128/25 nomatch
+	add feed 198.18.76.0/24 timeout 600 comment "timeout 0; # not a comment"
 	198.18.74.0/23 ; SBL123456
 	2001:2:0:9::/64
 	::ffff:198.18.75.1
 EOF
 sluice_rx ban load "$tmp" --list feed 2>/dev/null >/dev/null || fail "ban load failed"
 got=$(bans_json --list feed | jq -r '[.[].prefix] | sort | join(" ")')
-assert_eq "$got" "198.18.70.0/24 198.18.71.5/32 198.18.72.0/24 198.18.73.0/25 198.18.74.0/23 198.18.75.1/32 2001:2:0:9::/64" "list feed"
+assert_eq "$got" "198.18.70.0/24 198.18.71.5/32 198.18.72.0/24 198.18.73.0/25 198.18.74.0/23 198.18.75.1/32 198.18.76.0/24 2001:2:0:9::/64" "list feed (no nomatch exception)"
 assert_eq "$(entry_of 198.18.73.0/25 | jq -r '.left_seconds > 590 and .left_seconds <= 600')" true "ipset timeout"
+assert_eq "$(entry_of 198.18.76.0/24 | jq -r '.left_seconds > 590 and .left_seconds <= 600')" true \
+	"ipset timeout beside a comment that says 'timeout 0'"
+# ipset save of two sets: --set takes one.
+printf 'create allow hash:net\nadd allow 198.18.77.0/24\ncreate block hash:net\nadd block 198.18.78.0/24\n' >"$tmp"
+sluice_rx ban load "$tmp" --list sets --set block >/dev/null 2>&1 || fail "ban load --set block failed"
+assert_eq "$(bans_json --list sets | jq -r '[.[].prefix] | join(" ")')" "198.18.78.0/24" "ban load --set block of two sets"
 assert_eq "$(entry_of 198.18.70.0/24 | jq -r .kind)" loaded "kind of a loaded ban"
 printf '198.18.80.0/24\n' | sluice_rx ban load - --list feed >/dev/null 2>&1 || fail "ban load - failed"
 assert_eq "$(bans_json --list feed | jq -r '[.[].prefix] | join(" ")')" "198.18.80.0/24" "list feed replaced"
@@ -119,6 +131,16 @@ assert_eq "$(bans_json --list feed | jq -r '[.[].prefix] | sort | join(" ")')" "
 sluice_rx ban add 198.18.80.0/24 2>/dev/null || fail "ban add into a second list failed"
 sluice_rx ban del 198.18.80.0/24 --list feed >/dev/null 2>&1 || fail "ban del --list feed failed"
 assert_eq "$(entry_of 198.18.80.0/24 | jq -r '.lists | join(",")')" default "lists of a prefix after one let go"
+# Each list keeps its own end: a list's 1 h ban stays 1 h when a list that
+# held the prefix forever lets it go.
+sluice_rx ban add 198.18.82.0/24 --list f2b --for 1h 2>/dev/null || fail "ban add --for 1h failed"
+sluice_rx ban add 198.18.82.0/24 --list feed 2>/dev/null || fail "ban add in feed failed"
+assert_eq "$(entry_of 198.18.82.0/24 | jq -r '(.left_seconds == null) and (.left_by_list.f2b > 3500)')" true \
+	"a prefix in f2b (1 h) and feed (forever)"
+sluice_rx ban del 198.18.82.0/24 --list feed >/dev/null 2>&1 || fail "ban del --list feed failed"
+assert_eq "$(entry_of 198.18.82.0/24 | jq -r '.left_seconds > 3500 and .left_seconds <= 3600')" true \
+	"f2b's 1 h ban after feed let the prefix go"
+sluice_rx ban del 198.18.82.0/24 >/dev/null 2>&1 || fail "ban del 198.18.82.0/24 failed"
 ok "ban load: plain, ipset, .netset, DROP, IPv6 and mapped lines; replace, merge, two lists"
 
 # --- 4. ban del, and bad input changes nothing -------------------------------
@@ -130,7 +152,7 @@ rc=0
 out=$(sluice_rx ban del "$NET" 2>&1) || rc=$?
 assert_eq "$rc" 1 "exit status of ban del of a prefix not banned"
 assert_eq "$(wc -l <<<"$out")" 1 "lines of ban del's error"
-before=$(bans_json | jq -S 'map(del(.left_seconds, .left_ms))')
+before=$(bans_json | jq -S 'map(del(.left_seconds, .left_ms, .left_by_list))')
 bad() { # EXPECTED_RC ARGS...: one line on stderr, nothing on stdout, no change
 	local want=$1 rc=0 o e
 	shift
@@ -147,7 +169,7 @@ printf '198.18.90.0/24\nfoo bar baz\n' >"$tmp"
 bad 2 ban load "$tmp"
 printf '198.18.90.0/24\n198.18.91.0/24 0s\n' >"$tmp"
 bad 2 ban load "$tmp"
-after=$(bans_json | jq -S 'map(del(.left_seconds, .left_ms))')
+after=$(bans_json | jq -S 'map(del(.left_seconds, .left_ms, .left_by_list))')
 assert_eq "$after" "$before" "ban list after bad input"
 ok "ban del lifts; not banned exits 1; bad input exits 2 with one line and changes nothing"
 

@@ -313,3 +313,16 @@ assert_eq "$(crowdsec_bans)" "[]" "ban list after the decision expired"
 errors=$(grep -c "Error in '[a-z]*' command" "$CS/bouncer.log" || true)
 [[ $errors == 0 ]] || fail "the bouncer logged $errors failed runs of the script: $(cs_logs)"
 ok "the bouncer logged no failed run of the script"
+
+# 5. A range of every address (0.0.0.0/0, ::/0, and a /0 typed with host
+# bits): the script refuses it (exit 2, one line) and sluice bans nothing.
+for all in 0.0.0.0/0 ::/0 198.18.0.1/0; do
+	rc=0
+	err=$(nsenter --net="/run/netns/$NS_RX" env SLUICE_BOUNCER_ENV="$CS/sluice.env" \
+		sh "$SCRIPT" add "$all" 60 crowdsecurity/test '{"type":"ban"}' 2>&1 >/dev/null) || rc=$?
+	assert_eq "$rc" 2 "exit status of the script's add $all"
+	assert_eq "$(wc -l <<<"$err")" 1 "lines of the script's refusal of $all"
+	[[ $err == *"every"* ]] || fail "the refusal of $all does not say why: $err"
+done
+assert_eq "$(sluice_rx -j ban list | jq -c '[.[] | select(.prefix)]')" "[]" "prefix bans after the /0 decisions"
+ok "a decision for every address (0.0.0.0/0, ::/0) is refused with exit 2 and one line; nothing is banned"

@@ -23,7 +23,9 @@
 #   - bans another list holds (a feed's, in list feed) are never touched: a
 #     /24 the feed bans, before fail2ban starts and after it stopped, and
 #     an address both the feed and the timed jail ban, which stays banned
-#     (forever, in list feed alone) after fail2ban's unban;
+#     (forever, in list feed alone) after fail2ban's unban; and each list
+#     keeps its own end: the feed letting that address go leaves fail2ban's
+#     bantime, not the feed's forever;
 #   - fail2ban's log has no ERROR or CRITICAL line: every command of the
 #     action succeeded.
 #
@@ -49,7 +51,7 @@ BREAK=${FAIL2BAN_BREAK:-}
 [[ -z $BREAK || $BREAK =~ ^(action|unban|gone)$ ]] ||
 	fail "FAIL2BAN_BREAK must be action, unban, gone or unset"
 
-BANTIME=8	# seconds, the timed jail's bantime
+BANTIME=20	# seconds, the timed jail's bantime (the checks during the ban fit in it on a busy machine)
 MAXRETRY=3
 PROBE=40	# packets per probe of a source
 LIST=fail2ban
@@ -270,6 +272,13 @@ entry=$(ban_entry "$BOTH")
 echo "ban list entry: $entry"
 assert_eq "$(jq -c .lists <<<"$entry")" '["feed","fail2ban"]' "lists of $BOTH, banned by the feed and by fail2ban"
 assert_eq "$(jq -r .left_seconds <<<"$entry")" null "time left of $BOTH (the feed's forever wins)"
+# Each list keeps its own end: the feed letting go leaves fail2ban's, not
+# the feed's forever. The feed then bans it again.
+sluice_rx ban del "$BOTH" --list feed >/dev/null 2>&1 || fail "ban del $BOTH --list feed failed"
+entry=$(ban_entry "$BOTH")
+assert_eq "$(jq -r --argjson b "$BANTIME" '.left_seconds != null and .left_seconds <= $b' <<<"$entry")" true \
+	"time left of $BOTH once the feed let it go (fail2ban's bantime, not forever): $entry"
+sluice_rx ban add "$BOTH" --list feed 2>/dev/null || fail "sluice ban add $BOTH --list feed failed"
 
 wait_until $((BANTIME + F2B_WAIT)) "fail2ban's unban of $SRC" f2b_logged sluice-timed Unban "$SRC"
 wait_until 5 "$SRC out of sluice's ban list" not_banned "$SRC"

@@ -284,10 +284,10 @@ static int list_prefixes(const char *name, struct json *j, bool *unreadable)
 		*unreadable = n > 0;
 		return n > 0 ? 0 : -1;
 	}
+	/* A list is freed with its last prefix: one not found holds none. */
 	if (name && (li = bantab_list_find(&t, name)) < 0) {
-		runtime_err("no ban list '%s' on %s", name, m.iface);
 		prefix_bans_close(&m, &t);
-		return -1;
+		return 0;
 	}
 	n = prefix_bans_list(&t, li, j);
 	prefix_bans_close(&m, &t);
@@ -444,9 +444,10 @@ static int del_prefix(const char *arg, const char *list, size_t *done)
 	err = prefix_bans_open(&m, &t, true);
 	if (err)
 		return err;
+	/* A list is freed with its last prefix: one not found holds none. */
 	if (list && (li = bantab_list_find(&t, list)) < 0) {
 		prefix_bans_close(&m, &t);
-		return runtime_err("no ban list '%s' on %s: see 'sluice ban list'", list, m.iface);
+		return 0;
 	}
 	r = prefix_ban_del(&m, &t, &c, li);
 	prefix_bans_close(&m, &t);

@@ -6,10 +6,15 @@
  * table or the new, never a half-loaded one.
  *
  * Lines: `ADDR[/LEN] [DURATION]`; ipset's `add SET ADDR[/LEN] [timeout N]`
- * (`create` lines and other sets' options are skipped: `ipset save`);
- * FireHOL's .netset (prefixes and # comments); Spamhaus DROP's
- * `PREFIX ; SBL…`. `#` and `;` start comments; blank lines are skipped. */
+ * (`ipset save`: `create` lines skipped, other options read past; one set
+ * only, or the one --set names; a `nomatch` exception is no ban and is
+ * skipped); FireHOL's .netset (prefixes and # comments); Spamhaus DROP's
+ * `PREFIX ; SBL…`. Words are split at blanks outside double quotes; `#`
+ * and `;` outside quotes start comments; blank lines are skipped. A bad
+ * line is named by its number and what is wrong with it, never by its
+ * text: the file may be one the caller could not read (sudo). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,122 +53,253 @@ static int set_push(struct load_set *s, const struct load_entry *e)
 	return 0;
 }
 
-/* Splits line into at most LOAD_WORDS words, comments cut: the count, or
- * -1 when there are more. */
+/* What the lines of one input share: the set --set names, the first
+ * ipset set met (and its line), the line being read, --force. */
+struct load_ctx {
+	const char *set;
+	char seen[SLUICE_BAN_LIST_NAME];
+	size_t seen_line, lineno, nomatch, set_lines;
+	struct cidr everything;	/* a line's 0.0.0.0/0 or ::/0, refused */
+	bool force;
+};
+
+/* Splits line into at most LOAD_WORDS words: at blanks, a word that opens
+ * with '"' runs to the next '"' (ipset's comment "..."), and '#' or ';'
+ * outside quotes ends the line. The count; -1 when there are more, -2 for
+ * a quote left open. */
 static int split_words(char *line, char *w[LOAD_WORDS])
 {
-	char *save = NULL, *tok;
+	static const char blank[] = " \t\r\n";
+	char *p = line, *q;
 	int n = 0;
 
-	line[strcspn(line, "#;\r\n")] = '\0';
-	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+	for (;;) {
+		p += strspn(p, blank);
+		if (!*p || *p == '#' || *p == ';')
+			return n;
 		if (n == LOAD_WORDS)
 			return -1;
-		w[n++] = tok;
+		if (*p == '"') {
+			q = strchr(p + 1, '"');
+			if (!q)
+				return -2;
+			w[n++] = p + 1;
+			*q = '\0';
+			p = q + 1;
+			continue;
+		}
+		w[n++] = p;
+		p += strcspn(p, " \t\r\n#;");
+		if (*p == '#' || *p == ';') {
+			*p = '\0';
+			return n;
+		}
+		if (*p)
+			*p++ = '\0';
 	}
-	return n;
 }
 
-/* ipset's `timeout N` (seconds, 0: forever) among words w[from..n). */
-static int ipset_timeout(char **w, int from, int n, __u64 *until, char *why, size_t len)
+/* ipset options that take a value (ipset(8), as `ipset save` writes them). */
+static const char *const ipset_valued[] = { "timeout", "packets", "bytes", "comment", "skbmark",
+					    "skbprio", "skbqueue", NULL };
+
+static bool ipset_takes_value(const char *opt)
+{
+	for (int i = 0; ipset_valued[i]; i++)
+		if (!strcmp(opt, ipset_valued[i]))
+			return true;
+	return false;
+}
+
+/* ipset's options among words w[from..n): `timeout N` (seconds, 0:
+ * forever) into *until, `nomatch` into *nomatch; the others read past
+ * with their values. */
+static int ipset_options(char **w, int from, int n, __u64 *until, bool *nomatch, char *why,
+			 size_t len)
 {
 	__u64 secs;
 
-	for (int i = from; i + 1 < n; i++) {
-		if (strcmp(w[i], "timeout") != 0)
+	for (int i = from; i < n; i++) {
+		if (!strcmp(w[i], "nomatch")) {
+			*nomatch = true;
 			continue;
-		if (!parse_u64(w[i + 1], 0, SLUICE_BAN_FOR_NS_MAX / SLUICE_NS_PER_SEC, &secs)) {
-			snprintf(why, len, "bad ipset timeout '%s'", w[i + 1]);
+		}
+		if (!ipset_takes_value(w[i])) {
+			snprintf(why, len, "word %d is no ipset option ban load knows", i + 1);
 			return -1;
 		}
-		*until = secs ? mono_now_ns() + secs * SLUICE_NS_PER_SEC : 0;
+		if (i + 1 == n) {
+			snprintf(why, len, "ipset option (word %d) without its value", i + 1);
+			return -1;
+		}
+		if (!strcmp(w[i], "timeout")) {
+			if (!parse_u64(w[i + 1], 0, SLUICE_BAN_FOR_NS_MAX / SLUICE_NS_PER_SEC,
+				       &secs)) {
+				snprintf(why, len, "the ipset timeout is not 0 to %llu seconds",
+					 SLUICE_BAN_FOR_NS_MAX / SLUICE_NS_PER_SEC);
+				return -1;
+			}
+			*until = secs ? mono_now_ns() + secs * SLUICE_NS_PER_SEC : 0;
+		}
+		i++;
 	}
 	return 0;
 }
 
+/* Whether ipset set `name` (of line lineno) is to be loaded: the one --set
+ * names, or the only one of the input. -1 with why when the input holds
+ * two sets and no --set chooses. */
+static int ipset_wanted(struct load_ctx *x, const char *name, char *why, size_t len)
+{
+	if (x->set) {
+		if (strcmp(name, x->set) != 0)
+			return 0;
+		x->set_lines++;
+		return 1;
+	}
+	if (!x->seen[0] && strlen(name) < sizeof(x->seen)) {
+		snprintf(x->seen, sizeof(x->seen), "%s", name);
+		x->seen_line = x->lineno;
+		return 1;
+	}
+	if (!strcmp(name, x->seen))
+		return 1;
+	snprintf(why, len, "another ipset set than line %zu's: say which to load with --set NAME",
+		 x->seen_line);
+	return -1;
+}
+
+/* An ipset `add SET ADDR[/LEN] [options]` line: 1 with *at the address's
+ * word, 0 for another set's line or an exception, -1 with why. */
+static int ipset_add(struct load_ctx *x, char **w, int n, struct load_entry *e, char *why,
+		     size_t len)
+{
+	bool nomatch = false;
+	int r;
+
+	if (n < 3) {
+		snprintf(why, len, "ipset 'add' without a set and an address");
+		return -1;
+	}
+	r = ipset_wanted(x, w[1], why, len);
+	if (r <= 0)
+		return r;
+	if (ipset_options(w, 3, n, &e->until_ns, &nomatch, why, len))
+		return -1;
+	if (nomatch) {
+		/* An exception carved out of the set: no ban of its own. */
+		x->nomatch++;
+		return 0;
+	}
+	return 1;
+}
+
 /* One line into *e: 1 for an entry, 0 for none (blank, comment, ipset's
- * create), -1 with why. */
-static int parse_line(char *line, struct load_entry *e, char *why, size_t len)
+ * create, another set, an exception), -1 with why (which never quotes the
+ * line). */
+static int parse_line(struct load_ctx *x, char *line, struct load_entry *e, char *why,
+		      size_t len)
 {
 	char *w[LOAD_WORDS], reason[200];
-	const char *pfx;
-	struct cidr c;
-	int n = split_words(line, w), at = 0;
+	struct cidr c = { 0 };
+	int n = split_words(line, w), at = 0, r;
 
 	memset(e, 0, sizeof(*e));
 	if (n < 0) {
-		snprintf(why, len, "too many words: not a format ban load reads");
+		snprintf(why, len, n == -1 ? "more than %d words: not a format ban load reads"
+					   : "a double quote that is never closed", LOAD_WORDS);
 		return -1;
 	}
 	if (n == 0 || !strcmp(w[0], "create"))
 		return 0;
 	if (!strcmp(w[0], "add")) {
-		/* ipset: add SET ADDR[/LEN] [timeout N] [other options] */
-		if (n < 3) {
-			snprintf(why, len, "ipset 'add' without a set and an address");
-			return -1;
-		}
+		r = ipset_add(x, w, n, e, why, len);
+		if (r <= 0)
+			return r;
 		at = 2;
-		if (ipset_timeout(w, 3, n, &e->until_ns, why, len))
-			return -1;
 	} else if (n > 2) {
-		snprintf(why, len, "'%s ...': not ADDR[/LEN] [DURATION], ipset, .netset or DROP", w[0]);
+		snprintf(why, len, "not ADDR[/LEN] [DURATION], ipset save, .netset or DROP");
 		return -1;
-	} else if (n == 2 && parse_ban_for("duration", w[1], &e->until_ns, why, len)) {
+	} else if (n == 2 && parse_ban_for("duration", w[1], &e->until_ns, reason,
+					   sizeof(reason))) {
+		snprintf(why, len, "the duration is not 1s to 3650d");
 		return -1;
 	}
-	pfx = w[at];
-	if (parse_ban_prefix(pfx, &c, reason, sizeof(reason))) {
-		snprintf(why, len, "%s", reason);
+	if (parse_ban_prefix(w[at], &c, reason, sizeof(reason))) {
+		snprintf(why, len, "not an address or ADDR/LEN (a prefix without host bits)");
 		return -1;
+	}
+	if (prefix_everything(&c) && !x->force) {
+		x->everything = c;
+		return -2;
 	}
 	bantab_key(&c, &e->key);
 	return 1;
 }
 
 /* Reads every entry of f into s: 0, or an exit status (the bad line
- * named). */
-static int read_entries(FILE *f, const char *name, struct load_set *s)
+ * named by its number). */
+static int read_entries(FILE *f, const char *name, struct load_ctx *x, struct load_set *s)
 {
-	char *line = NULL, why[300];
-	size_t cap = 0, lineno = 0;
+	char *line = NULL, why[300], where[PATH_MAX + 32];
+	size_t cap = 0;
+	ssize_t got;
 	struct load_entry e;
 	int r, err = 0;
 
-	while (getline(&line, &cap, f) >= 0) {
-		lineno++;
-		r = parse_line(line, &e, why, sizeof(why));
+	while ((got = getline(&line, &cap, f)) >= 0) {
+		x->lineno++;
+		if (memchr(line, '\0', (size_t)got)) {
+			err = usage_err("%s:%zu: a NUL byte: ban load reads text; nothing was changed",
+					name, x->lineno);
+			break;
+		}
+		r = parse_line(x, line, &e, why, sizeof(why));
+		if (r == -2) {
+			snprintf(where, sizeof(where), "%s:%zu: ", name, x->lineno);
+			err = prefix_everything_err(&x->everything, where);
+			break;
+		}
 		if (r < 0) {
-			err = usage_err("%s:%zu: %s; nothing was changed", name, lineno, why);
+			err = usage_err("%s:%zu: %s; nothing was changed", name, x->lineno, why);
 			break;
 		}
 		if (r && set_push(s, &e)) {
-			err = runtime_err("out of memory at %s:%zu", name, lineno);
+			err = runtime_err("out of memory at %s:%zu", name, x->lineno);
 			break;
 		}
 	}
 	if (!err && ferror(f))
 		err = runtime_err("cannot read %s: %s", name, strerror(errno));
+	if (!err && x->set && !x->set_lines)
+		err = usage_err("%s: no ipset 'add %s' line in it; nothing was changed", name, x->set);
 	free(line);
 	return err;
 }
 
 struct ban_load_options {
 	const char *list;
+	const char *set;
 	bool merge;
+	bool force;
 };
 static const struct ban_load_options ban_load_defaults = { .list = BANTAB_DEFAULT_LIST };
-enum { BAN_LOAD_LIST, BAN_LOAD_MERGE };
+enum { BAN_LOAD_LIST, BAN_LOAD_MERGE, BAN_LOAD_SET, BAN_LOAD_FORCE };
 static const struct cli_opt ban_load_opts[] = {
 	[BAN_LOAD_LIST] = CLI_STR("list", 0, "NAME", "the list to replace (default 'default')",
 				  struct ban_load_options, list),
 	[BAN_LOAD_MERGE] = CLI_FLAG("merge", 0, "add to the list instead of replacing it",
 				    struct ban_load_options, merge),
+	[BAN_LOAD_SET] = CLI_STR("set", 0, "NAME", "of ipset save input, only set NAME's lines",
+				 struct ban_load_options, set),
+	[BAN_LOAD_FORCE] = CLI_FLAG("force", 0, "load 0.0.0.0/0 or ::/0 (every source) all the same",
+				    struct ban_load_options, force),
 	CLI_OPT_END,
 };
 
-/* Copies trie `from`'s entries into `to`: this list's dropped unless merge;
- * expired ones left out. Tallies of t counted anew. 0 or -errno. */
+/* Copies trie `from`'s entries into `to`: this list's bans dropped unless
+ * merge, every list's expired ones left out, each other list's end kept.
+ * Tallies of t counted anew. 0 or -errno. */
 static int copy_others(struct bantab *t, int from, int to, int li, bool merge)
 {
 	struct ban_entry *e;
@@ -172,13 +308,10 @@ static int copy_others(struct bantab *t, int from, int to, int li, bool merge)
 	int err = bantab_read(from, &e, &n);
 
 	for (size_t i = 0; !err && i < n; i++) {
-		if (e[i].v.until_ns && e[i].v.until_ns <= now)
-			continue;
-		if (!merge)
-			e[i].v.lists &= ~(1ULL << li);
+		bantab_end_drop(&e[i].v, bantab_ended(&e[i].v, now) | (merge ? 0 : 1ULL << li));
 		if (!e[i].v.lists)
 			continue;
-		e[i].v.list = bantab_first_list(e[i].v.lists);
+		e[i].v.prefixlen = e[i].key.prefixlen;
 		if (map_update(to, &e[i].key, &e[i].v, BPF_NOEXIST))
 			err = errno == E2BIG ? -ENOSPC : -errno;
 		else
@@ -192,8 +325,7 @@ static int copy_others(struct bantab *t, int from, int to, int li, bool merge)
 static bool others_hold(const struct bantab *t, int li)
 {
 	for (int i = 0; i < (int)SLUICE_BAN_LISTS; i++)
-		if (i != li && (t->lists[i].entries[SLUICE_BAN_KIND_ADDED] ||
-				t->lists[i].entries[SLUICE_BAN_KIND_LOADED]))
+		if (i != li && bantab_list_size(&t->lists[i]))
 			return true;
 	return false;
 }
@@ -224,11 +356,6 @@ static int build(struct bantab *t, const struct load_set *s, int li, bool merge)
 	return fd;
 }
 
-static __u64 list_size(const struct sluice_ban_list *l)
-{
-	return l->entries[SLUICE_BAN_KIND_ADDED] + l->entries[SLUICE_BAN_KIND_LOADED];
-}
-
 /* Swaps the new trie in and reports. */
 static int load_commit(struct sluice_maps *m, struct bantab *t, const struct load_set *s,
 		       const char *list, int li, __u64 before, double took)
@@ -242,12 +369,12 @@ static int load_commit(struct sluice_maps *m, struct bantab *t, const struct loa
 	if (err)
 		return runtime_err("cannot write the ban table: %s", strerror(-err));
 	log_event(LOG_NOTICE, "%s: ban load: list %s: %llu prefixes, %llu before (%zu lines with a prefix, by ban load)",
-		m->iface, list, (unsigned long long)list_size(&t->lists[li]), (unsigned long long)before,
+		m->iface, list, (unsigned long long)bantab_list_size(&t->lists[li]), (unsigned long long)before,
 		s->n);
 	bantab_warn_full(m, t);
 	if (!opts.json)
 		printf("list %s: %llu prefixes (%llu before), loaded in %.2f s\n", list,
-		       (unsigned long long)list_size(&t->lists[li]), (unsigned long long)before,
+		       (unsigned long long)bantab_list_size(&t->lists[li]), (unsigned long long)before,
 		       took);
 	return 0;
 }
@@ -264,6 +391,7 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
 	const struct ban_load_options *o = CLI_OPTIONS(a, struct ban_load_options);
 	const char *path = a->pos[0];
+	struct load_ctx x = { .set = o->set, .force = o->force };
 	struct load_set s = { 0 };
 	struct sluice_maps m;
 	struct bantab t;
@@ -276,10 +404,12 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (!bantab_list_name_ok(o->list))
 		return usage_err("bad --list '%s': 1 to %d letters, digits, '.', '_' or '-'",
 				 o->list, SLUICE_BAN_LIST_NAME - 1);
+	if (o->set && !*o->set)
+		return usage_err("bad --set '': an ipset set's name");
 	f = strcmp(path, "-") != 0 ? fopen(path, "r") : stdin;
 	if (!f)
 		return usage_err("cannot read %s: %s", path, strerror(errno));
-	err = read_entries(f, strcmp(path, "-") != 0 ? path : "(stdin)", &s);
+	err = read_entries(f, strcmp(path, "-") != 0 ? path : "(stdin)", &x, &s);
 	if (f != stdin)
 		fclose(f);
 	if (err)
@@ -292,8 +422,13 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 		err = EXIT_RUNTIME;
 		goto out;
 	}
-	before = list_size(&t.lists[li]);
+	before = bantab_list_size(&t.lists[li]);
 	fd = build(&t, &s, li, o->merge);
+	if (fd == -EMLINK) {
+		err = runtime_err("%s: a prefix of it is in %u lists already, the most one prefix may be in (ban del --list NAME lets one go); nothing was changed",
+				  path, SLUICE_BAN_ENDS);
+		goto out;
+	}
 	if (fd == -ENOSPC) {
 		err = runtime_err("%s: the ban table would hold more than its %u prefixes (attach --max-bans); nothing was changed",
 				  path, t.capacity);
@@ -311,6 +446,9 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 		goto out;
 	}
 	err = load_commit(&m, &t, &s, o->list, li, before, now_s() - t0);
+	if (!err && x.nomatch)
+		log_event(LOG_NOTICE, "%s: ban load: %zu ipset 'nomatch' exceptions skipped: sluice bans no exceptions, so their addresses stay banned where a loaded prefix covers them",
+			  m.iface, x.nomatch);
 out:
 	prefix_bans_close(&m, &t);
 out_free:
@@ -323,7 +461,9 @@ const struct cli_cmd ban_load_cmd = {
 	.opts = ban_load_opts, .run = ban_load_run, CLI_DEFAULTS(ban_load_defaults),
 	.help = "Replaces a list of prefix bans (--list NAME, default 'default') with the\n"
 		"prefixes of FILE ('-': standard input), or adds them to it (--merge), in one\n"
-		"step. Lines: ADDR[/LEN] [DURATION]; ipset save's 'add SET ADDR[/LEN] [timeout N]';\n"
-		"FireHOL .netset; Spamhaus DROP's 'PREFIX ; SBL...'. '#' and ';' start comments.\n"
-		"A bad line exits 2 naming it, and nothing changes.",
+		"step. Lines: ADDR[/LEN] [DURATION]; ipset save's 'add SET ADDR[/LEN] [timeout N]'\n"
+		"(one set, or --set NAME's; 'nomatch' exceptions skipped); FireHOL .netset;\n"
+		"Spamhaus DROP's 'PREFIX ; SBL...'. '#' and ';' outside quotes start comments.\n"
+		"0.0.0.0/0 and ::/0 need --force. A bad line exits 2 naming its number, and\n"
+		"nothing changes.",
 };

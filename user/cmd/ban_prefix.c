@@ -12,10 +12,6 @@
 #include "cli.h"
 #include "rule.h"
 
-/* A value with an instant long past for its end: an entry the datapath
- * treats as absent, used to probe whether a key is an entry. */
-#define PROBE_UNTIL_NS	1ULL
-
 int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit)
 {
 	char iface[IF_NAMESIZE];
@@ -33,6 +29,11 @@ int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit)
 	if (err)
 		goto fail;
 	r = bantab_open(m, t);
+	if (r == -ESTALE) {
+		err = runtime_err("the ban table of %s was made by another version of sluice: attach with this one, which says what to do (doc/upgrading.md); nothing was changed",
+				  iface);
+		goto fail;
+	}
 	if (r) {
 		err = runtime_err("cannot read the ban table of %s: %s%s", iface, strerror(-r),
 				  r == -EPERM ? " (reading its prefixes needs root)" : "");
@@ -63,7 +64,11 @@ int prefix_bans_peek(struct sluice_maps *m, struct bantab *t)
 	prefix_bans_close(m, t);
 	if (r == -EPERM)
 		return 1;
-	runtime_err("cannot read the ban table of %s: %s", iface, strerror(-r));
+	if (r == -ESTALE)
+		runtime_err("the ban table of %s was made by another version of sluice: attach with this one, which says what to do (doc/upgrading.md)",
+			    iface);
+	else
+		runtime_err("cannot read the ban table of %s: %s", iface, strerror(-r));
 	return -1;
 }
 
@@ -73,43 +78,23 @@ void prefix_bans_close(struct sluice_maps *m, struct bantab *t)
 	maps_close(m);
 }
 
-/* Whether k is a key of trie fd, by walking its keys: for a full trie,
- * which takes no probe. 1, 0, or -errno. */
-static int walk_has(int fd, const struct sluice_ban_key *k)
-{
-	struct sluice_ban_key key, next;
-	void *prev = NULL;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!memcmp(&next, k, sizeof(next)))
-			return 1;
-		key = next;
-		prev = &key;
-	}
-	return errno == ENOENT ? 0 : -errno;
-}
-
 int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v)
 {
-	struct sluice_pfx_ban probe = { .until_ns = PROBE_UNTIL_NS };
-	int r;
+	struct sluice_ban_key first, next;
 
 	if (fd < 0)
 		return 0;
 	/* A lookup answers with the longest prefix covering k, which need not
-	 * be k: an insert that only k's own entry refuses tells them apart.
-	 * The probe's end is long past, so the datapath ignores it. */
-	if (!bpf_map_update_elem(fd, k, &probe, BPF_NOEXIST)) {
-		if (map_delete(fd, k))
+	 * be k. The trie's get_next_key tells them apart without a write: for
+	 * a key that is no entry it answers the first key (as for none), for
+	 * an entry the one after it, or ENOENT after the last. */
+	if (bpf_map_get_next_key(fd, NULL, &first))
+		return errno == ENOENT ? 0 : -errno;
+	if (bpf_map_get_next_key(fd, k, &next)) {
+		if (errno != ENOENT)
 			return -errno;
+	} else if (!memcmp(&next, &first, sizeof(next))) {
 		return 0;
-	}
-	if (errno == ENOSPC || errno == E2BIG) {
-		r = walk_has(fd, k);
-		if (r <= 0)
-			return r;
-	} else if (errno != EEXIST) {
-		return -errno;
 	}
 	return bpf_map_lookup_elem(fd, k, v) ? -errno : 1;
 }
@@ -119,7 +104,7 @@ int prefix_list_take(struct bantab *t, const char *name)
 	int li = bantab_list_take(t, name);
 
 	if (li < 0)
-		runtime_err("no room for list '%s': %u lists are in use (ban list shows them; a list's name is kept until detach)",
+		runtime_err("no room for list '%s': %u lists hold prefixes (ban list shows them; a list is freed when its last prefix goes)",
 			    name, SLUICE_BAN_LISTS);
 	return li;
 }
@@ -149,57 +134,63 @@ static void until_words(__u64 until_ns, char *buf, size_t len)
 	snprintf(buf, len, "for %s", d);
 }
 
-/* The end of a prefix in several lists: the latest of its lists', with
- * forever (0) the latest of all; alone in its list, what was asked. */
-static __u64 merged_until(__u64 others, __u64 old, __u64 asked)
-{
-	if (!others)
-		return asked;
-	if (!old || !asked)
-		return 0;
-	return old > asked ? old : asked;
-}
-
 int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
 	       __u32 kind)
 {
-	struct sluice_pfx_ban v = { .until_ns = until, .lists = 1ULL << li, .list = (__u32)li,
-				    .kind = kind };
-	__u64 others;
+	bool loaded = kind == SLUICE_BAN_KIND_LOADED;
+	struct sluice_pfx_ban v;
 	int r;
 
+	memset(&v, 0, sizeof(v));
+	v.prefixlen = k->prefixlen;
+	bantab_end_set(&v, li, until, loaded);
 	if (!bpf_map_update_elem(fd, k, &v, BPF_NOEXIST)) {
 		bantab_tally(t, &v, 1);
 		return 0;
 	}
 	if (errno != EEXIST)
 		return errno == E2BIG ? -ENOSPC : -errno;
-	r = bpf_map_lookup_elem(fd, k, &v) ? -errno : 0;
-	if (r)
-		return r;
-	bantab_tally(t, &v, -1);
-	others = v.lists & ~(1ULL << li);
-	v.until_ns = merged_until(others, v.until_ns, until);
-	v.lists |= 1ULL << li;
-	v.list = bantab_first_list(v.lists);
-	v.kind = kind;
-	if (map_update(fd, k, &v, BPF_EXIST))
+	if (bpf_map_lookup_elem(fd, k, &v))
 		return -errno;
+	/* Only this list's end changes: each list keeps its own. */
+	bantab_tally(t, &v, -1);
+	v.prefixlen = k->prefixlen;
+	r = bantab_end_set(&v, li, until, loaded);
+	if (!r && map_update(fd, k, &v, BPF_EXIST))
+		r = -errno;
 	bantab_tally(t, &v, 1);
-	return 0;
+	return r;
+}
+
+bool prefix_everything(const struct cidr *c)
+{
+	/* A prefix is kept in the 128-bit form: IPv4's /0 is /96. */
+	return c->prefixlen == (cidr_family(c) == SLUICE_FAMILY_V4 ? SLUICE_V4_MAPPED_PREFIX : 0);
+}
+
+int prefix_everything_err(const struct cidr *c, const char *where)
+{
+	char pfx[SLUICE_CIDR_STR_MAX];
+
+	format_cidr(c, pfx, sizeof(pfx));
+	return usage_err("%s%s bans every %s source, this host's own operators included: add --force if that is meant",
+			 where, pfx, cidr_family(c) == SLUICE_FAMILY_V4 ? "IPv4" : "IPv6");
 }
 
 struct ban_add_options {
 	const char *for_;
 	const char *list;
+	bool force;
 };
 static const struct ban_add_options ban_add_defaults = { .list = BANTAB_DEFAULT_LIST };
-enum { BAN_ADD_FOR, BAN_ADD_LIST };
+enum { BAN_ADD_FOR, BAN_ADD_LIST, BAN_ADD_FORCE };
 static const struct cli_opt ban_add_opts[] = {
 	[BAN_ADD_FOR] = CLI_STR("for", 0, "DURATION", "ban for DURATION (1s to 3650d), not forever",
 				struct ban_add_options, for_),
 	[BAN_ADD_LIST] = CLI_STR("list", 0, "NAME", "the list it belongs to (default 'default')",
 				 struct ban_add_options, list),
+	[BAN_ADD_FORCE] = CLI_FLAG("force", 0, "ban 0.0.0.0/0 or ::/0 (every source) all the same",
+				   struct ban_add_options, force),
 	CLI_OPT_END,
 };
 
@@ -248,13 +239,15 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 	struct sluice_ban_key k;
 	struct sluice_maps m;
 	struct bantab t;
-	struct cidr c;
+	struct cidr c = { 0 };
 	__u64 until = 0;
 	int err, li, fd, fresh = 0;
 
 	(void)cmd;
 	if (ban_prefix_arg(a->pos[0], &c))
 		return EXIT_USAGE;
+	if (prefix_everything(&c) && !o->force)
+		return prefix_everything_err(&c, "");
 	if (o->for_ && parse_ban_for("--for", o->for_, &until, why, sizeof(why)))
 		return usage_err("%s", why);
 	if (!bantab_list_name_ok(o->list))
@@ -287,6 +280,9 @@ static int ban_add_run(const struct cli_cmd *cmd, struct cli_args *a)
 	if (err == -ENOSPC) {
 		err = runtime_err("cannot ban %s: the ban table is full (%u prefixes; attach --max-bans)",
 				  pfx, t.capacity);
+	} else if (err == -EMLINK) {
+		err = runtime_err("cannot ban %s in list %s: %u lists hold it already, the most one prefix may be in (ban del --list NAME lets one go)",
+				  pfx, o->list, SLUICE_BAN_ENDS);
 	} else if (err) {
 		err = runtime_err("cannot ban %s: %s", pfx, strerror(-err));
 	} else {
@@ -327,8 +323,7 @@ int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct c
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 names[0] ? ", " : "", t->lists[i].name);
 	bantab_tally(t, &v, -1);
-	v.lists &= ~drop;
-	v.list = bantab_first_list(v.lists);
+	bantab_end_drop(&v, drop);
 	if (v.lists ? map_update(t->trie, &k, &v, BPF_EXIST) : map_delete(t->trie, &k))
 		return runtime_err("cannot lift the ban: %s", strerror(errno));
 	bantab_tally(t, &v, 1);
@@ -342,9 +337,9 @@ int prefix_ban_del(const struct sluice_maps *m, struct bantab *t, const struct c
 	return 1;
 }
 
-static const char *kind_name(__u32 kind)
+static const char *kind_name(const struct sluice_pfx_ban *v, __u32 li)
 {
-	return kind == SLUICE_BAN_KIND_LOADED ? "loaded" : "added";
+	return v->loaded & (1ULL << li) ? "loaded" : "added";
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -358,37 +353,51 @@ static int entry_cmp(const void *a, const void *b)
 	return memcmp(x->key.addr, y->key.addr, sizeof(x->key.addr));
 }
 
-/* One prefix ban of ban list's output. */
-static void prefix_row(const struct bantab *t, const struct ban_entry *e, __u64 now,
+/* Seconds left of an end (0: forever) as JSON. */
+static void json_left(struct json *j, const char *key, __u64 end, __u64 now)
+{
+	if (end)
+		json_double(j, key, (double)(end > now ? end - now : 0) / SLUICE_NS_PER_SEC);
+	else
+		json_null(j, key);
+}
+
+/* One prefix ban of ban list's output: its list li's ban when li names
+ * one, else the prefix's (its latest end, and the list that has it). */
+static void prefix_row(const struct bantab *t, const struct ban_entry *e, int li, __u64 now,
 		       struct json *j)
 {
 	char pfx[SLUICE_CIDR_STR_MAX], left[32];
-	const char *list = t->lists[e->v.list % SLUICE_BAN_LISTS].name;
-	__u64 ns = e->v.until_ns > now ? e->v.until_ns - now : 0;
+	__u32 shown = li >= 0 ? (__u32)li : e->v.list % SLUICE_BAN_LISTS;
+	__u64 end = li >= 0 ? bantab_end_of(&e->v, li) : e->v.until_ns;
+	__u64 ns = end > now ? end - now : 0;
 
 	bantab_format(&e->key, pfx, sizeof(pfx));
 	if (!opts.json) {
-		if (e->v.until_ns)
+		if (end)
 			snprintf(left, sizeof(left), "%.3fs", (double)ns / SLUICE_NS_PER_SEC);
 		else
 			snprintf(left, sizeof(left), "forever");
-		printf("%-43s %-9s %-16s %14s %12llu\n", pfx, kind_name(e->v.kind), list, left,
-		       (unsigned long long)e->v.dropped);
+		printf("%-43s %-9s %-16s %14s %12llu\n", pfx, kind_name(&e->v, shown),
+		       t->lists[shown].name, left, (unsigned long long)e->v.dropped);
 		return;
 	}
 	json_obj_open(j, NULL);
 	json_str(j, "prefix", pfx);
-	json_str(j, "kind", kind_name(e->v.kind));
-	json_str(j, "list", list);
+	json_str(j, "kind", kind_name(&e->v, shown));
+	json_str(j, "list", t->lists[shown].name);
 	json_arr_open(j, "lists");
 	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
 		if (e->v.lists & (1ULL << i))
 			json_str(j, NULL, t->lists[i].name);
 	json_arr_close(j);
-	if (e->v.until_ns)
-		json_double(j, "left_seconds", (double)ns / SLUICE_NS_PER_SEC);
-	else
-		json_null(j, "left_seconds");
+	json_left(j, "left_seconds", end, now);
+	/* Each list's own ban: the prefix is banned while one is live. */
+	json_obj_open(j, "left_by_list");
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+		if (e->v.lists & (1ULL << i))
+			json_left(j, t->lists[i].name, bantab_end_of(&e->v, (int)i), now);
+	json_obj_close(j);
 	json_u64(j, "dropped", e->v.dropped);
 	json_obj_close(j);
 }
@@ -396,7 +405,7 @@ static void prefix_row(const struct bantab *t, const struct ban_entry *e, __u64 
 int prefix_bans_list(const struct bantab *t, int list, struct json *j)
 {
 	struct ban_entry *e;
-	__u64 now = mono_now_ns();
+	__u64 now = mono_now_ns(), end;
 	size_t n, shown = 0;
 	int err = bantab_read(t->trie, &e, &n);
 
@@ -407,12 +416,13 @@ int prefix_bans_list(const struct bantab *t, int list, struct json *j)
 	for (size_t i = 0; i < n; i++) {
 		if (list >= 0 && !(e[i].v.lists & (1ULL << list)))
 			continue;
-		if (e[i].v.until_ns && e[i].v.until_ns <= now)
+		end = list >= 0 ? bantab_end_of(&e[i].v, list) : e[i].v.until_ns;
+		if (end && end <= now)
 			continue;	/* expired, not yet swept */
 		if (!opts.json && !shown)
 			printf("%-43s %-9s %-16s %14s %12s\n", "PREFIX", "KIND", "LIST", "LEFT",
 			       "DROPPED");
-		prefix_row(t, &e[i], now, j);
+		prefix_row(t, &e[i], list, now, j);
 		shown++;
 	}
 	free(e);
@@ -425,6 +435,6 @@ const struct cli_cmd ban_add_cmd = {
 	.help = "Bans an address or a prefix, IPv4 or IPv6, forever or --for DURATION: its\n"
 		"packets are dropped before any rule, counted as 'banned' and to the list.\n"
 		"Adding it again sets its end anew. The ban belongs to --list NAME\n"
-		"(default 'default'); a prefix in several lists stays banned until the last\n"
-		"list lets it go.",
+		"(default 'default'); a prefix in several lists (at most 8) keeps each list's\n"
+		"end and stays banned while one of them lasts. 0.0.0.0/0 and ::/0 need --force.",
 };

@@ -38,6 +38,20 @@ static int live_trie(const struct sluice_maps *m)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Whether trie fd holds this version's keys and values (an attach of
+ * another version may have made it). */
+static bool trie_layout_ok(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return true;	/* unreadable: the writes will say */
+	return info.key_size == sizeof(struct sluice_ban_key) &&
+	       info.value_size == sizeof(struct sluice_pfx_ban);
+}
+
 int bantab_open(const struct sluice_maps *m, struct bantab *t)
 {
 	struct sluice_config cfg;
@@ -52,7 +66,9 @@ int bantab_open(const struct sluice_maps *m, struct bantab *t)
 		if (bpf_map_lookup_elem(m->ban_lists, &i, &t->lists[i]))
 			return -errno;
 	t->trie = live_trie(m);
-	return t->trie < -1 ? t->trie : 0;
+	if (t->trie < -1)
+		return t->trie;
+	return t->trie >= 0 && !trie_layout_ok(t->trie) ? -ESTALE : 0;
 }
 
 void bantab_close(struct bantab *t)
@@ -84,12 +100,41 @@ int bantab_install(const struct sluice_maps *m, struct bantab *t, int fd)
 	return 0;
 }
 
-int bantab_lists_write(const struct sluice_maps *m, const struct bantab *t)
+/* A list's drop counters back to zero, for the next list of its index. */
+static int drops_clear(const struct sluice_maps *m, __u32 i)
 {
-	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
+	size_t len = (size_t)(m->ncpus > 0 ? m->ncpus : 1) * sizeof(struct sluice_counter);
+	void *zero = calloc(1, len);
+	int err = 0;
+
+	if (!zero)
+		return -ENOMEM;
+	if (map_update(m->ban_drops, &i, zero, BPF_ANY))
+		err = -errno;
+	free(zero);
+	return err;
+}
+
+int bantab_lists_write(const struct sluice_maps *m, struct bantab *t)
+{
+	int err;
+
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		/* A list whose last prefix went gives its name and index back. */
+		if (t->lists[i].name[0] && !bantab_list_size(&t->lists[i])) {
+			memset(&t->lists[i], 0, sizeof(t->lists[i]));
+			if ((err = drops_clear(m, i)))
+				return err;
+		}
 		if (map_update(m->ban_lists, &i, &t->lists[i], BPF_ANY))
 			return -errno;
+	}
 	return 0;
+}
+
+__u64 bantab_list_size(const struct sluice_ban_list *l)
+{
+	return l->entries[SLUICE_BAN_KIND_ADDED] + l->entries[SLUICE_BAN_KIND_LOADED];
 }
 
 int bantab_read(int fd, struct ban_entry **out, size_t *n)
@@ -177,19 +222,110 @@ int bantab_list_take(struct bantab *t, const char *name)
 void bantab_tally(struct bantab *t, const struct sluice_pfx_ban *v, int sign)
 {
 	struct sluice_ban_list *l;
+	__u64 end;
+	__u32 kind;
 
 	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
-		if (!(v->lists & (1ULL << i)) || v->kind > SLUICE_BAN_KIND_LOADED)
+		if (!(v->lists & (1ULL << i)))
 			continue;
 		l = &t->lists[i];
+		kind = v->loaded & (1ULL << i) ? SLUICE_BAN_KIND_LOADED : SLUICE_BAN_KIND_ADDED;
+		end = bantab_end_of(v, (int)i);
 		if (sign > 0) {
-			l->entries[v->kind]++;
-			if (v->until_ns && (!l->next_expiry || v->until_ns < l->next_expiry))
-				l->next_expiry = v->until_ns;
-		} else if (l->entries[v->kind]) {
-			l->entries[v->kind]--;
+			l->entries[kind]++;
+			if (end && (!l->next_expiry || end < l->next_expiry))
+				l->next_expiry = end;
+		} else if (l->entries[kind]) {
+			l->entries[kind]--;
 		}
 	}
+}
+
+/* The index of list li's end in v->ends: the rank of its bit. */
+static __u32 end_rank(__u64 lists, int li)
+{
+	return (__u32)__builtin_popcountll(lists & ((1ULL << li) - 1));
+}
+
+__u64 bantab_end_of(const struct sluice_pfx_ban *v, int li)
+{
+	__u32 r = end_rank(v->lists, li);
+
+	return (v->lists & (1ULL << li)) && r < SLUICE_BAN_ENDS ? v->ends[r] : 0;
+}
+
+/* Whether end a lasts longer than b (0 is forever). */
+static bool end_later(__u64 a, __u64 b)
+{
+	return b && (!a || a > b);
+}
+
+void bantab_settle(struct sluice_pfx_ban *v)
+{
+	bool first = true;
+	__u32 r = 0;
+
+	v->until_ns = 0;
+	v->list = 0;
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS && r < SLUICE_BAN_ENDS; i++) {
+		if (!(v->lists & (1ULL << i)))
+			continue;
+		if (first || end_later(v->ends[r], v->until_ns)) {
+			v->until_ns = v->ends[r];
+			v->list = i;
+			first = false;
+		}
+		r++;
+	}
+}
+
+int bantab_end_set(struct sluice_pfx_ban *v, int li, __u64 until, bool loaded)
+{
+	__u32 r = end_rank(v->lists, li), n = (__u32)__builtin_popcountll(v->lists);
+
+	if (!(v->lists & (1ULL << li))) {
+		if (n >= SLUICE_BAN_ENDS || r > n)
+			return -EMLINK;
+		memmove(&v->ends[r + 1], &v->ends[r], (n - r) * sizeof(v->ends[0]));
+		v->lists |= 1ULL << li;
+	}
+	v->ends[r] = until;
+	if (loaded)
+		v->loaded |= 1ULL << li;
+	else
+		v->loaded &= ~(1ULL << li);
+	bantab_settle(v);
+	return 0;
+}
+
+void bantab_end_drop(struct sluice_pfx_ban *v, __u64 drop)
+{
+	for (int i = (int)SLUICE_BAN_LISTS - 1; i >= 0; i--) {
+		__u32 r = end_rank(v->lists, i), n = (__u32)__builtin_popcountll(v->lists);
+
+		if (!(drop & v->lists & (1ULL << i)) || r >= SLUICE_BAN_ENDS)
+			continue;
+		memmove(&v->ends[r], &v->ends[r + 1], (n - r - 1) * sizeof(v->ends[0]));
+		v->ends[n - 1] = 0;
+		v->lists &= ~(1ULL << i);
+	}
+	v->loaded &= v->lists;
+	bantab_settle(v);
+}
+
+/* The lists of v whose own ban has ended by now. */
+__u64 bantab_ended(const struct sluice_pfx_ban *v, __u64 now)
+{
+	__u64 ended = 0, end;
+
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		if (!(v->lists & (1ULL << i)))
+			continue;
+		end = bantab_end_of(v, (int)i);
+		if (end && end <= now)
+			ended |= 1ULL << i;
+	}
+	return ended;
 }
 
 __u32 bantab_first_list(__u64 lists)
@@ -224,8 +360,7 @@ void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t)
 	/* The lists' tallies count a prefix once per list: more than the
 	 * trie holds, never less. Only near full is the trie walked. */
 	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
-		listed += t->lists[i].entries[SLUICE_BAN_KIND_ADDED] +
-			  t->lists[i].entries[SLUICE_BAN_KIND_LOADED];
+		listed += bantab_list_size(&t->lists[i]);
 	if (t->trie < 0 || !t->capacity ||
 	    listed * 100 < (__u64)t->capacity * BANTAB_FULL_PCT)
 		return;
@@ -268,17 +403,25 @@ int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who)
 		t->lists[i].next_expiry = 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!e[i].v.until_ns || e[i].v.until_ns > now) {
-			bantab_tally(t, &e[i].v, 1);
+		__u64 ended = bantab_ended(&e[i].v, now);
+		__u32 first = bantab_first_list(ended);
+
+		if (ended) {
+			/* Each list's ban ends by its own end; the prefix goes
+			 * with the last of them. */
+			bantab_end_drop(&e[i].v, ended);
+			if (e[i].v.lists ? map_update(t->trie, &e[i].key, &e[i].v, BPF_EXIST)
+					 : map_delete(t->trie, &e[i].key) && errno != ENOENT) {
+				err = -errno;
+				break;
+			}
+		}
+		bantab_tally(t, &e[i].v, 1);
+		if (!ended)
 			continue;
-		}
-		if (map_delete(t->trie, &e[i].key) && errno != ENOENT) {
-			err = -errno;
-			break;
-		}
 		bantab_format(&e[i].key, pfx, sizeof(pfx));
 		log_event(LOG_NOTICE, "%s: ban expired: %s (list %s, by %s)", m->iface, pfx,
-			t->lists[bantab_first_list(e[i].v.lists)].name, who);
+			t->lists[first].name, who);
 		gone++;
 	}
 	free(e);

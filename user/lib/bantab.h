@@ -41,8 +41,11 @@ void bantab_close(struct bantab *t);
 int bantab_new_trie(const struct bantab *t);
 /* Makes fd the live trie (fd < 0: none), and t's. */
 int bantab_install(const struct sluice_maps *m, struct bantab *t, int fd);
-/* Writes t's lists back. */
-int bantab_lists_write(const struct sluice_maps *m, const struct bantab *t);
+/* Writes t's lists back. A list left without prefixes is freed: its name
+ * and index go back (its drop counters zeroed) for the next new list. */
+int bantab_lists_write(const struct sluice_maps *m, struct bantab *t);
+/* The prefixes list l holds. */
+__u64 bantab_list_size(const struct sluice_ban_list *l);
 
 /* Every entry of trie fd, read into *out (malloc'd, *n of them). */
 int bantab_read(int fd, struct ban_entry **out, size_t *n);
@@ -58,8 +61,23 @@ bool bantab_list_name_ok(const char *name);
 /* Counts v's memberships into its lists' tallies (sign +1 or -1), and its
  * expiry into their next_expiry. */
 void bantab_tally(struct bantab *t, const struct sluice_pfx_ban *v, int sign);
-/* The list v's drops count to: the lowest of its lists. */
+/* The lowest list of a set of lists (0 for none). */
 __u32 bantab_first_list(__u64 lists);
+
+/* Each list's own end of a prefix's ban (sluice/abi.h): list li's end in
+ * v (0: forever, or li does not hold it). */
+__u64 bantab_end_of(const struct sluice_pfx_ban *v, int li);
+/* List li bans v's prefix until `until` (0: forever), by ban load when
+ * loaded; v's until_ns and list follow. -EMLINK when SLUICE_BAN_ENDS
+ * lists hold it already. */
+int bantab_end_set(struct sluice_pfx_ban *v, int li, __u64 until, bool loaded);
+/* The lists of mask drop let v's prefix go; until_ns and list follow. */
+void bantab_end_drop(struct sluice_pfx_ban *v, __u64 drop);
+/* until_ns and list from the lists' ends: the latest end, and the list
+ * that has it (the lowest on a tie), which the datapath counts drops to. */
+void bantab_settle(struct sluice_pfx_ban *v);
+/* The lists of v whose own ban has ended by now. */
+__u64 bantab_ended(const struct sluice_pfx_ban *v, __u64 now);
 
 /* A prefix as the trie keys it. */
 void bantab_key(const struct cidr *c, struct sluice_ban_key *k);
@@ -71,8 +89,9 @@ void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len);
  * or more: for the commands that have just written it. */
 void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t);
 
-/* Removes every expired entry (logging each), when a list says one may
- * have expired; uninstalls an emptied trie. Returns how many went, or
+/* Removes every list's expired ban (logging each prefix), when a list says
+ * one may have expired: a prefix goes with its last list; uninstalls an
+ * emptied trie. Returns how many went, or
  * -errno. who names the command, for the log. */
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
 

@@ -86,10 +86,16 @@ int prefix_bans_list(const struct bantab *t, int list, struct json *j);
  * entry (only a shorter prefix, or nothing), or -errno. */
 int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v);
 /* Puts prefix k into list li of trie fd, ending at until (0: forever), as
- * kind; a prefix already in other lists ends at the latest of their ends.
- * t's tallies follow. 0, or -errno (-ENOSPC: the table is full). */
+ * kind; the other lists that hold it keep their own ends. t's tallies
+ * follow. 0, or -errno (-ENOSPC: the table is full; -EMLINK: it is in
+ * SLUICE_BAN_ENDS lists already). */
 int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
 	       __u32 kind);
+/* Whether c is 0.0.0.0/0 or ::/0, which bans every source: refused
+ * without --force, by prefix_everything_err (where: a prefix for the line,
+ * "FILE:N: "). */
+bool prefix_everything(const struct cidr *c);
+int prefix_everything_err(const struct cidr *c, const char *where);
 /* List name's index in t, made if missing; -1 (printed) when all are in use. */
 int prefix_list_take(struct bantab *t, const char *name);
 /* A ban's ADDR[/LEN]: parse_cidr's, and IPv4-mapped forms as IPv4. */

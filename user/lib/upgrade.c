@@ -109,6 +109,15 @@ static int make_anew(struct bpf_map *n, struct upgrade *u)
 	struct bpf_map_create_opts mo = { .sz = sizeof(mo), .map_flags = bpf_map__map_flags(n) };
 	int fd, err;
 
+	/* A map of maps needs its inner template: libbpf makes it at load,
+	 * unpinned (ban_trie is made anew only while empty). */
+	if (bpf_map__type(n) == BPF_MAP_TYPE_ARRAY_OF_MAPS ||
+	    bpf_map__type(n) == BPF_MAP_TYPE_HASH_OF_MAPS) {
+		err = bpf_map__set_pin_path(n, NULL);
+		return err ? runtime_err("cannot make map %s anew: %s", bpf_map__name(n),
+					 strerror(-err)) : 0;
+	}
+
 	if (u->btf_fd >= 0 && has_btf(bpf_map__type(n)) && bpf_map__btf_value_type_id(n)) {
 		mo.btf_fd = (__u32)u->btf_fd;
 		mo.btf_key_type_id = bpf_map__btf_key_type_id(n);
@@ -165,6 +174,36 @@ static void new_btf(struct sluice_bpf *skel, struct upgrade *u)
 		u->btf_fd = btf__fd(u->new_btf);
 }
 
+/* Whether the old ban table holds tries of this version's layout. Its
+ * outer map's info does not show its tries' sizes: the live trie tells,
+ * or, with none installed, the old object's template (ban_trie_inner in
+ * the BTF the old maps carry); unknown is taken for the same. *bans: a
+ * trie is installed (there are bans to lose). */
+static bool ban_trie_same(const struct upgrade *u, bool *bans)
+{
+	struct bpf_map_info info;
+	__u32 zero = 0, id, size;
+	int fd;
+
+	*bans = false;
+	if (u->old[SLUICE_MAPI_ban_trie] < 0)
+		return true;
+	if (bpf_map_lookup_elem(u->old[SLUICE_MAPI_ban_trie], &zero, &id)) {
+		size = btf_inner_value_size(u->old_btf[SLUICE_MAPI_ban_lists], "ban_trie_inner");
+		return !size || size == sizeof(struct sluice_pfx_ban);
+	}
+	*bans = true;
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0 || map_info_of(fd, &info)) {
+		if (fd >= 0)
+			close(fd);
+		return true;
+	}
+	close(fd);
+	return info.key_size == sizeof(struct sluice_ban_key) &&
+	       info.value_size == sizeof(struct sluice_pfx_ban);
+}
+
 static int lock_dir(const char *dir, struct upgrade *u)
 {
 	u->lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -178,6 +217,7 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 {
 	struct bpf_map_info oi[SLUICE_MAPI_COUNT];
 	char path[SLUICE_PATH_MAX];
+	bool bans = true;
 	int err = 0;
 
 	upgrade_init(u);
@@ -192,6 +232,8 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 		if (!same_map(&oi[i], u->old_btf[i], skel_map(skel, i), bpf_object__btf(skel->obj)))
 			u->fate[i] = UPGRADE_REPLACED;
 	}
+	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_KEPT && !ban_trie_same(u, &bans))
+		u->fate[SLUICE_MAPI_ban_trie] = UPGRADE_REPLACED;
 	/* A policy re-committed flips the generation in the config: not in
 	 * the one the old program still reads its old tables by. */
 	if (u->fate[SLUICE_MAPI_policy_lpm] == UPGRADE_REPLACED ||
@@ -201,7 +243,8 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 		u->any |= u->fate[i] != UPGRADE_KEPT;
 	if (!u->any)
 		return 0;
-	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_REPLACED)
+	/* Made anew while it holds no trie: there is nothing to carry. */
+	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_REPLACED && bans)
 		return usage_err("the prefix ban table of %s changed its layout in this version: "
 				 "save the bans ('sluice ban list'), detach, attach and 'ban load' "
 				 "them", iface);
@@ -289,8 +332,8 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 		u->sources_fresh |= per_source(i);
 		policy_fresh |= from_policy(i);
 		if (u->fate[i] == UPGRADE_NEW || per_source(i) || from_policy(i) ||
-		    i == SLUICE_MAPI_meta)
-			continue;
+		    i == SLUICE_MAPI_meta || i == SLUICE_MAPI_ban_trie)
+			continue;	/* ban_trie: replaced only while empty */
 		o.fd = u->old[i];
 		o.btf = u->old_btf[i];
 		n.fd = new_fd(skel, u, i);

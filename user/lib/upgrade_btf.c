@@ -197,3 +197,24 @@ int btf_copy_map(const struct map_side *o, const struct map_side *n, int ncpus)
 	free(nv);
 	return err == 1 ? 0 : err;
 }
+
+__u32 btf_inner_value_size(const struct btf *btf, const char *name)
+{
+	const struct btf_type *t, *m;
+	const struct btf_member *mb;
+	int id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT) : -1;
+
+	t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	if (!t)
+		return 0;
+	mb = btf_members(t);
+	for (__u16 i = 0; i < btf_vlen(t); i++) {
+		if (strcmp(btf__name_by_offset(btf, mb[i].name_off), "value_size") != 0)
+			continue;
+		/* __uint(value_size, N) is int (*value_size)[N]. */
+		m = btf__type_by_id(btf, mb[i].type);
+		m = m && btf_is_ptr(m) ? btf__type_by_id(btf, m->type) : NULL;
+		return m && btf_is_array(m) ? btf_array(m)->nelems : 0;
+	}
+	return 0;
+}

@@ -26,6 +26,10 @@ bool btf_same_layout(const struct btf *a, __u32 aid, const struct btf *b, __u32 
  * information, src's bytes as far as they go. */
 void btf_translate(const struct btf *ob, __u32 oid, const void *src, size_t osize,
 		   const struct btf *nb, __u32 nid, void *dst, size_t nsize);
+/* The value size an inner map template of btf declares (a struct such as
+ * bpf/maps.h's ban_trie_inner, by name, with __uint(value_size, N)): N,
+ * or 0 when btf has no such template or does not say. */
+__u32 btf_inner_value_size(const struct btf *btf, const char *name);
 /* Every entry of o into n, translated (per CPU for per-CPU maps). Entries
  * that no longer fit (a shorter array) are left out. 0 or -errno. */
 int btf_copy_map(const struct map_side *o, const struct map_side *n, int ncpus);
