@@ -71,8 +71,9 @@ void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len);
  * or more: for the commands that have just written it. */
 void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t);
 
-/* Removes every expired entry (logging each), when a list says one may
- * have expired; uninstalls an emptied trie. Returns how many went, or
+/* Removes every expired entry (logging each, or one line per list with a
+ * count and samples when more than a few of a list expire at once), when a
+ * list says one may have expired; uninstalls an emptied trie. Returns how many went, or
  * -errno. who names the command, for the log. */
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
 
