@@ -22,7 +22,7 @@
 /* A member of sluice:{nodes} this agent has seen (peers.c). */
 struct peer_seen {
 	char member[PEER_MEMBER_MAX];
-	char score[24];		/* its heartbeat's time as Redis wrote it */
+	char score[32];		/* its heartbeat's time as Redis wrote it */
 	__u64 seen_ns;		/* CLOCK_MONOTONIC: when its heartbeat last moved on */
 	__u8 beats;		/* heartbeats seen, up to 2: it counts at 2 */
 	bool listed;		/* in the last answer */

@@ -79,7 +79,7 @@ static void peer_seen(struct agent *ag, const char *m, size_t len, const char *s
 		p->seen_ns = now;
 	}
 	p->listed = true;
-	if (strcmp(p->score, score)) {
+	if (strcmp(p->score, score) != 0) {
 		snprintf(p->score, sizeof(p->score), "%s", score);
 		p->beats += p->beats < 2;
 		p->seen_ns = now;
