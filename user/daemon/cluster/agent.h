@@ -47,6 +47,7 @@ struct agent {
 	char limit_arg[NUM_MAX];	/* members the heartbeat answers with, at most */
 	struct peer_seen *seen;		/* SLUICE_CLUSTER_HOSTS_MAX */
 	__u32 nseen;
+	__u64 peers_ns;			/* CLOCK_MONOTONIC: the last heartbeat answered */
 	bool odd_said;			/* members that are no agent's: said */
 	struct notify nt;		/* the service manager's watchdog */
 };

@@ -5,8 +5,9 @@
  * written once and never again, is not a peer. A peer counts once this
  * agent has seen its heartbeat move on (two heartbeats within the window),
  * and stays counted while Redis lists it or its heartbeat moved on within
- * the window (a deleted key hides no peer at once), and while Redis's
- * answer is cut at PEERS_ANSWER_MAX (members crowding it hide none). N
+ * the window (a deleted key hides no peer at once), while Redis's answer
+ * is cut at PEERS_ANSWER_MAX (members crowding it hide none), and at the
+ * first answer after failed syncs (no peer could beat meanwhile). N
  * counts this agent too and is at most SLUICE_CLUSTER_HOSTS_MAX. */
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +104,9 @@ static void say_odd(struct agent *ag, const redisReply *first, unsigned int odd)
 }
 
 /* The peers counted: this agent, then those seen beating twice; their
- * names into the state. Those gone are forgotten unless the answer was
- * cut. */
-static __u32 peers_count(struct agent *ag, __u64 now, bool cut)
+ * names into the state. Those gone are forgotten unless keep (the answer
+ * was cut, or came after a gap). */
+static __u32 peers_count(struct agent *ag, __u64 now, bool keep)
 {
 	struct sluice_cluster_state *s = &ag->st;
 	__u32 n = 1, kept = 0;
@@ -117,7 +118,7 @@ static __u32 peers_count(struct agent *ag, __u64 now, bool cut)
 		const char *id;
 		size_t len;
 
-		if (!cut && !p->listed && now - p->seen_ns > ag->ttl_ms * 1000000ULL)
+		if (!keep && !p->listed && now - p->seen_ns > ag->ttl_ms * 1000000ULL)
 			continue;	/* not listed, not moved on for the window: gone */
 		p->listed = false;
 		ag->seen[kept++] = *p;
@@ -144,6 +145,7 @@ bool take_peers(struct agent *ag, const redisReply *rep, __u32 *npeers)
 	const redisReply *first_odd = NULL;
 	unsigned int odd = 0;
 	__u64 now = mono_now_ns();
+	bool gap;
 
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2)
 		return false;
@@ -163,6 +165,10 @@ bool take_peers(struct agent *ag, const redisReply *rep, __u32 *npeers)
 		peer_seen(ag, m->str, m->len, sc->str, now);
 	}
 	say_odd(ag, first_odd, odd);
-	*npeers = peers_count(ag, now, rep->elements / 2 >= PEERS_ANSWER_MAX);
+	/* After syncs that failed (Redis gone, or too slow), no peer could
+	 * beat: the first answer forgets none; the next ones list them again. */
+	gap = ag->peers_ns && now - ag->peers_ns > 2 * ag->sync_ns;
+	ag->peers_ns = now;
+	*npeers = peers_count(ag, now, gap || rep->elements / 2 >= PEERS_ANSWER_MAX);
 	return true;
 }
