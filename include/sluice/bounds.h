@@ -103,6 +103,11 @@
 #define SLUICE_LEASE_TRIES		8
 #define SLUICE_CLUSTER_HOT_MAX		4096U
 #define SLUICE_CLUSTER_GRANT_BATCH	64U
+/* N, the hosts a --cluster rule's share divides by, is at most this: the
+ * peers an agent counts (those it has seen beat in Redis, itself included;
+ * see doc/cluster.md). A cluster of more hosts gets shares of 1/256. */
+#define SLUICE_CLUSTER_HOSTS_MAX	256U
+/* Peer names kept for `cluster status` (the first of the N counted). */
 #define SLUICE_CLUSTER_PEERS_MAX	64U
 #define SLUICE_CLUSTER_NAME_MAX		64U
 #define SLUICE_CLUSTER_URL_MAX		128U

@@ -373,7 +373,8 @@ static int drops_notify(const struct frame *f, unsigned int n, const struct slui
  * interval 16 T, burst max(1, 100/16) = 6, flags CLUSTER|LEASED; a source
  * gets exactly 6, and its 1st, 65th and 129th drops push one notice each
  * (the home key, the rule's index), no other drop does. N = 20: burst
- * max(1, 0) = 1.
+ * max(1, 0) = 1. A state saying N = 1,000,000 is held to
+ * SLUICE_CLUSTER_HOSTS_MAX, up and in fallback.
  */
 static void cluster_up_share_and_notices(void)
 {
@@ -411,6 +412,14 @@ static void cluster_up_share_and_notices(void)
 	CHECK(send_n_frames(&fx, &f, 1) == 1, "the share's burst of 1");
 	n = drops_notify(&f, 2, &k2, idx, which, 8);
 	CHECK(n == 1 && which[0] == 1, "N=20: %d notices in 2 drops, want one at the first", n);
+
+	/* A cluster state claiming N = 1,000,000: the commit caps it. */
+	CHECK(set_mode(SLUICE_CLUSTER_UP, 1000000, 0) == 0, "recommit up, N=1000000");
+	check_share(idx, (__u64)SLUICE_CLUSTER_HOSTS_MAX * SLUICE_CLUSTER_LOCAL_DIV,
+		    SLUICE_POLICY_CLUSTER | SLUICE_POLICY_LEASED, "up, N=1000000 capped");
+	CHECK(set_mode(SLUICE_CLUSTER_FALLBACK, 1000000, 0) == 0, "recommit fallback, N=1000000");
+	check_share(idx, SLUICE_CLUSTER_HOSTS_MAX, SLUICE_POLICY_CLUSTER,
+		    "fallback, N=1000000 capped");
 }
 
 /* Send n, expect `pass` to pass as within_limit and the rest rate limited. */
@@ -582,9 +591,10 @@ static void cluster_keyed_leases(void)
 }
 
 /*
- * e. Fallback (and an agent that stopped beating): share T*N, burst
- * max(1, B/N) = 50, no LEASED: a live lease is not spent and no notice is
- * pushed. Up again: the same lease is spent.
+ * e. Fallback: share T*N, burst max(1, B/N) = 50, no LEASED: a live lease
+ * is not spent and no notice is pushed. An agent that stopped beating: its
+ * N forgotten, the whole limit (burst 100), no LEASED either. Up again:
+ * the same lease is spent.
  */
 static void cluster_fallback(void)
 {
@@ -604,12 +614,13 @@ static void cluster_fallback(void)
 	      (unsigned long long)credit_at(&k));
 	CHECK(hot_count() == 0, "fallback pushed notices");
 
-	/* up, but the agent's last loop 10 s ago: not alive, not leased */
+	/* up, but the agent's last loop 10 s ago: not alive, not leased, and
+	 * its N forgotten (the whole limit: burst 100) */
 	CHECK(set_mode(SLUICE_CLUSTER_UP, 2, 10 * SEC) == 0, "recommit stale");
-	check_share(idx, 2, SLUICE_POLICY_CLUSTER, "up, agent stale");
+	check_share(idx, 1, SLUICE_POLICY_CLUSTER, "up, agent stale");
 	CHECK(grant(&k2, idx, 100, mono_now_ns() + 5 * SEC, &old) == 0 && old == 0, "grant");
 	frame_udp_from(&f, "198.18.0.9");
-	expect_pass(&f, 60, 50, "stale agent, lease of 100, 60 sent");
+	expect_pass(&f, 110, 100, "stale agent, lease of 100, 110 sent");
 	CHECK(credit_at(&k2) == 100, "a stale agent's rule spent the lease");
 
 	/* up: leased again (198.18.0.8's spent bucket keeps nothing) */

@@ -184,7 +184,7 @@ sl() {
 
 # The log lines a command that succeeded prints for what it changed
 # (doc/logging.md), plain as on a terminal: never a warning nor an error.
-LOG_NOTICE_ERE='^sluice: [^ :]+: (attached in [a-z]+ mode|detached|policy committed: |ban (added|removed|expired|load): )'
+LOG_NOTICE_ERE='^sluice: [^ :]+: (attached in [a-z]+ mode|detached|policy committed: |ban (added|removed|expired|load): |[0-9]+ bans expired \(list )'
 quiet_err() { ! grep -qvE "$LOG_NOTICE_ERE" "$ERR"; }
 
 # sl that must succeed quietly (exit 0, nothing on stderr but notices),

@@ -104,6 +104,32 @@ JOURNAL_STREAM=$JOURNAL sl -i "$IF" ban del 198.18.5.0/24
 ((RC == 0)) || die "ban del exited $RC: $(show)"
 check "ban del: <5> ban removed" has "^<5>sluice: $IF: ban removed: 198.18.5.0/24 \(list tlog, by ban del\)$"
 
+# --- bans expiring: a line each for a few, one line per list for a bulk expiry ---
+# 5,000 bans loaded for 1 s in list tbulk, two added for 1 s by hand in list
+# tlog; the next write (ban add) sweeps them all: the two get a line each,
+# the 5,000 one line with their count and three samples (before: 5,002 lines).
+BULK=5000
+awk -v n=$BULK 'BEGIN { for (i = 0; i < n; i++) printf "198.19.%d.%d/32 1s\n", i / 250, i % 250 + 1 }' \
+	>"$CLI_TMP/bulk.txt"
+sl -i "$IF" ban load "$CLI_TMP/bulk.txt" --list tbulk
+((RC == 0)) || die "ban load of $BULK bans for 1 s exited $RC: $(show)"
+for p in 198.18.6.1 198.18.6.2; do
+	sl -i "$IF" ban add "$p" --for 1s --list tlog
+	((RC == 0)) || die "ban add $p --for 1s exited $RC: $(show)"
+done
+sleep 3 # all expired (1 s), with room for a busy machine
+JOURNAL_STREAM=$JOURNAL sl -i "$IF" ban add 198.18.7.0/24 --list tlog
+((RC == 0)) || die "ban add after the expiry exited $RC: $(show)"
+lines=$(grep -c 'expired' "$ERR")
+check "the sweep of $BULK + 2 bans: 3 lines (got $lines)" test "$lines" -eq 3
+check "a person's ban: its own line" has "^<5>sluice: $IF: ban expired: 198.18.6.1/32 \(list tlog, by sweep\)$"
+check "the other: its own line" has "^<5>sluice: $IF: ban expired: 198.18.6.2/32 \(list tlog, by sweep\)$"
+check "the bulk expiry: one line, its count and samples" \
+	has "^<5>sluice: $IF: $BULK bans expired \(list tbulk, by sweep\), e\.g\. 198\.19\.[0-9.]+/32, 198\.19\.[0-9.]+/32, 198\.19\.[0-9.]+/32$"
+check "and nothing else but the ban added" test "$(wc -l <"$ERR")" -eq 4
+sl -i "$IF" ban del 198.18.7.0/24
+((RC == 0)) || die "ban del 198.18.7.0/24 exited $RC: $(show)"
+
 # --- detach: a notice ------------------------------------------------------------
 JOURNAL_STREAM=$JOURNAL sl detach "$IF"
 ((RC == 0)) || die "detach exited $RC: $(show)"

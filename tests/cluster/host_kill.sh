@@ -6,7 +6,8 @@
 # cluster rate R (+-10 % over 3 s). Host 1's status says its agent is not
 # alive and that its shares are still R/(N x D); its leases expire (2S): it
 # admits no more than that share. `cluster leave` (what a unit's
-# ExecStopPost runs) puts host 1 to R/N, stopped; a second leave has
+# ExecStopPost runs) puts host 1 to the whole limit R, stopped (N is
+# forgotten with the agent that saw it); a second leave has
 # nothing to do, and host 2's, whose agent runs, is refused. A new agent
 # may join in its place and all four are up again.
 set -euo pipefail
@@ -55,7 +56,7 @@ for n in 2 3 4; do
 done
 
 # Its shares stay limit / 8N until a commit: status says so, with the way
-# out; `cluster leave` is that commit (limit / N, the leases cleared).
+# out; `cluster leave` is that commit (the whole limit, the leases cleared).
 text=$(hs 1 cluster status) || fail "host 1: cluster status failed"
 grep -q "NOT RUNNING" <<<"$text" || fail "host 1: status does not say the agent is not running: $text"
 grep -q "STILL limit / $((NH * DIV)) .*cluster leave" <<<"$text" ||
@@ -69,9 +70,8 @@ grep -q "nothing to do" <<<"$text" || fail "host 1: a second leave: $text"
 expect_exit 1 "leave while host 2's agent runs" hs 2 cluster leave
 sleep 1 # the new share's burst, spent
 window_rates flood 3 1
-fallback_share=$(calc "$RATE / $NH" %.1f)
-echo "RESULT host_kill rates: host 1 after cluster leave ${RATE_OF[1]}/s (limit / N = $fallback_share/s)"
-assert_near "${RATE_OF[1]}" "$fallback_share" 10 "host 1 after leave: admitted/s vs R/N"
+echo "RESULT host_kill rates: host 1 after cluster leave ${RATE_OF[1]}/s (the whole limit: $RATE/s)"
+assert_near "${RATE_OF[1]}" "$RATE" 10 "host 1 after leave: admitted/s vs R (N forgotten)"
 
 agent_start 1
 wait_cluster up "$NH" 5

@@ -37,13 +37,13 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
 	struct hot_set *hs = &ag->hot;
 	const char *beat[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
-			       ag->ttl_arg };
+			       ag->ttl_arg, ag->limit_arg };
 	redisReply *rep;
 	double now, tat, avail;
 	char val[NUM_MAX], px[NUM_MAX];
 	int ret;
 
-	if (redis_append(&ag->r, 6, beat))
+	if (redis_append(&ag->r, 7, beat))
 		return -1;
 	for (unsigned int i = 0; i < hs->n; i++) {
 		const char *get[] = { "GET", hs->e[i].rkey };

@@ -28,8 +28,8 @@ static void cluster_warn(const struct sluice_maps *m)
 
 	if (cluster_state_read(m, &st) || cluster_agent_alive(&st, mono_now_ns()))
 		return;
-	log_event(LOG_WARNING, "no cluster agent runs on %s: this host applies the limit / %u "
-		  "by itself until 'sluice cluster join'", m->iface, st.peers ? st.peers : 1);
+	log_event(LOG_WARNING, "no cluster agent runs on %s: this host applies the whole limit "
+		  "(limit / 1) by itself until 'sluice cluster join'", m->iface);
 }
 
 int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)

@@ -384,19 +384,65 @@ static bool sweep_due(const struct bantab *t, __u64 now)
 	return false;
 }
 
+/*
+ * The log of one sweep: up to SWEEP_LOG_EACH expired bans of a list get a
+ * line each (a person's `ban add` ends one or a few at a time); a list with
+ * more, a bulk expiry (a feed's or a `ban load`'s), gets one line with its
+ * count and the first three of them. At most SWEEP_LOG_EACH lines per list
+ * and sweep, however many bans expire.
+ */
+#define SWEEP_LOG_EACH		8
+_Static_assert(SWEEP_LOG_EACH >= 3, "a bulk expiry's line shows three samples");
+
+struct sweep_log {
+	__u64 n[SLUICE_BAN_LISTS];
+	char pfx[SLUICE_BAN_LISTS][SWEEP_LOG_EACH][SLUICE_CIDR_STR_MAX];
+};
+
+static void sweep_log_add(struct sweep_log *sl, __u32 list, const struct sluice_ban_key *k)
+{
+	list %= SLUICE_BAN_LISTS;
+	if (sl->n[list] < SWEEP_LOG_EACH)
+		bantab_format(k, sl->pfx[list][sl->n[list]], SLUICE_CIDR_STR_MAX);
+	sl->n[list]++;
+}
+
+static void sweep_log_print(const struct sluice_maps *m, const struct bantab *t,
+			    const struct sweep_log *sl, const char *who)
+{
+	for (__u32 l = 0; l < SLUICE_BAN_LISTS; l++) {
+		const char (*p)[SLUICE_CIDR_STR_MAX] = sl->pfx[l];
+
+		if (sl->n[l] > SWEEP_LOG_EACH) {
+			log_event(LOG_NOTICE, "%s: %llu bans expired (list %s, by %s), e.g. %s, %s, "
+				  "%s", m->iface, (unsigned long long)sl->n[l], t->lists[l].name,
+				  who, p[0], p[1], p[2]);
+			continue;
+		}
+		for (__u64 i = 0; i < sl->n[l]; i++)
+			log_event(LOG_NOTICE, "%s: ban expired: %s (list %s, by %s)", m->iface,
+				  p[i], t->lists[l].name, who);
+	}
+}
+
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who)
 {
 	__u64 now = mono_now_ns();
+	struct sweep_log *sl;
 	struct ban_entry *e;
-	char pfx[SLUICE_CIDR_STR_MAX];
 	size_t n;
 	int err, gone = 0;
 
 	if (t->trie < 0 || !sweep_due(t, now))
 		return 0;
+	sl = calloc(1, sizeof(*sl));
+	if (!sl)
+		return -ENOMEM;
 	err = bantab_read(t->trie, &e, &n);
-	if (err)
+	if (err) {
+		free(sl);
 		return err;
+	}
 	/* The tallies are counted again from what stays. */
 	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
 		memset(t->lists[i].entries, 0, sizeof(t->lists[i].entries));
@@ -419,12 +465,12 @@ int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who)
 		bantab_tally(t, &e[i].v, 1);
 		if (!ended)
 			continue;
-		bantab_format(&e[i].key, pfx, sizeof(pfx));
-		log_event(LOG_NOTICE, "%s: ban expired: %s (list %s, by %s)", m->iface, pfx,
-			t->lists[first].name, who);
+		sweep_log_add(sl, first, &e[i].key);
 		gone++;
 	}
 	free(e);
+	sweep_log_print(m, t, sl, who);
+	free(sl);
 	if (!err && bantab_empty(t->trie))
 		err = bantab_install(m, t, -1);
 	if (!err)

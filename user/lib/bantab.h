@@ -89,9 +89,10 @@ void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len);
  * or more: for the commands that have just written it. */
 void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t);
 
-/* Removes every list's expired ban (logging each prefix), when a list says
- * one may have expired: a prefix goes with its last list; uninstalls an
- * emptied trie. Returns how many went, or
+/* Removes every list's expired ban, when a list says one may have expired:
+ * a prefix goes with its last list; logs each, or one line per list with a
+ * count and samples when more than a few of a list expire at once;
+ * uninstalls an emptied trie. Returns how many went, or
  * -errno. who names the command, for the log. */
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
 

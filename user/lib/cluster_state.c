@@ -40,16 +40,22 @@ int cluster_state_write(const struct sluice_maps *m, const struct sluice_cluster
 }
 
 /* Connected (agent alive, Redis up): rate / (N * DIV) and leases; an agent
- * in fallback, none, or a dead one: rate / N (N = 1 before any agent). */
+ * alive in fallback: rate / N; none, or a dead one: the whole rate (N is
+ * what a running agent sees; it is forgotten once the agent stops). N is
+ * at most SLUICE_CLUSTER_HOSTS_MAX, whatever the map says. */
 int cluster_share_of(const struct sluice_maps *m, struct cluster_share *cs)
 {
 	struct sluice_cluster_state st;
+	bool alive;
 	__u64 n;
 
 	if (cluster_state_read(m, &st))
 		return EXIT_RUNTIME;
-	n = st.peers ? st.peers : 1;
-	cs->leased = st.mode == SLUICE_CLUSTER_UP && cluster_agent_alive(&st, mono_now_ns());
+	alive = cluster_agent_alive(&st, mono_now_ns());
+	n = alive && st.peers ? st.peers : 1;
+	if (n > SLUICE_CLUSTER_HOSTS_MAX)
+		n = SLUICE_CLUSTER_HOSTS_MAX;
+	cs->leased = st.mode == SLUICE_CLUSTER_UP && alive;
 	cs->div = cs->leased ? n * SLUICE_CLUSTER_LOCAL_DIV : n;
 	return 0;
 }

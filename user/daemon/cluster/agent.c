@@ -128,6 +128,7 @@ static void agent_free(struct agent *ag)
 	free(ag->hot.e);
 	free(ag->hot.index);
 	free(ag->grants);
+	free(ag->seen);
 }
 
 /* Until SIGINT or SIGTERM (0), or the interface is detached (1). */
@@ -192,7 +193,8 @@ static int agent_open(const char *iface, __u64 sync_ms, struct sluice_cluster_st
 	ag->hot.e = calloc(SLUICE_CLUSTER_HOT_MAX, sizeof(*ag->hot.e));
 	ag->hot.index = calloc(HOT_SLOTS, sizeof(*ag->hot.index));
 	ag->grants = calloc(SLUICE_CLUSTER_HOT_MAX, sizeof(*ag->grants));
-	if (!ag->pol || !ag->hot.e || !ag->hot.index || !ag->grants) {
+	ag->seen = calloc(SLUICE_CLUSTER_HOSTS_MAX, sizeof(*ag->seen));
+	if (!ag->pol || !ag->hot.e || !ag->hot.index || !ag->grants || !ag->seen) {
 		err = runtime_err("out of memory");
 		goto out;
 	}
@@ -216,9 +218,10 @@ out:
 }
 
 /* The agent's Redis terms and the state it starts from: NAME#ID among the
- * peers, ID random at each start; the peers as the last agent saw them. */
+ * peers, ID random at each start; N = 1 (this agent) until it has seen
+ * others beat, whatever an agent before it saw. */
 static void agent_setup(struct agent *ag, const struct redis_url *url, const char *node,
-			__u64 sync_ms, const struct sluice_cluster_state *old)
+			__u64 sync_ms)
 {
 	__u64 instance;
 
@@ -229,7 +232,8 @@ static void agent_setup(struct agent *ag, const struct redis_url *url, const cha
 								     REDIS_TIMEOUT_MIN_NS;
 	ag->r.ops = &ag->st.redis_ops;
 	ag->st.mode = SLUICE_CLUSTER_NONE;	/* until the first attempt says */
-	ag->st.peers = old->peers ? old->peers : 1;
+	snprintf(ag->limit_arg, sizeof(ag->limit_arg), "%u", PEERS_ANSWER_MAX);
+	ag->st.peers = 1;
 	ag->st.pid = (__u32)getpid();
 	ag->st.sync_ms = (__u32)sync_ms;
 	ag->st.started_ns = mono_now_ns();
@@ -252,7 +256,7 @@ int agent_run(const char *iface, const struct redis_url *url, const char *node, 
 	err = agent_open(iface, sync_ms, &old, &ag);
 	if (!ag)
 		return err;
-	agent_setup(ag, url, node, sync_ms, &old);
+	agent_setup(ag, url, node, sync_ms);
 	/* A write to a Redis that went away must fail, not kill the agent. */
 	sigaction(SIGPIPE, &ign, NULL);
 	sigemptyset(&stop);

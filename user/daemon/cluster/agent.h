@@ -19,6 +19,18 @@
 #define PEER_ID_SEP		'#'
 #define PEER_MEMBER_MAX		(SLUICE_CLUSTER_NAME_MAX + 1 + 16)
 
+/* A member of sluice:{nodes} this agent has seen (peers.c). */
+struct peer_seen {
+	char member[PEER_MEMBER_MAX];
+	char score[32];		/* its heartbeat's time as Redis wrote it */
+	__u64 seen_ns;		/* CLOCK_MONOTONIC: when its heartbeat last moved on */
+	__u8 beats;		/* heartbeats seen, up to 2: it counts at 2 */
+	bool listed;		/* in the last answer */
+};
+/* Members the heartbeat answers with, at most: room for the cap's peers and
+ * as many members that are no agent's. */
+#define PEERS_ANSWER_MAX	(2 * SLUICE_CLUSTER_HOSTS_MAX)
+
 struct agent {
 	struct sluice_maps m;
 	struct lease_writer *lw;
@@ -32,6 +44,11 @@ struct agent {
 	__u64 ttl_ms;			/* the heartbeat's */
 	char ttl_arg[NUM_MAX];
 	char member[PEER_MEMBER_MAX];	/* NAME#ID, this agent in sluice:{nodes} */
+	char limit_arg[NUM_MAX];	/* members the heartbeat answers with, at most */
+	struct peer_seen *seen;		/* SLUICE_CLUSTER_HOSTS_MAX */
+	__u32 nseen;
+	__u64 peers_ns;			/* CLOCK_MONOTONIC: the last heartbeat answered */
+	bool odd_said;			/* members that are no agent's: said */
 	struct notify nt;		/* the service manager's watchdog */
 };
 
@@ -59,6 +76,13 @@ int hot_release_all(struct agent *ag);
  * when the kernel side failed (printed). */
 int sync_once(struct agent *ag, __u64 deadline, __u32 *npeers);
 
+/* peers.c */
+/* The heartbeat's answer (live members and their times): N into *npeers,
+ * the names into the state; false if it is not such a list. */
+bool take_peers(struct agent *ag, const redisReply *rep, __u32 *npeers);
+/* in (in_len bytes, or up to a NUL) as printed: bytes other than printable
+ * ASCII, and backslash, as \xHH; cut to fit len. */
+void cluster_name_show(const char *in, size_t in_len, char *out, size_t len);
 /* grant.c (tests/cluster/racy_grant.c in the racy build) */
 /* Step 3: the heartbeat and a grant per hot bucket asking, by deadline:
  * 0, or -1 (why in ag->r.why). */

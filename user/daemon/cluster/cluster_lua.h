@@ -36,9 +36,11 @@
 /*
  * The heartbeat: KEYS[1] = sluice:{nodes}, a sorted set of peers, each
  * NAME#ID (the node's name, its agent's random instance id), scored by the
- * last time (ms) each was seen. ARGV = this peer, ttl_ms. Adds this peer,
- * forgets peers not seen for ttl_ms, and returns the peers alive: the
- * cluster's N.
+ * last time (ms) each was seen. ARGV = this peer, ttl_ms, limit. Adds this
+ * peer, forgets peers not seen for ttl_ms and any scored in the future (no
+ * agent wrote that: every heartbeat's time is Redis's TIME), and returns
+ * up to limit peers alive with their times (member, time, ...). The agent
+ * counts N from them (peers.c), never from their number alone.
  */
 #define CLUSTER_LUA_HEARTBEAT						\
 	"local t = redis.call('TIME')\n"				\
@@ -46,7 +48,9 @@
 	"local ttl = tonumber(ARGV[2])\n"				\
 	"redis.call('ZADD', KEYS[1], now, ARGV[1])\n"			\
 	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)\n"	\
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], string.format('(%.0f', now), '+inf')\n" \
 	"redis.call('PEXPIRE', KEYS[1], 2 * ttl)\n"			\
-	"return redis.call('ZRANGE', KEYS[1], 0, -1)\n"
+	"return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'WITHSCORES',\n" \
+	"                  'LIMIT', 0, tonumber(ARGV[3]))\n"
 
 #endif /* SLUICE_CLUSTER_LUA_H */

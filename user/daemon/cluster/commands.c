@@ -82,10 +82,16 @@ static __u64 ago_ms(__u64 then, __u64 now)
 	return now > then ? (now - then) / 1000000 : 0;
 }
 
+/* A name from the state map as printed: anything not printable escaped
+ * (peers' names come from Redis; the agent keeps only well-formed ones,
+ * but the map is not checked again here). */
+#define NAME_SHOWN_MAX	(4 * SLUICE_CLUSTER_NAME_MAX)
+
 static void status_json(const char *iface, const struct sluice_cluster_state *s, bool alive,
 			bool leased, __u64 now)
 {
 	bool none = s->mode == SLUICE_CLUSTER_NONE;
+	char shown[NAME_SHOWN_MAX];
 	struct json j;
 
 	json_begin(&j, stdout);
@@ -98,15 +104,18 @@ static void status_json(const char *iface, const struct sluice_cluster_state *s,
 		json_null(&j, "redis");
 		json_null(&j, "sync_ms");
 	} else {
-		json_str(&j, "node", s->node);
+		cluster_name_show(s->node, sizeof(s->node), shown, sizeof(shown));
+		json_str(&j, "node", shown);
 		json_str(&j, "redis", s->url);
 		json_u64(&j, "sync_ms", s->sync_ms);
 	}
 	json_u64(&j, "peers", s->peers ? s->peers : 1);
 	json_bool(&j, "leased_shares", leased);
 	json_arr_open(&j, "peer_names");
-	for (__u32 i = 0; i < s->npeers && i < SLUICE_CLUSTER_PEERS_MAX; i++)
-		json_str(&j, NULL, s->peer[i]);
+	for (__u32 i = 0; i < s->npeers && i < SLUICE_CLUSTER_PEERS_MAX; i++) {
+		cluster_name_show(s->peer[i], sizeof(s->peer[i]), shown, sizeof(shown));
+		json_str(&j, NULL, shown);
+	}
 	json_arr_close(&j);
 	if (s->last_sync_ns)
 		json_u64(&j, "last_sync_ago_ms", ago_ms(s->last_sync_ns, now));
@@ -133,6 +142,7 @@ static void status_text(const char *iface, const struct sluice_cluster_state *s,
 			bool leased, __u64 now)
 {
 	__u32 n = s->peers ? s->peers : 1;
+	char shown[NAME_SHOWN_MAX];
 
 	if (s->mode == SLUICE_CLUSTER_NONE) {
 		printf("%s: no cluster agent has run: --cluster rules apply limit / %u by "
@@ -143,22 +153,25 @@ static void status_text(const char *iface, const struct sluice_cluster_state *s,
 	if (s->mode == SLUICE_CLUSTER_UP || s->mode == SLUICE_CLUSTER_FALLBACK)
 		printf(alive ? " (agent pid %u)" : " (agent pid %u NOT RUNNING: its state is stale)",
 		       s->pid);
-	printf(", node %s, %s, sync every %u ms\n", s->node, s->url, s->sync_ms);
+	cluster_name_show(s->node, sizeof(s->node), shown, sizeof(shown));
+	printf(", node %s, %s, sync every %u ms\n", shown, s->url, s->sync_ms);
 	if (leased && alive)
 		printf("  shares: --cluster rules apply limit / %u here and lease more from Redis\n",
 		       n * SLUICE_CLUSTER_LOCAL_DIV);
 	else if (leased)
 		printf("  shares: STILL limit / %u here, as the agent left them, with no leases: "
-		       "'sluice cluster leave' puts them to limit / %u (or start an agent)\n",
-		       n * SLUICE_CLUSTER_LOCAL_DIV, n);
+		       "'sluice cluster leave' puts them to the whole limit (or start an agent)\n",
+		       n * SLUICE_CLUSTER_LOCAL_DIV);
 	else
 		printf("  shares: --cluster rules apply limit / %u here by themselves\n", n);
 	if (s->mode == SLUICE_CLUSTER_FALLBACK && s->fallback_since_ns)
 		printf("  IN FALLBACK for %.3f s: Redis does not answer\n",
 		       (double)ago_ms(s->fallback_since_ns, alive ? now : s->heartbeat_ns) / 1000);
 	printf("  peers: %u", n);
-	for (__u32 i = 0; i < s->npeers && i < SLUICE_CLUSTER_PEERS_MAX; i++)
-		printf("%s%s", i ? " " : " (", s->peer[i]);
+	for (__u32 i = 0; i < s->npeers && i < SLUICE_CLUSTER_PEERS_MAX; i++) {
+		cluster_name_show(s->peer[i], sizeof(s->peer[i]), shown, sizeof(shown));
+		printf("%s%s", i ? " " : " (", shown);
+	}
 	printf("%s\n", s->npeers ? ")" : "");
 	if (s->last_sync_ns)
 		printf("  last sync: %llu ms ago\n", (unsigned long long)ago_ms(s->last_sync_ns, now));
@@ -212,7 +225,8 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
  * (SIGKILL, OOM), crashed, or hung past its heartbeat. Its last commit
  * left the shares at limit / 8N with leases that expire, so the host
  * would admit an eighth of its part until the next commit: this one puts
- * them to limit / N, clears the leases and marks the host stopped. The
+ * them to the whole limit (N is forgotten with the agent that saw it),
+ * clears the leases and marks the host stopped. The
  * node leaves the peer list when its heartbeat's TTL runs out.
  */
 static int leave_run(const struct cli_cmd *c, struct cli_args *a)
@@ -220,7 +234,6 @@ static int leave_run(const struct cli_cmd *c, struct cli_args *a)
 	struct sluice_cluster_state s;
 	struct sluice_maps m;
 	char iface[IF_NAMESIZE];
-	__u32 n;
 	int err;
 
 	(void)c;
@@ -237,7 +250,6 @@ static int leave_run(const struct cli_cmd *c, struct cli_args *a)
 		err = EXIT_RUNTIME;
 	if (err)
 		goto out;
-	n = s.peers ? s.peers : 1;
 	if (cluster_agent_alive(&s, mono_now_ns())) {
 		err = runtime_err("the cluster agent of %s runs (pid %u): stop it (SIGTERM) and it "
 				  "leaves by itself", iface, s.pid);
@@ -257,10 +269,13 @@ static int leave_run(const struct cli_cmd *c, struct cli_args *a)
 	s.fallback_since_ns = 0;
 	s.leases = 0;
 	s.mode = SLUICE_CLUSTER_STOPPED;
+	/* N forgotten with the agent that saw it: the whole limit. */
+	s.peers = 1;
+	s.npeers = 0;
 	err = cluster_recommit(&m, &s);
 	if (!err)
 		printf("%s: left the cluster for its agent (pid %u, not running): --cluster rules "
-		       "apply limit / %u by themselves\n", iface, s.pid, n);
+		       "apply their whole limit by themselves\n", iface, s.pid);
 out:
 	maps_close(&m);
 	return err;
@@ -283,8 +298,8 @@ static const struct cli_cmd cluster_status_cmd = {
 static const struct cli_cmd leave_cmd = {
 	.name = "leave", .path = "cluster leave", .run = leave_run,
 	.help = "Takes the interface out of the cluster for an agent that stopped without\n"
-		"leaving (killed, crashed): its --cluster rules go from limit / 8N to limit / N\n"
-		"and its leases are cleared, as the agent does on SIGTERM. Refused while the\n"
+		"leaving (killed, crashed): its --cluster rules go from limit / 8N to the whole\n"
+		"limit and its leases are cleared, as the agent does on SIGTERM. Refused while the\n"
 		"agent runs; nothing to do when it left. For ExecStopPost= (contrib/systemd).",
 };
 static const struct cli_cmd *const cluster_cmds[] = { &join_cmd, &cluster_status_cmd, &leave_cmd,

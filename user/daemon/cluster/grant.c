@@ -11,9 +11,9 @@
 static int send_beat(struct agent *ag)
 {
 	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
-			       ag->ttl_arg };
+			       ag->ttl_arg, ag->limit_arg };
 
-	return redis_append(&ag->r, 6, argv);
+	return redis_append(&ag->r, 7, argv);
 }
 
 static int send_grant(struct agent *ag, const struct hot *e)

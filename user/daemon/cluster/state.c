@@ -104,9 +104,10 @@ int after_sync(struct agent *ag, int ret, __u32 npeers, bool first)
 	return state_commit(ag);
 }
 
-/* Leaves the cluster cleanly: the shares back to limit / N for good, the
- * leases released, the node taken off the peer list at once (best
- * effort: its heartbeat would expire anyway). */
+/* Leaves the cluster cleanly: N forgotten (nothing vouches for it once the
+ * agent is gone), so the shares back to the whole limit, the leases
+ * released, the node taken off the peer list at once (best effort: its
+ * heartbeat would expire anyway). */
 int agent_leave(struct agent *ag)
 {
 	const char *zrem[] = { "ZREM", NODES_KEY, ag->member };
@@ -124,8 +125,10 @@ int agent_leave(struct agent *ag)
 		s->fallback_ns += now - s->fallback_since_ns;
 	s->fallback_since_ns = 0;
 	s->mode = SLUICE_CLUSTER_STOPPED;
+	s->peers = 1;
+	s->npeers = 0;
 	err = state_commit(ag);
-	log_event(LOG_NOTICE, "cluster: %s: stopped: --cluster rules apply limit / %u by themselves",
-		  ag->m.iface, s->peers);
+	log_event(LOG_NOTICE, "cluster: %s: stopped: --cluster rules apply their whole limit by "
+		  "themselves", ag->m.iface);
 	return rc ? rc : err;
 }

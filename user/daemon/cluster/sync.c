@@ -150,33 +150,6 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 	e->ask = true;
 }
 
-/* The heartbeat's answer: the names alive into the state; false if it is
- * not a list of names. */
-static bool take_peers(struct agent *ag, const redisReply *rep)
-{
-	struct sluice_cluster_state *s = &ag->st;
-
-	if (rep->type != REDIS_REPLY_ARRAY)
-		return false;
-	s->npeers = 0;
-	for (size_t i = 0; i < rep->elements; i++) {
-		const redisReply *e = rep->element[i];
-		const char *id;
-		size_t len;
-
-		if (e->type != REDIS_REPLY_STRING)
-			return false;
-		/* Shown by name: the instance id only tells peers apart. */
-		id = memchr(e->str, PEER_ID_SEP, e->len);
-		len = id ? (size_t)(id - e->str) : e->len;
-		if (s->npeers < SLUICE_CLUSTER_PEERS_MAX)
-			snprintf(s->peer[s->npeers++], SLUICE_CLUSTER_NAME_MAX, "%.*s",
-				 (int)(len < SLUICE_CLUSTER_NAME_MAX ? len :
-				       SLUICE_CLUSTER_NAME_MAX - 1), e->str);
-	}
-	return true;
-}
-
 static bool is_noscript(const redisReply *rep)
 {
 	return rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOSCRIPT", 8);
@@ -196,9 +169,8 @@ int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers)
 	if (is_noscript(rep)) {
 		ret = 1;
 	} else if (!e) {
-		if (!take_peers(ag, rep))
+		if (!take_peers(ag, rep, npeers))
 			goto bad;
-		*npeers = (__u32)rep->elements;
 	} else {
 		if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0)
 			goto bad;
