@@ -139,6 +139,7 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 			if (off + 8 <= len && (be16(p + off + 2) & 0xfff8)) {
 				f->parse = REF_OK;
 				f->later_frag = 1;
+				f->first_frag = 0;	/* whatever a header before said */
 				v6_frag_key(p, ip, off, f);
 				return;
 			}
