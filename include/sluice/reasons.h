@@ -45,9 +45,10 @@
 	  "it is dropped; counted on no rule")					\
 	X(FRAG_ORPHAN, "frag_orphan", 1,					\
 	  "a later fragment whose first fragment was never seen (or was "	\
-	  "forgotten), from a source a `--proto`, `--dport` or `--syn` rule "	\
-	  "covers: the rule its datagram belongs to cannot be told, so it is "	\
-	  "dropped; counted on the most specific such rule")
+	  "forgotten), where a `--dport` or `--syn` rule covering its source "	\
+	  "(for IPv6 also a `--proto` rule) might decide it: the rule its "	\
+	  "datagram belongs to cannot be told, so it is dropped; counted on "	\
+	  "that rule")
 
 enum sluice_reason {
 #define SLUICE_REASON_ENUM(id, name, drop, help) SLUICE_R_##id,
