@@ -107,6 +107,15 @@ struct {
 	__type(value, struct sluice_ban);
 } bans SEC(".maps");
 
+/* The fragment table (sluice/abi.h): a first fragment's L4 facts, for its
+ * later fragments (bpf/frag.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_FRAG_ENTRIES);
+	__type(key, struct sluice_frag_key);
+	__type(value, struct sluice_frag_l4);
+} frag_l4 SEC(".maps");
+
 /* The prefix ban table (sluice/abi.h): slot 0 holds the live trie, or
  * nothing while no prefix is banned. The inner trie's size is set at
  * attach (--max-bans). */

@@ -36,21 +36,36 @@ struct cursor {
 #ifndef IP_OFFSET
 #define IP_OFFSET		0x1fff
 #endif
+#ifndef IP_MF
+#define IP_MF			0x2000
+#endif
+#define IPV6_FRAG_MORE		0x0001
 
 /* What rules may match on, beyond the source: the L4 protocol, and for
  * the first fragment of TCP and UDP the destination port and TCP flags.
- * An IPv6 fragment that is not the first has none of them: the stack takes
- * the datagram's protocol from its first fragment and ignores what a later
- * one's fragment header says, so proto stays 0 and L4_LATER_FRAG tells the
- * caller to judge it by its source's most specific L4 rule. */
+ * A later fragment (offset != 0) has none of them in its own headers: its
+ * L4_LATER_FRAG, and a first fragment's L4_FIRST_FRAG, tell the caller to
+ * look its datagram up in the fragment table (bpf/frag.h), where the first
+ * fragment's facts are kept, by l3 and id_at. An IPv6 later fragment's
+ * proto stays 0: the stack takes the datagram's protocol from its first
+ * fragment and ignores what a later one's fragment header says. */
 #define L4_PORTS	0x1	/* dport is known */
 #define L4_SYN		0x2	/* TCP, SYN set and ACK clear */
-#define L4_LATER_FRAG	0x4	/* IPv6, fragment offset != 0: no L4 facts */
+#define L4_LATER_FRAG	0x4	/* fragment offset != 0: no L4 facts (yet) */
+#define L4_FIRST_FRAG	0x8	/* offset 0 with more fragments to come */
 struct l4 {
 	__u8 proto;		/* IPPROTO_*, 0 when unknown */
 	__u8 flags;		/* L4_* */
 	__u16 dport;		/* host byte order, with L4_PORTS */
+	__u16 l3;		/* a fragment: where its IP header starts in the frame */
+	__u16 id_at;		/* a fragment: where its identification lies, from l3 */
 };
+
+/* Where an IPv4 header's identification lies; the most an IPv6 fragment
+ * header's may lie past the IPv6 header (each of the extension headers
+ * walked before it is at most 2,048 octets). */
+#define FRAG_ID_AT_V4		4U
+#define FRAG_ID_AT_MAX		(sizeof(struct ipv6hdr) + SLUICE_MAX_IPV6_EXT_HDRS * 2048U + 4U)
 
 /* Bytes left in the IP packet past its L3 headers when its length field
  * sets no bound (an IPv6 jumbogram, payload length 0): the frame's end is
@@ -139,6 +154,7 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *s
 {
 	struct iphdr *ip = c->pos;
 	__u32 hdr_len, tot_len;
+	int r;
 
 	if ((void *)(ip + 1) > c->end)
 		return PARSE_MALFORMED;
@@ -160,8 +176,13 @@ static __always_inline int parse_ipv4(struct cursor *c, struct sluice_src_key *s
 		return PARSE_MALFORMED_SRC;
 	c->pos += hdr_len;
 	/* Ports are in the first fragment only. */
-	return parse_l4(c, ip->protocol, !(ip->frag_off & bpf_htons(IP_OFFSET)),
-			tot_len - hdr_len, l4);
+	r = parse_l4(c, ip->protocol, !(ip->frag_off & bpf_htons(IP_OFFSET)),
+		     tot_len - hdr_len, l4);
+	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET)) {
+		l4->flags |= (ip->frag_off & bpf_htons(IP_OFFSET)) ? L4_LATER_FRAG : L4_FIRST_FRAG;
+		l4->id_at = FRAG_ID_AT_V4;
+	}
+	return r;
 }
 
 /* The IPv6 fragment header (RFC 8200 4.5). */
@@ -202,9 +223,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 	struct ipv6hdr *ip6 = c->pos;
 	struct frag_hdr *fh;
 	struct ipv6_ext *ext;
-	__u32 ext_len, payload_len, left = 0;
-	int i;
-	__u8 nh;
+	__u32 ext_len, payload_len, left = 0, at, first_at = 0;
+	__u8 nh, first = 0;
+	int i, r;
 
 	if ((void *)(ip6 + 1) > c->end)
 		return PARSE_MALFORMED;
@@ -235,12 +256,21 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 			fh = c->pos;
 			if ((void *)(fh + 1) > c->end)
 				return PARSE_MALFORMED_SRC;
+			/* Its identification, from the IPv6 header. */
+			at = (__u32)((void *)&fh->identification - (void *)ip6);
 			/* A later fragment: what follows its header is
 			 * payload, and its next header is not believed. */
 			if (fh->frag_off & bpf_htons(IPV6_FRAG_OFFSET)) {
 				l4->proto = 0;
 				l4->flags = L4_LATER_FRAG;
+				l4->id_at = (__u16)at;
 				return PARSE_OK;
+			}
+			/* The first of several: the last such header walked
+			 * names the datagram. */
+			if (fh->frag_off & bpf_htons(IPV6_FRAG_MORE)) {
+				first = L4_FIRST_FRAG;
+				first_at = at;
 			}
 		}
 		c->pos = (void *)ext + ipv6_ext_len(ext, nh);
@@ -258,7 +288,10 @@ static __always_inline int parse_ipv6(struct cursor *c, struct sluice_src_key *s
 		left = L4_LEFT_UNBOUNDED;
 	else if (payload_len > ext_len)
 		left = payload_len - ext_len;
-	return parse_l4(c, nh, 1, left, l4);
+	r = parse_l4(c, nh, 1, left, l4);
+	l4->flags |= first;
+	l4->id_at = (__u16)first_at;
+	return r;
 }
 
 #endif /* SLUICE_BPF_PARSE_H */

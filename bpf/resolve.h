@@ -47,9 +47,9 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
  * candidates start with a rule without a match), so every packet of the
  * source goes to the same rule; otherwise *lead is the first candidate,
  * the most specific rule that matches on L4 (an l4_unreadable drop is
- * counted on it), and it decides a later IPv6 fragment, which has no L4
- * facts the stack believes: so a protocol rule that is the most specific
- * for its sources holds for whole datagrams.
+ * counted on it). A later fragment whose first was not seen (an orphan:
+ * L4_LATER_FRAG left set by frag_facts) has no port and no SYN to match,
+ * nor an IPv6 protocol; whether that matters, orphan_rule tells.
  */
 static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
 {
@@ -71,14 +71,66 @@ static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direc
 		*direct = 0;
 		*lead = hit->m[0].policy < SLUICE_MAX_POLICIES ? hit->m[0].policy
 							       : SLUICE_POLICY_DEFAULT;
-		if (p->l4.flags & L4_LATER_FRAG)
-			return *lead;
 	}
 	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
 		if (!match_holds(&hit->m[i], &p->l4))
 			continue;
 		return hit->m[i].policy < SLUICE_MAX_POLICIES ? hit->m[i].policy
 							      : SLUICE_POLICY_DEFAULT;
+	}
+	return SLUICE_POLICY_DEFAULT;
+}
+
+/*
+ * Whether a later fragment whose first was not seen (an orphan: no port,
+ * no SYN, and for IPv6 no protocol) is matched by m: 1 if it is, 0 if it
+ * cannot be, -1 if that cannot be told.
+ */
+static __always_inline int orphan_holds(const struct sluice_match *m, const struct pkt *p)
+{
+	if (!m->flags)
+		return 1;
+	if (!(m->flags & SLUICE_MATCH_PROTO) || p->src.family != SLUICE_FAMILY_V4)
+		return -1;
+	if (m->proto != p->l4.proto)
+		return 0;
+	return (m->flags & (SLUICE_MATCH_PORT | SLUICE_MATCH_SYN)) ? -1 : 1;
+}
+
+/*
+ * The rule that decides orphan p in slot, when no candidate before it
+ * might hold: then resolve gives the same. Else ORPHAN_UNSURE with the
+ * first candidate that might, where its frag_orphan drop is counted. So an
+ * orphan is judged as any packet where what it lacks does not matter: an
+ * IPv4 TCP one under a --proto udp rule goes on to the rules after it.
+ * Global: the path of other packets is unchanged.
+ */
+#define ORPHAN_UNSURE	0x80000000U
+__noinline __u32 orphan_rule(const struct pkt *p, __u32 slot)
+{
+	struct sluice_lpm_key key = {
+		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)slot,
+	};
+	struct sluice_lpm_val *hit;
+	__u32 i, n, idx;
+	int h;
+
+	if (!p)
+		return SLUICE_POLICY_DEFAULT | ORPHAN_UNSURE;
+	key.family = p->src.family;
+	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
+	hit = bpf_map_lookup_elem(&policy_lpm, &key);
+	if (!hit)
+		return SLUICE_POLICY_DEFAULT;
+	n = hit->n;
+	for (i = 0; i < SLUICE_MATCH_MAX && i < n; i++) {
+		h = orphan_holds(&hit->m[i], p);
+		if (!h)
+			continue;
+		idx = hit->m[i].policy < SLUICE_MAX_POLICIES ? hit->m[i].policy
+							     : SLUICE_POLICY_DEFAULT;
+		return h > 0 ? idx : idx | ORPHAN_UNSURE;
 	}
 	return SLUICE_POLICY_DEFAULT;
 }

@@ -41,6 +41,7 @@
 #include "maps.h"
 #include "counters.h"
 #include "resolve.h"
+#include "frag.h"
 #include "rebind.h"
 #include "srctab.h"
 #include "bucket.h"
@@ -79,15 +80,18 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 		.end = (void *)(long)ctx->data_end,
 	};
 	__be16 proto;
+	__u32 l3;
 	int r;
 
 	r = parse_eth(&c, &proto);
 	if (r)
 		return r < 0 ? PARSE_MALFORMED : r;
+	l3 = (__u32)(c.pos - (void *)(long)ctx->data);
+	l4->l3 = (__u16)l3;
 	if (proto == bpf_htons(ETH_P_IP))
 		return parse_ipv4(&c, src, l4);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return parse_ipv6_at(ctx, (__u32)(c.pos - (void *)(long)ctx->data), src, l4);
+		return parse_ipv6_at(ctx, l3, src, l4);
 	return PARSE_NON_IP;
 }
 
@@ -215,6 +219,18 @@ static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
 		*reason = SLUICE_R_L4_UNREADABLE;
 		return -1;
 	}
+	/* A later fragment whose first was not seen (or is forgotten), where
+	 * a rule that matches on what it lacks (a port, SYN, an IPv6
+	 * protocol) might decide it: which rule its datagram belongs to
+	 * cannot be told. Counted on that rule. */
+	if ((p->l4.flags & L4_LATER_FRAG) && !direct) {
+		lead = orphan_rule(p, SLUICE_GEN_SLOT(gen_slot));
+		if (lead & ORPHAN_UNSURE) {
+			*idx = lead & ~ORPHAN_UNSURE;
+			*reason = SLUICE_R_FRAG_ORPHAN;
+			return -1;
+		}
+	}
 	if (v.action == SLUICE_ACT_ALLOW) {
 		*reason = SLUICE_R_ALLOWED;
 		return -1;
@@ -277,6 +293,9 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (r == PARSE_VLAN_TOO_DEEP)
 		return count(SLUICE_R_VLAN_TOO_DEEP, p.bytes);
 	SLUICE_SOURCE_HOOK(&p.src);
+	/* A fragment: its datagram's L4 facts, kept from its first. */
+	if (r == PARSE_OK && (p.l4.flags & (L4_FIRST_FRAG | L4_LATER_FRAG)))
+		frag_facts(ctx, &p.src, &p.l4);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)	/* an array's only entry: cannot happen */

@@ -85,7 +85,7 @@ $(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c bpf/sluice.bpf.c bpf/*.h tools/bench_m
 $(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources \
-		$(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep \
+		$(BUILD)/tests/test_frag $(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep \
 		$(BUILD)/tests/test_ban_prefix: $(BUILD)/tests/%: tests/bpf/%.c \
 		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h \
@@ -93,6 +93,8 @@ $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUI
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources
 TEST_BINS	+= $(BUILD)/tests/test_algos
+# Fragment trains: later fragments judged by their first's rule (bpf/frag.h).
+TEST_BINS	+= $(BUILD)/tests/test_frag
 # test_ban_sweep defines the sweep's ban_sweep_window (a weak symbol in user/cmd/ban.c).
 TEST_BINS	+= $(BUILD)/tests/test_ban_sweep
 # Prefix bans (ban add, ban load) through the real program.

@@ -28,6 +28,10 @@
 /* Keyed buckets (--per /LEN, --per rule, L4 rules) live in an LRU hash of
  * --max-sources entries, at most this many. */
 #define SLUICE_MAX_KEYED		65536U
+/* Fragmented datagrams in flight whose first fragment's L4 facts the
+ * fragment table (struct sluice_frag_key) keeps, least recently used
+ * forgotten first; Cilium's default size. */
+#define SLUICE_FRAG_ENTRIES		8192U
 /* Stripe locks that serialise inserts of one key (srctab.h), and how many
  * times a new source tries to take its stripe before it is dropped (about
  * 20 ms of trying: a claim holds it for well under a microsecond). */

@@ -42,7 +42,13 @@
 	X(VLAN_TOO_DEEP, "vlan_too_deep", 1,					\
 	  "a frame whose VLAN tag stack is deeper than sluice parses, more "	\
 	  "than 8 tags: its source is never read, so "	\
-	  "it is dropped; counted on no rule")
+	  "it is dropped; counted on no rule")					\
+	X(FRAG_ORPHAN, "frag_orphan", 1,					\
+	  "a later fragment whose first fragment was never seen (or was "	\
+	  "forgotten), where a `--dport` or `--syn` rule covering its source "	\
+	  "(for IPv6 also a `--proto` rule) might decide it: the rule its "	\
+	  "datagram belongs to cannot be told, so it is dropped; counted on "	\
+	  "that rule")
 
 enum sluice_reason {
 #define SLUICE_REASON_ENUM(id, name, drop, help) SLUICE_R_##id,

@@ -201,6 +201,7 @@ static void gen_ipv4(struct rng *r, struct gen *g)
 	ip[9] = proto;
 	pick_v4_src(r, ip + 12);
 	ip[16] = 198; ip[17] = 18; ip[18] = 0; ip[19] = 2;
+	ip[5] = (__u8)below(r, 4);	/* a few ids: fragments meet their first */
 	if (hlen > 20) {	/* NOPs, then an end of list, or junk */
 		memset(ip + 20, 1, hlen - 20);
 		if (chance(r, 50))
@@ -252,7 +253,11 @@ static __u8 *put_ext(struct rng *r, struct gen *g, __u8 t, int *later)
 		} else {
 			put16(h + 2, 1);	/* offset 0, M */
 		}
-		fill(r, h + 4, 4);
+		/* Mostly a few ids, so later fragments meet their first. */
+		if (chance(r, 75))
+			h[7] = (__u8)below(r, 4);
+		else
+			fill(r, h + 4, 4);
 	} else if (t == IPPROTO_AH) {
 		h = put(g, ((size_t)units + 2) * 4);
 		h[1] = units;

@@ -112,9 +112,25 @@ static int apply_policy(struct fixture *fx, const char *text, __u64 budget, stru
 			printf(__VA_ARGS__);			\
 	} while (0)
 
+/* The fragment table as large as the reference's, so that no first
+ * fragment is forgotten within a phase (the reference keeps them all). */
+static struct sluice_bpf *frag_sized(struct sluice_bpf *s)
+{
+	if (s && bpf_map__set_max_entries(s->maps.frag_l4, REF_CAP)) {
+		sluice_bpf__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+static struct sluice_bpf *open_real(void)
+{
+	return frag_sized(sluice_bpf__open());
+}
+
 static struct sluice_bpf *open_shortext(void)
 {
-	return (struct sluice_bpf *)sluice_shortext_bpf__open();
+	return frag_sized((struct sluice_bpf *)sluice_shortext_bpf__open());
 }
 
 /* Sources the table reclaimed or refused so far. */
@@ -143,8 +159,7 @@ static int set_src_seed(struct fixture *fx, __u64 seed)
 
 static int load(struct fixture *fx)
 {
-	int err = fixture_open_with(fx, MAX_SOURCES, strcmp(run.variant, "short-ext") ? sluice_bpf__open
-										  : open_shortext);
+	int err = fixture_open_with(fx, MAX_SOURCES, strcmp(run.variant, "short-ext") ? open_real : open_shortext);
 
 	if (err) {
 		fprintf(stderr, "fuzz_pkt: cannot load the XDP program: %s\n", strerror(-err));
@@ -356,11 +371,12 @@ static double now_s(void)
 }
 
 /* Back to a fresh program's state without loading it again (the verifier
- * takes about a second): no buckets, no per-rule counts, no new-source
- * budget spent. The reason counters are read as deltas. */
+ * takes about a second): no buckets, no fragments, no per-rule counts, no
+ * new-source budget spent. The reason counters are read as deltas. */
 static int reset_state(struct fixture *fx)
 {
 	static __u8 zeros[MAX_CPUS * sizeof(struct sluice_policy_counter)];
+	struct sluice_frag_key fk, fk_next;
 	struct sluice_config cfg;
 	struct bucket_row *rows;
 	struct srctab t;
@@ -376,6 +392,13 @@ static int reset_state(struct fixture *fx)
 			return -errno;
 		}
 	free(rows);
+	/* The fragment table: each key found before its entry goes. */
+	for (n = !bpf_map_get_next_key(fx->m.frag_l4, NULL, &fk); n;) {
+		n = !bpf_map_get_next_key(fx->m.frag_l4, &fk, &fk_next);
+		if (bpf_map_delete_elem(fx->m.frag_l4, &fk))
+			return -errno;
+		fk = fk_next;
+	}
 	/* The source table's slots, emptied in place: no program runs. */
 	if (srctab_open(&fx->m, &t))
 		return -1;

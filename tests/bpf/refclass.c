@@ -82,15 +82,34 @@ static void parse_v4(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 		return;
 	}
 	f->parse = REF_OK;
-	/* Fragment offset: the low 13 bits of octets 6-7 (RFC 791). */
+	/* Fragment offset: the low 13 bits of octets 6-7, MF 0x2000 (RFC 791). */
 	l4_facts(p, len, off + hlen, off + be16(p + off + 2), p[off + 9],
 		 (be16(p + off + 6) & 0x1fff) == 0, f);
+	f->later_frag = (be16(p + off + 6) & 0x1fff) != 0;
+	f->first_frag = !f->later_frag && (be16(p + off + 6) & 0x2000);
+	/* The datagram: source, destination, Identification, Protocol. */
+	f->fk.family = SLUICE_FAMILY_V4;
+	f->fk.proto = p[off + 9];
+	memcpy(f->fk.src, f->addr, sizeof(f->fk.src));
+	memcpy(f->fk.dst, p + off + 16, 4);
+	f->fk.id = be16(p + off + 4);
+}
+
+/* The fragment header at off names the datagram of an IPv6 fragment:
+ * source, destination and its Identification (RFC 8200 4.5), never its
+ * Next Header. */
+static void v6_frag_key(const __u8 *p, size_t ip, size_t off, struct ref_frame *f)
+{
+	f->fk.family = SLUICE_FAMILY_V6;
+	memcpy(f->fk.src, f->addr, sizeof(f->fk.src));
+	memcpy(f->fk.dst, p + ip + 24, sizeof(f->fk.dst));
+	f->fk.id = (__u32)be16(p + off + 4) << 16 | be16(p + off + 6);
 }
 
 static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 {
 	unsigned int nh, walked, hlen;
-	size_t ip_end;
+	size_t ip_end, ip = off;
 
 	if (off + 40 > len) {
 		f->parse = REF_NO_SOURCE;
@@ -120,7 +139,15 @@ static void parse_v6(const __u8 *p, size_t len, size_t off, struct ref_frame *f)
 			if (off + 8 <= len && (be16(p + off + 2) & 0xfff8)) {
 				f->parse = REF_OK;
 				f->later_frag = 1;
+				f->first_frag = 0;	/* whatever a header before said */
+				v6_frag_key(p, ip, off, f);
 				return;
+			}
+			/* Offset 0 with M: a first fragment; the last such
+			 * header walked names the datagram. */
+			if (off + 8 <= len && (be16(p + off + 2) & 1)) {
+				f->first_frag = 1;
+				v6_frag_key(p, ip, off, f);
 			}
 		} else if (nh == PR_AH) {
 			/* RFC 4302: Payload Len in 4-octet units, minus 2. */
@@ -201,6 +228,20 @@ static int match_holds(const struct ref_rule *r, const struct ref_frame *f)
 	return 1;
 }
 
+/* Whether rule r matches a later fragment without its first's facts: 1
+ * yes, 0 no, -1 cannot be told (it matches on a port or SYN, or on a
+ * protocol an IPv6 later fragment does not say). */
+static int orphan_holds(const struct ref_rule *r, const struct ref_frame *f)
+{
+	if (!r->mflags)
+		return 1;
+	if (!(r->mflags & SLUICE_MATCH_PROTO) || !f->l4_known)
+		return -1;
+	if (f->proto != r->proto)
+		return 0;
+	return (r->mflags & (SLUICE_MATCH_PORT | SLUICE_MATCH_SYN)) ? -1 : 1;
+}
+
 /* doc/rules.rst, "Rules, keys and buckets": the longer prefix first; at one
  * prefix a port match, then a protocol match, then none; then SYN before
  * none, the narrower port range, the lower port, the lower protocol.
@@ -231,7 +272,7 @@ static int precedes(const struct ref_rule *a, const struct ref_rule *b)
  * (the source's most specific covering rule has no match), so that all
  * of the source's packets go to one rule. */
 static const struct ref_rule *decide_rule(const struct ref_policy *pol, const struct ref_frame *f,
-					  int *direct, const struct ref_rule **lead)
+					  int *direct, const struct ref_rule **lead, int *orphan)
 {
 	const struct ref_rule *cand[REF_MAX_RULES];
 	unsigned int n = 0, i, j;
@@ -249,14 +290,18 @@ static const struct ref_rule *decide_rule(const struct ref_policy *pol, const st
 		}
 	*direct = n == 0 || cand[0]->mflags == 0;
 	*lead = n ? cand[0] : &pol->def;
-	/* doc/rules.rst, "Rules, keys and buckets": a later IPv6 fragment has no
-	 * protocol or port to match; under an L4 rule it goes to the most
-	 * specific one. */
-	if (f->later_frag && !*direct)
-		return *lead;
-	for (i = 0; i < n; i++)
-		if (match_holds(cand[i], f))
-			return cand[i];
+	*orphan = 0;
+	/* doc/rules.rst, "Fragments": a later fragment whose first was not
+	 * seen has no port or SYN, nor an IPv6 protocol; the first candidate
+	 * that might match on what it lacks makes it an orphan. */
+	for (i = 0; i < n; i++) {
+		int h = f->later_frag ? orphan_holds(cand[i], f) : match_holds(cand[i], f);
+
+		if (!h)
+			continue;
+		*orphan = h < 0;
+		return cand[i];
+	}
 	return &pol->def;
 }
 
@@ -275,14 +320,60 @@ int ref_state_init(struct ref_state *s, size_t cap)
 	s->cap = cap;
 	s->n = 0;
 	s->new_taken = 0;
+	s->nfrags = 0;
 	s->tab = calloc(cap, sizeof(*s->tab));
-	return s->tab ? 0 : -1;
+	s->frags = calloc(cap, sizeof(*s->frags));
+	return s->tab && s->frags ? 0 : -1;
 }
 
 void ref_state_free(struct ref_state *s)
 {
 	free(s->tab);
+	free(s->frags);
 	s->tab = NULL;
+	s->frags = NULL;
+}
+
+static struct ref_frag *frag_of(const struct ref_state *s, const struct ref_frag_key *k)
+{
+	const __u8 *b = (const __u8 *)k;
+	size_t h = 1469598103934665603ULL, i;
+
+	for (i = 0; i < sizeof(*k); i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	for (i = h & (s->cap - 1); s->frags[i].used && memcmp(&s->frags[i].key, k, sizeof(*k));)
+		i = (i + 1) & (s->cap - 1);
+	return &s->frags[i];
+}
+
+/* doc/rules.rst, "Fragments": a first fragment's facts kept, a later
+ * one's taken from its first when that was seen. */
+static void frag_track(struct ref_state *s, struct ref_frame *f)
+{
+	struct ref_frag *r;
+
+	if (f->parse != REF_OK || !(f->first_frag || f->later_frag))
+		return;
+	r = frag_of(s, &f->fk);
+	if (f->first_frag) {
+		if (!r->used && 2 * (++s->nfrags) > s->cap)
+			abort();	/* the caller sizes the table */
+		memcpy(&r->key, &f->fk, sizeof(r->key));
+		r->used = 1;
+		r->proto = f->proto;
+		r->has_port = (__u8)f->has_port;
+		r->dport = f->has_port ? f->dport : 0;
+		r->syn = (__u8)f->syn;
+		return;
+	}
+	if (!r->used)
+		return;
+	f->later_frag = 0;
+	f->l4_known = 1;
+	f->proto = r->proto;
+	f->has_port = r->has_port;
+	f->dport = r->dport;
+	f->syn = r->syn;
 }
 
 static struct ref_bucket *slot_of(const struct ref_state *s, const struct sluice_src_key *key)
@@ -380,7 +471,7 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 	const struct ref_rule *r, *lead;
 	struct ref_frame f;
 	__u32 reason;
-	int direct;
+	int direct, orphan;
 
 	memset(v, 0, sizeof(*v));
 	v->policy = -1;
@@ -399,7 +490,8 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 		finish(v, SLUICE_R_VLAN_TOO_DEEP);
 		return;
 	}
-	r = decide_rule(pol, &f, &direct, &lead);
+	frag_track(s, &f);
+	r = decide_rule(pol, &f, &direct, &lead, &orphan);
 	v->policy = r->index;
 	if (f.parse == REF_BROKEN && !direct) {
 		/* doc/metrics.md: l4_unreadable. Broken where a rule that
@@ -407,6 +499,9 @@ void ref_decide(const struct ref_policy *pol, struct ref_state *s, const __u8 *p
 		 * counted on the most specific such rule. */
 		v->policy = lead->index;
 		reason = SLUICE_R_L4_UNREADABLE;
+	} else if (orphan) {
+		/* doc/metrics.md: frag_orphan, counted on that rule. */
+		reason = SLUICE_R_FRAG_ORPHAN;
 	} else if (r->action == SLUICE_ACT_ALLOW) {
 		reason = SLUICE_R_ALLOWED;
 	} else if (r->action == SLUICE_ACT_DENY) {

@@ -28,7 +28,13 @@ struct ref_frame {
 	int has_port;		/* first fragment with a whole TCP/UDP header */
 	__u16 dport;
 	int syn;		/* TCP, SYN without ACK */
-	int later_frag;		/* IPv6, fragment offset != 0: no L4 facts */
+	int later_frag;		/* fragment offset != 0: no L4 facts of its own */
+	int first_frag;		/* offset 0 with more to come: its facts are kept */
+	struct ref_frag_key {	/* a fragment's datagram, as the stack reassembles */
+		__u8 family, proto;	/* proto: IPv4's, 0 for IPv6 */
+		__u8 src[SLUICE_ADDR_LEN], dst[SLUICE_ADDR_LEN];
+		__u32 id;
+	} fk;
 };
 
 /* Read a frame as doc/design.md's data flow describes. */
@@ -70,10 +76,22 @@ struct ref_bucket {
 	int used;
 };
 
+/* A first fragment's L4 facts, kept for its later ones (doc/rules.rst,
+ * "Fragments"); the caller sizes the program's table so that none is
+ * forgotten within a phase. */
+struct ref_frag {
+	struct ref_frag_key key;
+	__u8 proto, syn, has_port;
+	__u16 dport;
+	int used;
+};
+
 struct ref_state {
 	struct ref_bucket *tab;	/* open addressing, cap a power of two */
 	size_t cap, n;
 	__u64 new_taken;	/* buckets the new-source budget let in */
+	struct ref_frag *frags;	/* open addressing, cap entries */
+	size_t nfrags;
 };
 
 /* The decision for one frame. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* e2e/vlan_stack's and e2e/v6_frag_proto's helper: UDP datagrams written on a
- * veth through an AF_PACKET socket, either behind a stack of VLAN priority
- * tags (VLAN ID 0) or as IPv6 fragments whose later fragments may name
- * another protocol; and a UDP receiver that counts whole datagrams per port
+/* e2e/vlan_stack's, e2e/v6_frag_proto's and e2e/frag's helper: UDP datagrams
+ * written on a veth through an AF_PACKET socket, either behind a stack of
+ * VLAN priority tags (VLAN ID 0) or as IPv6 fragments whose later fragments
+ * may name another protocol; large datagrams from a plain UDP socket, for
+ * the kernel to fragment; and a UDP receiver that counts whole datagrams per port
  * for a bounded time. Addresses only from 198.18.0.0/15 and 2001:2::/48; at
  * most 100 datagrams a run. */
 #include <arpa/inet.h>
@@ -35,6 +36,7 @@ static void usage(FILE *to)
 		"usage: udp_send recv SECONDS PORT...\n"
 		"       udp_send vlan IFACE DST_MAC TAGS SRC DST DPORT COUNT\n"
 		"       udp_send frag IFACE DST_MAC SRC DST DPORT COUNT SIZE FRAG LATER_NH\n"
+		"       udp_send sock DST DPORT COUNT SIZE SECONDS\n"
 		"recv: count the UDP datagrams to each PORT (IPv4 and IPv6) for SECONDS\n"
 		"(1-%d); prints 'listening', then 'PORT DATAGRAMS BYTES' per port.\n"
 		"vlan: COUNT (1-%d) 16-byte UDP datagrams from SRC to DST:DPORT behind TAGS\n"
@@ -42,8 +44,11 @@ static void usage(FILE *to)
 		"frag: COUNT IPv6 UDP datagrams of SIZE (8-%d) payload bytes, each sent as\n"
 		"fragments of FRAG (%d-%d) IPv6 bytes; the later fragments' header says\n"
 		"next header LATER_NH (0-255; 17 is honest). Prints 'sent N SECONDS'.\n"
+		"sock: COUNT datagrams of SIZE payload bytes from a UDP socket to DST:DPORT,\n"
+		"evenly over SECONDS (1-%d): the kernel fragments them past the MTU.\n"
+		"Prints 'sent N SECONDS'.\n"
 		"Addresses must lie in 198.18.0.0/15 or 2001:2::/48.\n",
-		MAX_SECONDS, MAX_COUNT, MAX_TAGS, MAX_DGRAM, MIN_FRAG, MAX_FRAG);
+		MAX_SECONDS, MAX_COUNT, MAX_TAGS, MAX_DGRAM, MIN_FRAG, MAX_FRAG, MAX_SECONDS);
 }
 
 static int bad(const char *what, const char *arg)
@@ -298,6 +303,56 @@ static int do_frag(int argc, char **argv)
 	return sent == count ? 0 : 1;
 }
 
+static int do_sock(int argc, char **argv)
+{
+	static uint8_t payload[MAX_DGRAM];
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	struct sockaddr *to;
+	socklen_t tolen;
+	long dport, count, size, secs;
+	int fd, v6, sent = 0;
+	double t0;
+
+	if (argc != 5)
+		return usage(stderr), 2;
+	v6 = strchr(argv[0], ':') != NULL;
+	if (v6 ? inet_pton(AF_INET6, argv[0], &a6.sin6_addr) != 1
+	       : inet_pton(AF_INET, argv[0], &a4.sin_addr) != 1)
+		return bad("bad DST", argv[0]);
+	if (!in_test_range(v6, v6 ? (void *)&a6.sin6_addr : (void *)&a4.sin_addr))
+		return bad("address outside 198.18.0.0/15 and 2001:2::/48", argv[0]);
+	dport = number(argv[1], 1, 65535);
+	count = number(argv[2], 1, MAX_COUNT);
+	size = number(argv[3], 1, MAX_DGRAM);
+	secs = number(argv[4], 1, MAX_SECONDS);
+	if (dport < 0 || count < 0 || size < 0 || secs < 0)
+		return bad("bad DPORT, COUNT, SIZE or SECONDS", argv[1]);
+	a6.sin6_port = a4.sin_port = htons((uint16_t)dport);
+	to = v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4;
+	tolen = v6 ? sizeof(a6) : sizeof(a4);
+	fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0) {
+		perror("udp_send: socket");
+		return 1;
+	}
+	memset(payload, 0x5a, sizeof(payload));
+	t0 = now_s();
+	for (long i = 0; i < count; i++) {
+		double due = t0 + (double)secs * (double)i / (double)count, wait = due - now_s();
+		struct timespec ts = { .tv_sec = (time_t)wait,
+				       .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9) };
+
+		if (wait > 0)
+			nanosleep(&ts, NULL);
+		if (sendto(fd, payload, (size_t)size, 0, to, tolen) == size)
+			sent++;
+	}
+	close(fd);
+	printf("sent %d %.6f\n", sent, now_s() - t0);
+	return sent == count ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
@@ -308,6 +363,8 @@ int main(int argc, char **argv)
 		return do_vlan(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "frag"))
 		return do_frag(argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "sock"))
+		return do_sock(argc - 2, argv + 2);
 	usage(stderr);
 	return 2;
 }

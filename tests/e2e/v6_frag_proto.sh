@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # e2e/v6_frag_proto: a --proto udp limit holds for whole fragmented UDP
 # datagrams, whatever the later IPv6 fragments' headers say. The stack takes
-# a datagram's protocol from its first fragment; sluice judges a later
-# fragment by the source's most specific rule that matches on L4, here the
-# UDP rule. Under `limit set 2001:2::/48 --proto udp --bytes 20000 --burst
+# a datagram's protocol from its first fragment; so does sluice, which
+# judges a later fragment by its first fragment's facts (doc/rules.rst,
+# "Fragments"; e2e/frag has a TCP rule beside the UDP one). Under `limit set 2001:2::/48 --proto udp --bytes 20000 --burst
 # 20000`, 20 UDP datagrams of 6,000 bytes, each sent at once as 1,232-byte
 # IPv6 fragments (6,380 frame bytes a datagram), reach the rx socket only as
 # far as the byte budget goes: 3 datagrams from the burst, plus what the

@@ -111,6 +111,7 @@ static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach
 static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned int writable,
 			   bool quiet)
 {
+	char missing[BPF_OBJ_NAME_LEN] = "";	/* a pin that is not there */
 	const char *stale = NULL;
 	struct sluice_bpf *skel;
 	bool denied_write = false;
@@ -135,6 +136,8 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 	if (m->name < 0 && !err) {					\
 		err = errno;						\
 		denied_write = writable & MAP_BIT(name);		\
+		snprintf(missing, sizeof(missing), "%s",		\
+			 bpf_map__name(skel->maps.name));		\
 	}
 	SLUICE_MAPS(OPEN_PIN)
 #undef OPEN_PIN
@@ -160,9 +163,12 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 		maps_close(m);
 		if (quiet)
 			return -1;
+		/* A map this version added, or an attach that died: attach
+		 * makes what is missing and keeps the rest. */
 		if (err == ENOENT)
-			return usage_err("pins under %s are incomplete: run 'sluice detach %s' and attach again",
-					 m->dir, iface);
+			return usage_err("pins under %s have no map %s (made by another version of "
+					 "sluice, or an attach that did not finish): run 'sluice "
+					 "attach %s' to upgrade them in place", m->dir, missing, iface);
 		if (err == EACCES && denied_write)
 			return runtime_err("cannot open the maps under %s for writing: %s (only root "
 					   "may change them; the pins' group may only read)",

@@ -28,6 +28,7 @@
 	X(ban_trie)							\
 	X(ban_lists)							\
 	X(ban_drops)							\
+	X(frag_l4)							\
 	X(leases)							\
 	X(cluster_hot)							\
 	X(cluster_state)

@@ -331,8 +331,11 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 			continue;
 		u->sources_fresh |= per_source(i);
 		policy_fresh |= from_policy(i);
+		/* The fragment table: datagrams in flight, not carried (their
+		 * later fragments are orphans, doc/caveats.md). */
 		if (u->fate[i] == UPGRADE_NEW || per_source(i) || from_policy(i) ||
-		    i == SLUICE_MAPI_meta || i == SLUICE_MAPI_ban_trie)
+		    i == SLUICE_MAPI_meta || i == SLUICE_MAPI_ban_trie ||
+		    i == SLUICE_MAPI_frag_l4)
 			continue;	/* ban_trie: replaced only while empty */
 		o.fd = u->old[i];
 		o.btf = u->old_btf[i];
