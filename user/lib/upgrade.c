@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -167,9 +166,9 @@ static void new_btf(struct sluice_bpf *skel, struct upgrade *u)
 
 static int lock_dir(const char *dir, struct upgrade *u)
 {
-	u->lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (u->lock < 0 || flock(u->lock, LOCK_EX))
-		return runtime_err("cannot lock %s: %s", dir, strerror(errno));
+	u->lock = pins_lock(dir);
+	if (u->lock < 0)
+		return runtime_err("cannot take the writers' lock of %s: %s", dir, strerror(errno));
 	return 0;
 }
 

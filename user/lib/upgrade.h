@@ -32,7 +32,7 @@ struct upgrade {
 	__u32 btf_ids[UPGRADE_BTFS];
 	struct btf *new_btf;
 	int btf_fd;			/* the new maps' BTF, in the kernel */
-	int lock;			/* the pin directory, flock()ed */
+	int lock;			/* pins_lock()'s */
 };
 
 /* Compares every pinned map under dir with the skeleton's (sized already)

@@ -350,6 +350,8 @@ void remove_pins(const char *dir)
 		unlink(path);
 	}
 	test_hook("unpinned");
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_LOCK_PIN);
+	rmdir(path);
 	rmdir(dir);
 }
 
