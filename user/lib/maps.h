@@ -25,6 +25,7 @@
 	X(policy_text)							\
 	X(events)							\
 	X(bans)								\
+	X(ban_state)							\
 	X(ban_trie)							\
 	X(ban_lists)							\
 	X(ban_drops)							\

@@ -300,6 +300,8 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 			err = runtime_err("cannot carry map %s over: %s", map_names[i],
 					  strerror(-err));
 	}
+	if (!err)
+		err = upgrade_ban_state(skel, u);
 	/* Counters the config copied describe the old tables: a fresh source
 	 * table is sized as the old one (attach sized it so), its seed kept. */
 	if (!err && policy_fresh) {
