@@ -42,17 +42,19 @@ map_fds "$CHECK_PID" | awk 'NR == FNR { name[$2] = $1; next }
 	{ printf "    fd %s id %s %s %s\n", $1, $2, $3, ($2 in name) ? name[$2] : "(not pinned)" }' "$pins" -
 # (map_fds prints FD ID MODE FROZEN; awk's $1 above is the pin list's name.)
 pinned_rw=$(xargs -n 1 <<<"$writable_names" | grep -v '^unpinned:' | sort -u | xargs)
-assert_eq "$pinned_rw" "ban_state bans" "pinned maps the check server holds writable"
 config_id=$(awk '$1 == "config" { print $2 }' "$pins")
 [[ -n $config_id ]] || fail "no config pin for $IF_RX"
-assert_eq "$(map_fds "$CHECK_PID" | awk -v id="$config_id" '$2 == id && $3 == "rw"' | wc -l)" 0 \
-	"writable descriptors of the config map"
+config_rw=$(map_fds "$CHECK_PID" | awk -v id="$config_id" '$2 == id && $3 == "rw"' | wc -l)
 no_cloexec=
 for fd in "/proc/$CHECK_PID/fd"/*; do
 	[[ $(readlink "$fd" 2>/dev/null) == anon_inode:bpf-map ]] || continue
 	flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$CHECK_PID/fdinfo/${fd##*/}")
 	((8#$flags & 8#2000000)) || no_cloexec+=" ${fd##*/}"
 done
+echo "  writable pinned maps: $pinned_rw; writable config descriptors: $config_rw;" \
+	"map descriptors without close-on-exec:${no_cloexec:- none}"
+assert_eq "$pinned_rw" "ban_state bans" "pinned maps the check server holds writable"
+assert_eq "$config_rw" 0 "writable descriptors of the config map"
 assert_eq "${no_cloexec:-none}" none "map descriptors of the check server without close-on-exec"
 unfrozen=$(xargs -n 1 <<<"$writable_names" | grep '^unpinned:' | grep -vc ':frozen=1$' || true)
 assert_eq "$unfrozen" 0 "writable descriptors of other maps that are not frozen"

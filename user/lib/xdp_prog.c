@@ -349,9 +349,9 @@ void remove_pins(const char *dir)
 		snprintf(path, sizeof(path), "%s/%s", dir, extra[i]);
 		unlink(path);
 	}
-	test_hook("unpinned");
 	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_LOCK_PIN);
 	rmdir(path);
+	test_hook("unpinned");
 	rmdir(dir);
 }
 
