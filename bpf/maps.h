@@ -116,6 +116,16 @@ struct {
 	__type(value, struct sluice_frag_l4);
 } frag_l4 SEC(".maps");
 
+/* Whether bans holds entries (struct sluice_ban_state); mmapable, so the
+ * check server sets and clears the bit by CAS. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sluice_ban_state);
+} ban_state SEC(".maps");
+
 /* The prefix ban table (sluice/abi.h): slot 0 holds the live trie, or
  * nothing while no prefix is banned. The inner trie's size is set at
  * attach (--max-bans). */

@@ -155,12 +155,14 @@ static __always_inline int prefix_banned(const struct pkt *p)
 /* Whether p's source is banned by the check server (a request rule's
  * escalation): then *idx is the rule that banned it. Looked up only while
  * bans exist. */
-static __always_inline int source_banned(struct sluice_config *cfg, const struct pkt *p,
-					 __u32 *idx)
+static __always_inline int source_banned(const struct pkt *p, __u32 *idx)
 {
+	struct sluice_ban_state *st;
 	struct sluice_ban *ban;
+	__u32 zero = 0;
 
-	if (!(READ_ONCE(cfg->bans) & SLUICE_BANS_LIVE))
+	st = bpf_map_lookup_elem(&ban_state, &zero);
+	if (!st || !(READ_ONCE(st->bans) & SLUICE_BANS_LIVE))
 		return 0;
 	ban = bpf_map_lookup_elem(&bans, &p->src);
 	if (!ban || bpf_ktime_get_ns() >= READ_ONCE(ban->until_ns))
@@ -304,7 +306,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	/* Banned prefixes, then sources the check server banned: first. */
 	if (prefix_banned(&p))
 		return count(SLUICE_R_BANNED, p.bytes);
-	if (source_banned(cfg, &p, &idx)) {
+	if (source_banned(&p, &idx)) {
 		reason = SLUICE_R_BANNED;
 		goto counted;
 	}

@@ -319,13 +319,6 @@ struct sluice_config {
 		__u32 period;
 		__u32 pad;
 	} new_src[SLUICE_POLICY_SLOTS];
-	/* The ban table (SLUICE_BANS_*): the datapath looks a source up in it
-	 * only while SLUICE_BANS_LIVE is set, so it costs nothing without
-	 * bans. A writer adds its entry, then sets the bit and adds
-	 * SLUICE_BANS_WRITE in one CAS; the sweeper clears the bit by a CAS
-	 * from the value it read before finding the table empty, which fails
-	 * if any entry was added meanwhile (see user/cmd/ban.c). */
-	__u64 bans;
 	/* Nonzero while a policy may be leased (SLUICE_POLICY_LEASED): only
 	 * then does a rate-limited packet look for a lease. A commit sets it
 	 * before its flip when the new policy has a leased rule, and clears
@@ -340,6 +333,20 @@ struct sluice_config {
 	/* The prefix ban table's capacity (attach --max-bans). */
 	__u32 ban_capacity;
 	__u32 pad_bans;
+};
+/*
+ * The only entry of the ban_state map: whether the ban table (the check
+ * server's escalation bans) has entries, SLUICE_BANS_*. The datapath looks
+ * a source up in the table only while SLUICE_BANS_LIVE is set, so it costs
+ * nothing without bans. A writer adds its entry, then sets the bit and adds
+ * SLUICE_BANS_WRITE in one CAS; the sweeper clears the bit by a CAS from
+ * the value it read before finding the table empty, which fails if any
+ * entry was added meanwhile (see user/cmd/ban.c). A map of its own, not a
+ * word of the config: the check server writes it, and may write nothing
+ * of the policy.
+ */
+struct sluice_ban_state {
+	__u64 bans;
 };
 #define SLUICE_BANS_LIVE		1ULL
 #define SLUICE_BANS_WRITE		2ULL

@@ -89,7 +89,7 @@ static void reban_between_read_and_delete(void)
 	      "the ban written during the sweep is gone from the table (until_ns %llu)",
 	      (unsigned long long)ban_until("198.18.0.1"));
 	CHECK(live == 1, "sweep: %d live bans, want 1 (the fresh one)", live);
-	CHECK(__atomic_load_n(&w.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE,
+	CHECK(__atomic_load_n(&w.state->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE,
 	      "the bans word lost its live bit");
 	before = banned_packets();
 	frame_udp_from(&f, "198.18.0.1");
@@ -109,7 +109,7 @@ static void expired_go_live_stay(void)
 	CHECK(live == 1, "sweep: %d live bans, want 1", live);
 	CHECK(!ban_until("198.18.0.2") && !ban_until("198.18.0.4"), "an expired ban was left");
 	CHECK(ban_until("198.18.0.3") > mono_now_ns(), "the live ban was swept");
-	CHECK(__atomic_load_n(&w.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE,
+	CHECK(__atomic_load_n(&w.state->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE,
 	      "the bans word lost its live bit with a ban left");
 }
 
@@ -124,7 +124,7 @@ static void last_one_clears_the_live_bit(void)
 	live = ban_sweep(&w);
 	CHECK(live == 0, "sweep: %d live bans, want 0", live);
 	CHECK(!ban_until("198.18.0.5"), "the expired ban was left");
-	CHECK(!(__atomic_load_n(&w.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE),
+	CHECK(!(__atomic_load_n(&w.state->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE),
 	      "the live bit is still set with no ban left");
 	frame_udp_from(&f, "198.18.0.5");
 	CHECK(run_frame(&fx, &f, 1, NULL) == XDP_PASS, "198.18.0.5's packet is not passed");

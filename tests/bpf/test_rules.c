@@ -739,9 +739,9 @@ static void bans_word(bool live)
 	if (ban_writer_open(&fx.m, &w))
 		return;
 	if (live)
-		__atomic_or_fetch(&w.cfg->bans, SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
+		__atomic_or_fetch(&w.state->bans, SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
 	else
-		__atomic_and_fetch(&w.cfg->bans, ~SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
+		__atomic_and_fetch(&w.state->bans, ~SLUICE_BANS_LIVE, __ATOMIC_RELEASE);
 	ban_writer_close(&w);
 }
 
@@ -768,7 +768,7 @@ static void ban_table(void)
 	CHECK(ban_writer_open(&fx.m, &w) == 0, "ban_writer_open");
 	CHECK(ban_put(&w, &k1, idx, mono_now_ns() + 60 * SLUICE_NS_PER_SEC) == 0, "ban_put");
 	CHECK(ban_put(&w, &k6, idx, mono_now_ns() - 1) == 0, "ban_put (expired)");
-	CHECK(w.cfg->bans & SLUICE_BANS_LIVE, "ban_put left the live bit clear");
+	CHECK(w.state->bans & SLUICE_BANS_LIVE, "ban_put left the live bit clear");
 
 	counters_now(&fx, before);
 	frame_udp_from(&f, "198.18.1.1");
@@ -796,10 +796,10 @@ static void ban_table(void)
 	CHECK(ban_sweep(&w) == 1, "ban_sweep: want 1 live ban");
 	CHECK(bpf_map_lookup_elem(fx.m.bans, &k6, &(struct sluice_ban){ 0 }) != 0,
 	      "the expired entry is still there");
-	CHECK(w.cfg->bans & SLUICE_BANS_LIVE, "the sweep cleared the bit with a ban left");
+	CHECK(w.state->bans & SLUICE_BANS_LIVE, "the sweep cleared the bit with a ban left");
 	CHECK(map_delete(fx.m.bans, &k1) == 0, "delete");
 	CHECK(ban_sweep(&w) == 0, "ban_sweep: want none left");
-	CHECK(!(w.cfg->bans & SLUICE_BANS_LIVE), "the sweep left the bit set with no ban");
+	CHECK(!(w.state->bans & SLUICE_BANS_LIVE), "the sweep left the bit set with no ban");
 	CHECK(send_n_frames(&fx, &f, 2) == 2, "lifted ban still dropped");
 	ban_writer_close(&w);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e/pin_access: the pins are root's and readable by one group. attach
 # gives the pin root and the interface's directory 0750 root:GROUP, every
-# map pin 0640 root:GROUP and the program pin 0600 root:root, with GROUP
+# map pin 0640 root:GROUP, the program pin 0600 root:root and the writers'
+# lock (a directory) 0700 root:root, with GROUP
 # 'sluice' (created if missing) or --group NAME. A process of uid nobody in
 # that group can run the read-only commands (it opens the maps read-only)
 # but cannot edit the policy or open a map read-write; without the group it
@@ -47,8 +48,9 @@ check_modes() { # GROUP WHAT
 	assert_eq "$(stat -c '%a %U:%G' "$SLUICE_PIN_ROOT")" "750 root:$group" "$what: pin root"
 	assert_eq "$(stat -c '%a %U:%G' "$DIR")" "750 root:$group" "$what: $IF_RX's directory"
 	assert_eq "$(stat -c '%a %U:%G' "$DIR/prog")" "600 root:root" "$what: program pin"
+	assert_eq "$(stat -c '%a %U:%G' "$DIR/lock")" "700 root:root" "$what: writers' lock"
 	for f in "$DIR"/*; do
-		[[ $f == */prog ]] && continue
+		[[ $f == */prog || $f == */lock ]] && continue
 		assert_eq "$(stat -c '%a %U:%G' "$f")" "640 root:$group" "$what: map pin ${f##*/}"
 	done
 	assert_eq "$(sluice_jq '.interfaces[0].group' status)" "$group" "$what: status -j group"

@@ -14,7 +14,7 @@
  * are not. The server has the request rules of fz_rules (parsed by
  * rule_parse_line and converted by the server's own check_policy_add,
  * indexes 1..) and no interface: its ban writer (ban_writer_open) has a real BPF hash
- * map of the ban table's layout and an mmapped config array, made here
+ * map of the ban table's layout and mmapped ban state and config arrays, made here
  * with bpf_map_create (as root, as CI runs the fuzz targets). State lives
  * on from input to input, as in a long-running server, on the real clock.
  *
@@ -308,8 +308,8 @@ static void check_escalation_ban(const struct fz_call *c)
 		   "ban until %llu, want %llu + [0, %llu]", (unsigned long long)b.until_ns,
 		   (unsigned long long)(c->t0 + r->ban_ns),
 		   (unsigned long long)(c->t1 - c->t0));
-	FUZZ_CHECK(__atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE) &
-			   SLUICE_BANS_LIVE, "a ban, and the config's bans word is not live");
+	FUZZ_CHECK(__atomic_load_n(&fz->bans.state->bans, __ATOMIC_ACQUIRE) &
+			   SLUICE_BANS_LIVE, "a ban, and the ban state's word is not live");
 }
 
 /* The server's handler, watched: what the request asks, by the model, and
@@ -680,7 +680,7 @@ static void snapshot(void)
 	memcpy(snap_counts, fz->counts, sizeof(snap_counts));
 	snap_used = fz->t.used;
 	snap_ban_failures = fz->ban_failures;
-	snap_bans_word = __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE);
+	snap_bans_word = __atomic_load_n(&fz->bans.state->bans, __ATOMIC_ACQUIRE);
 }
 
 static void check_unchanged(void)
@@ -699,7 +699,7 @@ static void check_unchanged(void)
 		FUZZ_CHECK(o == OUT_UNTRUSTED || snap_answers[o] == fz->answers[o],
 			   "an untrusted peer moved answers{%s}", outcome_names[o]);
 	FUZZ_CHECK(snap_ban_failures == fz->ban_failures, "an untrusted peer failed a ban");
-	FUZZ_CHECK(snap_bans_word == __atomic_load_n(&fz->bans.cfg->bans, __ATOMIC_ACQUIRE),
+	FUZZ_CHECK(snap_bans_word == __atomic_load_n(&fz->bans.state->bans, __ATOMIC_ACQUIRE),
 		   "an untrusted peer wrote the ban table");
 }
 
@@ -732,8 +732,8 @@ static void run_one(const uint8_t *data, size_t size)
 
 /* --- the server --- */
 
-/* The ban table and config map of an attached interface, made here:
- * bpf_map_create with bpf/sluice.bpf.c's layouts. */
+/* The ban table, its state and the config map of an attached interface,
+ * made here: bpf_map_create with bpf/sluice.bpf.c's layouts. */
 static void make_maps(struct sluice_maps *m)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, hash, .map_flags = BPF_F_NO_PREALLOC);
@@ -747,7 +747,9 @@ static void make_maps(struct sluice_maps *m)
 				 sizeof(struct sluice_ban), SLUICE_MAX_BANS, &hash);
 	m->config = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fz_config", sizeof(__u32),
 				   sizeof(struct sluice_config), 1, &arr);
-	if (m->bans < 0 || m->config < 0) {
+	m->ban_state = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fz_ban_state", sizeof(__u32),
+				      sizeof(struct sluice_ban_state), 1, &arr);
+	if (m->bans < 0 || m->config < 0 || m->ban_state < 0) {
 		dprintf(2, "fuzz_check: cannot create BPF maps (%s): run as root with BPF\n",
 			strerror(errno));
 		exit(1);

@@ -401,7 +401,7 @@ static int attach_finish(struct attach_job *job)
 		err = upgrade_pin(job->skel, &job->up, job->dir);
 		upgrade_words(&job->up, upgraded, sizeof(upgraded));
 	}
-	upgrade_done(&job->up);	/* unlocks: edits go to the new maps */
+	upgrade_unlock(&job->up);	/* edits go to the new maps */
 	if (err)
 		return err;
 	mp = xdp_multiprog__get_from_ifindex(job->ifindex);
@@ -435,6 +435,8 @@ static int attach_finish(struct attach_job *job)
 	       prog_id_of(job->prog_fd),
 	       job->had_pins ? ", state kept from the previous attach" : "", changed, upgraded);
 	attach_log(job);
+	if (job->up.any)
+		upgrade_carry_bans(job->skel, &job->up);
 	return 0;
 }
 

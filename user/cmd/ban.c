@@ -6,6 +6,7 @@
  * A request rule's ban (the check server's escalation) is an entry of the
  * ban table, written here by ban_put. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,14 +33,17 @@ struct ban {
 int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w)
 {
 	w->len = (size_t)sysconf(_SC_PAGESIZE);
-	w->fd = dup(m->bans);
+	/* Close-on-exec as every descriptor here: nothing the server runs
+	 * inherits a writable ban table. */
+	w->fd = fcntl(m->bans, F_DUPFD_CLOEXEC, 0);
 	if (w->fd < 0)
 		return runtime_err("cannot use the ban table of %s: %s", m->iface, strerror(errno));
-	w->cfg = map_mmap(m->config, w->len);
-	if (w->cfg == MAP_FAILED) {
+	w->state = map_mmap(m->ban_state, w->len);
+	if (w->state == MAP_FAILED) {
 		close(w->fd);
 		w->fd = -1;
-		return runtime_err("cannot map the config map of %s: %s", m->iface,
+		w->state = NULL;
+		return runtime_err("cannot map the ban state of %s: %s", m->iface,
 				   strerror(errno));
 	}
 	return 0;
@@ -49,10 +53,10 @@ void ban_writer_close(struct ban_writer *w)
 {
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->cfg && w->cfg != MAP_FAILED)
-		munmap(w->cfg, w->len);
+	if (w->state && w->state != MAP_FAILED)
+		munmap(w->state, w->len);
 	w->fd = -1;
-	w->cfg = NULL;
+	w->state = NULL;
 }
 
 /* The entry first, then the word: a sweeper that read the word before this
@@ -61,7 +65,7 @@ void ban_writer_close(struct ban_writer *w)
 int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, __u64 until_ns)
 {
 	struct sluice_ban v = { .until_ns = until_ns, .policy = idx };
-	__u64 *word = &w->cfg->bans, old;
+	__u64 *word = &w->state->bans, old;
 
 	if (map_update(w->fd, src, &v, BPF_ANY))
 		return -errno;
@@ -134,7 +138,7 @@ static int sweep_one(const struct sluice_src_key *key, const struct sluice_ban *
 
 int ban_sweep(struct ban_writer *w)
 {
-	__u64 *word = &w->cfg->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	__u64 *word = &w->state->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 	struct sweep sw = { .fd = w->fd, .now = mono_now_ns() };
 	int err = ban_walk(w->fd, sweep_one, &sw);
 

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -234,9 +233,15 @@ static bool maps_current(const struct sluice_maps *m)
 
 int maps_lock(struct sluice_maps *m)
 {
-	m->lock = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (m->lock < 0 || flock(m->lock, LOCK_EX))
-		return runtime_err("cannot lock %s: %s", m->dir, strerror(errno));
+	int err;
+
+	m->lock = pins_lock(m->dir);
+	if (m->lock < 0) {
+		err = errno;
+		return runtime_err("cannot take the writers' lock of %s: %s%s", m->dir,
+				   strerror(err), err == EACCES ? " (only root may change the "
+				   "policy; the pins' group may only read)" : "");
+	}
 	if (!maps_current(m))
 		return runtime_err("%s was attached anew while this command waited (an upgrade or "
 				   "a new --max-sources): nothing was changed; run the command again",

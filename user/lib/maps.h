@@ -25,6 +25,7 @@
 	X(policy_text)							\
 	X(events)							\
 	X(bans)								\
+	X(ban_state)							\
 	X(ban_trie)							\
 	X(ban_lists)							\
 	X(ban_drops)							\
@@ -37,7 +38,7 @@ struct sluice_maps {
 	char iface[IF_NAMESIZE];
 	char dir[SLUICE_DIR_MAX];
 	SLUICE_MAPS(SLUICE_MAP_FD_FIELD)	/* descriptors, -1 when closed */
-	int lock;		/* fd of the pin dir, flock()ed while editing policy */
+	int lock;		/* pins_lock()'s, held while editing policy */
 	int ncpus;
 };
 /* The pin directory of iface, under pin_root(). */

@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -261,6 +262,34 @@ static int set_access(const char *path, gid_t gid, mode_t mode)
 	return 0;
 }
 
+/* The lock's path under dir; made (0700, root's) if missing. */
+static int lock_path(const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s", dir, SLUICE_LOCK_PIN);
+	return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+int pins_lock(const char *dir)
+{
+	char path[SLUICE_PATH_MAX];
+	int fd, saved;
+
+	/* A reader may neither make it (the directory is not the group's to
+	 * write) nor open it (0700 root): only writers can block writers. */
+	if (lock_path(dir, path, sizeof(path)))
+		return -1;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX)) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
 int pins_set_access(const char *dir, gid_t gid)
 {
 	struct sluice_bpf *skel;
@@ -276,6 +305,10 @@ int pins_set_access(const char *dir, gid_t gid)
 	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_PROG_PIN);
 	if (!err)
 		err = set_access(path, 0, 0600);
+	if (!err && lock_path(dir, path, sizeof(path)))
+		err = runtime_err("cannot create %s: %s", path, strerror(errno));
+	if (!err)
+		err = set_access(path, 0, 0700);
 	if (err)
 		return err;
 	skel = sluice_bpf__open();

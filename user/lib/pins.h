@@ -14,6 +14,11 @@
 /* The new program's pin until it is renamed over SLUICE_PROG_PIN, so that
  * the program pin is never missing (bpffs refuses names with a dot). */
 #define SLUICE_PROG_PIN_NEW	"prog_new"
+/* The writers' lock: a directory in the pin directory that only root may
+ * open (0700 root:root), flock()ed by every command that changes the
+ * policy. The pin directory itself is readable by the pins' group, and a
+ * lock any reader can open is one any reader can hold. */
+#define SLUICE_LOCK_PIN		"lock"
 /* The group that may read the pins when attach is given no --group. */
 #define SLUICE_PIN_GROUP	"sluice"
 #define SLUICE_BPFFS_ARG_MAX	128	/* longest --bpffs DIR */
@@ -33,6 +38,11 @@ int pin_root_readable(void);
  * missing. Prints the error and returns its exit code. */
 int pins_group(const char *name, gid_t *gid);
 /* Makes the pin root and dir (0750) and every map pin (0640) owned by root
- * and readable by gid; the program pin is root's alone (0600). */
+ * and readable by gid; the program pin and the lock are root's alone
+ * (0600, 0700). */
 int pins_set_access(const char *dir, gid_t gid);
+/* Takes the writers' lock of pin directory dir (SLUICE_LOCK_PIN, made if
+ * missing: pins of a version without it), waiting for it: the held
+ * descriptor (closing it unlocks), or -1 with errno (EACCES: not root). */
+int pins_lock(const char *dir);
 #endif /* SLUICE_PINS_H */

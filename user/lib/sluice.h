@@ -47,11 +47,12 @@ int hot_pop(const struct sluice_maps *m, struct sluice_hot *h);
 /* --- ban.c: the ban table, written by the check server's escalation --- */
 struct ban_writer {
 	int fd;				/* the ban table (a dup: outlives the maps) */
-	struct sluice_config *cfg;	/* the config map, shared mapping */
+	struct sluice_ban_state *state;	/* the ban_state map, shared mapping */
 	size_t len;
 };
-/* Opens what ban_put needs from m, opened writable (as root: before the
- * server drops privileges). Prints the error and returns its exit code. */
+/* Opens what ban_put needs from m: bans and ban_state, opened writable (as
+ * root: before the server drops privileges); nothing of the policy.
+ * Prints the error and returns its exit code. */
 int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w);
 void ban_writer_close(struct ban_writer *w);
 /* Bans src (its home key, as parse_source gives it) in XDP until until_ns

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -206,9 +205,9 @@ static bool ban_trie_same(const struct upgrade *u, bool *bans)
 
 static int lock_dir(const char *dir, struct upgrade *u)
 {
-	u->lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (u->lock < 0 || flock(u->lock, LOCK_EX))
-		return runtime_err("cannot lock %s: %s", dir, strerror(errno));
+	u->lock = pins_lock(dir);
+	if (u->lock < 0)
+		return runtime_err("cannot take the writers' lock of %s: %s", dir, strerror(errno));
 	return 0;
 }
 
@@ -347,6 +346,8 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 			err = runtime_err("cannot carry map %s over: %s", map_names[i],
 					  strerror(-err));
 	}
+	if (!err)
+		err = upgrade_ban_state(skel, u);
 	/* Counters the config copied describe the old tables: a fresh source
 	 * table is sized as the old one (attach sized it so), its seed kept. */
 	if (!err && policy_fresh) {

@@ -32,7 +32,7 @@ struct upgrade {
 	__u32 btf_ids[UPGRADE_BTFS];
 	struct btf *new_btf;
 	int btf_fd;			/* the new maps' BTF, in the kernel */
-	int lock;			/* the pin directory, flock()ed */
+	int lock;			/* pins_lock()'s */
 };
 
 /* Compares every pinned map under dir with the skeleton's (sized already)
@@ -48,6 +48,20 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 		 const char *dir);
 /* The new program runs: pin the new maps over the old ones. */
 int upgrade_pin(struct sluice_bpf *skel, const struct upgrade *u, const char *dir);
+/* upgrade_bans.c: ban_state made anew from the old config's word, by its
+ * field's name (upgrade_fill). */
+int upgrade_ban_state(struct sluice_bpf *skel, const struct upgrade *u);
+/* How long after the new maps are pinned an old check server may still
+ * write its bans into the old ones: it notices within a second (its sweep)
+ * and stops, and a request it was answering may finish meanwhile. */
+#define UPGRADE_CARRY_NS	(3ULL * 1000 * 1000 * 1000)
+/* The new program runs on the pinned new maps: escalation bans an old
+ * check server wrote where it does not look (the old ban table, or a
+ * table whose word was elsewhere) carried over, until UPGRADE_CARRY_NS
+ * has passed, when there can be any. Says what it could not carry. */
+int upgrade_carry_bans(struct sluice_bpf *skel, const struct upgrade *u);
+/* Lets edits go on (to the new maps) while the rest is still held. */
+void upgrade_unlock(struct upgrade *u);
 /* ", upgraded in place: kept ...; made anew ..." for attach's message. */
 void upgrade_words(const struct upgrade *u, char *buf, size_t len);
 /* Nothing held: every fd -1. upgrade_done() frees what is held and inits. */

@@ -379,6 +379,8 @@ void remove_pins(const char *dir)
 		snprintf(path, sizeof(path), "%s/%s", dir, extra[i]);
 		unlink(path);
 	}
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_LOCK_PIN);
+	rmdir(path);
 	test_hook("unpinned");
 	rmdir(dir);
 }

@@ -144,7 +144,7 @@ __u64 check_ban_left(const struct check_server *s, const struct sluice_src_key *
 	__u64 now;
 
 	/* The datapath's gate too: no lookup while the table has no live ban. */
-	if (!(__atomic_load_n(&s->bans.cfg->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE) ||
+	if (!(__atomic_load_n(&s->bans.state->bans, __ATOMIC_ACQUIRE) & SLUICE_BANS_LIVE) ||
 	    bpf_map_lookup_elem(s->bans.fd, src, &b))
 		return 0;
 	now = mono_now_ns();

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/un.h>
+#include <bpf/bpf.h>
 #include "check.h"
 #include "cli.h"
 #include "notify.h"
@@ -354,6 +355,18 @@ static void server_free(struct check_server *s)
 	free(s->pol);
 }
 
+/* The generation of the live policy: read through the read-only config
+ * descriptor (the server holds none it could write the policy with). */
+static __u64 live_gen(const struct check_server *s)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(s->m.config, &zero, &cfg))
+		return s->pol->gen;	/* detached: the sweep's check says so */
+	return SLUICE_GEN(cfg.gen_slot);
+}
+
 /* Until SIGINT or SIGTERM (0), or the interface is detached (EXIT_RUNTIME):
  * a new policy within POLICY_POLL_NS of its commit, expired bans swept,
  * and under a watchdog WATCHDOG=1 each time the server has answered a
@@ -367,7 +380,7 @@ static int serve(struct check_server *s, const sigset_t *stop)
 
 	notify_init(&nt);
 	for (;;) {
-		__u64 gen = SLUICE_GEN(__atomic_load_n(&s->bans.cfg->gen_slot, __ATOMIC_ACQUIRE));
+		__u64 gen = live_gen(s);
 
 		if (notify_due(&nt, mono_now_ns()) &&
 		    !httpd_self_check(&s->http, "/metrics", notify_check_ms(&nt)))
@@ -600,10 +613,11 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 	err = check_configure(a, s, &cs);
 	/* As root: the maps, the ban writer, the socket; then down to USER for
 	 * good. The descriptors keep working, so only the two it writes (the
-	 * ban table and the config word that tells the datapath to look at
-	 * it) are opened writable; the policy and counters are only read. */
+	 * ban table and ban_state, the word that tells the datapath to look
+	 * at it) are opened writable; the policy, its config and the counters
+	 * are only read. */
 	if (!err)
-		err = maps_open_writing(cs.iface, &s->m, MAP_BIT(bans) | MAP_BIT(config));
+		err = maps_open_writing(cs.iface, &s->m, MAP_BIT(bans) | MAP_BIT(ban_state));
 	if (err) {
 		free(s);
 		return err;
