@@ -2,21 +2,22 @@
 /* libFuzzer target: the check server's request handling (user/daemon/check/,
  * through its exported handler check_on_request) with everything under
  * it: the trust test, the address header, status=, X-Request-ID repeats
- * (on), the source table, judge(), the answer and /metrics. libmicrohttpd runs in
- * this thread with the servers' own callbacks and limits (user/daemon/httpd.c);
- * each input is one selector byte, then the raw bytes a client sends on one
- * connection, handed over a socketpair with MHD_add_connection; the client
- * then shuts its side and reads every answer until the server closes.
+ * (on), the source table, judge(), the answer and /metrics. libmicrohttpd
+ * runs in this thread with the servers' own callbacks and limits
+ * (user/daemon/httpd.c); each input is one selector byte, then the raw
+ * bytes a client sends on one connection, handed over a socketpair with
+ * MHD_add_connection; the client then shuts its side and reads every
+ * answer until the server closes.
  *
  * The selector byte picks the peer (the byte mod 8): 127.0.0.1, ::1,
  * 127.9.8.7, ::ffff:127.0.0.1, 127.0.0.1, 127.0.0.1 are trusted (the
  * default --trust, 127.0.0.0/8,::1/128); 198.18.255.1 and 2001:2:ffff::1
  * are not. The server has the request rules of fz_rules (parsed by
  * rule_parse_line and converted by the server's own check_policy_add,
- * indexes 1..) and no interface: its ban writer (ban_writer_open) has a real BPF hash
- * map of the ban table's layout and mmapped ban state and config arrays, made here
- * with bpf_map_create (as root, as CI runs the fuzz targets). State lives
- * on from input to input, as in a long-running server, on the real clock.
+ * indexes 1..) and no interface: its ban writer (ban_writer_open) has a
+ * real BPF hash map of the ban table's layout and mmapped ban state and
+ * config arrays (bpf_map_create, as root, as CI runs the fuzz targets).
+ * State lives on from input to input, on the real clock.
  *
  * Each request the handler gets is watched as it is answered (its
  * headers, the answers counters before and after, the clock) and matched
@@ -24,16 +25,14 @@
  * sanitizer report:
  * - the answers are well-formed HTTP, one for each request the handler
  *   answered, in order; besides those, only libmicrohttpd's or httpd.c's
- *   refusals (405, a malformed method's 400, and a last 400/413/414/431/
- *   501/505 before it closes; libmicrohttpd 0.9.75 sends the header block
- *   of its 400 to an HTTP/1.1 request without Host twice, over TCP too:
- *   tolerated there, as it is not the check server's);
+ *   refusals (405, a malformed method's 400, a last 400/413/414/431/501/
+ *   505 before it closes; libmicrohttpd 0.9.75's doubled 400 header block
+ *   to an HTTP/1.1 request without Host is not the check server's);
  * - /check answers 200, 429, 403 or 400, anything else 404, /metrics 200;
- *   an untrusted peer's /check is 403 and changes nothing but the
- *   "untrusted" counter (the source table, the repeats, the other
- *   counters, the ban table's word are compared byte for byte); a bad
- *   status= or an address header that is missing, repeated or not one
- *   address (inet_pton here, blanks around it trimmed) is 400;
+ *   an untrusted peer's /check is 403 and changes only the "untrusted"
+ *   counter (the table, repeats, counters, ban word compared byte for
+ *   byte); a bad status= or an address header missing, repeated or not
+ *   one address (inet_pton, blanks around it trimmed) is 400;
  * - each /check moves exactly one answers counter, the one its status
  *   says; the rule it names is the model's (longest prefix, same family);
  *   a 200 from a rule carries RateLimit-Policy exactly as worked out by
@@ -47,9 +46,9 @@
  *   admission seen; and a bucket asked again at or after the Retry-After
  *   of its last 429, with nothing admitted since, admits (never early);
  * - an escalation (the rule's bans counter moves) puts the source's home
- *   key in the ban table with the rule's index and now + --ban, and the
- *   Retry-After is the ban; a repeated X-Request-ID (one header, 1..64
- *   visible characters) for the same address gets the same answer, uncharged;
+ *   key in the ban table with the rule's index and now + --ban, Retry-After
+ *   the ban; a repeated X-Request-ID (one header, 1..64 visible characters)
+ *   for the same address gets the same answer, uncharged;
  * - /metrics is Prometheus text whose series are the server's counters
  *   then; its refusals by reason add up to the table_full answers.
  * tests/fuzz/fuzz.mk plants Retry-After rounded down (PLANT_check) to show
