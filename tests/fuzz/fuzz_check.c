@@ -49,8 +49,7 @@
  *   key in the ban table with the rule's index and now + --ban, Retry-After
  *   the ban; a repeated X-Request-ID (one header, 1..64 visible characters)
  *   for the same address gets the same answer, uncharged;
- * - /metrics is Prometheus text whose series are the server's counters
- *   then; its refusals by reason add up to the table_full answers.
+ * - /metrics has the server's counters then (refusals add up to table_full).
  * tests/fuzz/fuzz.mk plants Retry-After rounded down (PLANT_check) to show
  * that this fails (in about a second, "a 429 ... after an earlier 429's
  * Retry-After ran out"); a copy serving untrusted peers fails the
