@@ -67,8 +67,8 @@ __noinline int parse_ipv6_at(struct xdp_md *ctx, __u32 l3, struct sluice_src_key
 }
 
 /*
- * Parse the frame: its source and L4 facts into src and l4, and a
- * PARSE_* result (PARSE_MALFORMED when even the Ethernet header or its
+ * Parse the frame: its source and L4 facts into src and l4 (a later
+ * fragment's from its first, bpf/frag.h), and a PARSE_* result (PARSE_MALFORMED when even the Ethernet header or its
  * tags are cut short, PARSE_VLAN_TOO_DEEP when tags go on past the last
  * one walked).
  */
@@ -89,10 +89,15 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 	l3 = (__u32)(c.pos - (void *)(long)ctx->data);
 	l4->l3 = (__u16)l3;
 	if (proto == bpf_htons(ETH_P_IP))
-		return parse_ipv4(&c, src, l4);
-	if (proto == bpf_htons(ETH_P_IPV6))
-		return parse_ipv6_at(ctx, l3, src, l4);
-	return PARSE_NON_IP;
+		r = parse_ipv4(&c, src, l4);
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		r = parse_ipv6_at(ctx, l3, src, l4);
+	else
+		return PARSE_NON_IP;
+	/* A fragment: its datagram's L4 facts, kept from its first. */
+	if (r == PARSE_OK && (l4->flags & (L4_FIRST_FRAG | L4_LATER_FRAG)))
+		frag_facts(ctx, src, l4);
+	return r;
 }
 
 /* Whether p's source lies in a banned prefix (ban add, ban load): then
@@ -295,9 +300,6 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (r == PARSE_VLAN_TOO_DEEP)
 		return count(SLUICE_R_VLAN_TOO_DEEP, p.bytes);
 	SLUICE_SOURCE_HOOK(&p.src);
-	/* A fragment: its datagram's L4 facts, kept from its first. */
-	if (r == PARSE_OK && (p.l4.flags & (L4_FIRST_FRAG | L4_LATER_FRAG)))
-		frag_facts(ctx, &p.src, &p.l4);
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)	/* an array's only entry: cannot happen */
