@@ -96,7 +96,7 @@ SLUICE_INLINE int limit_idle(const struct sluice_limit *l, __u64 st, __u64 now)
  * empty for every algorithm; so are a token bucket's 1, an instant long
  * past, a fixed window's 1 (window.h: every window starts at S >= 1, the
  * first one after boot included), and a sliding window's empty counts
- * tagged with a window before now's. Tagged with a fixed window (1), they
+ * tagged with a window before now's. Tagged with a constant window (1), they
  * read as a ban ahead of now in the windows before it under a rule with
  * --ban: in window 0, the first W after boot, and again where the tag
  * wraps.

@@ -151,7 +151,8 @@ SLUICE_INLINE __u64 fw_wait(__u64 s, __u64 now, __u64 window, __u64 budget, __u6
 		return SLUICE_U64_MAX;
 	/* Admitted in the first window w with S + cost <= (w + 1) * N + 1
 	 * (S lies in or beyond this window, or the packet would fit now: so
-	 * S + cost > N + 1 >= 2). */
+	 * S + cost > N + 1 >= 2, unless now's window saturates, where w
+	 * wraps high and the clock's end answers never). */
 	w = (win_add(s, cost) - 2) / budget;
 	if (w <= win_index(now, window))
 		w = win_index(now, window) + 1;
