@@ -93,14 +93,19 @@ SLUICE_INLINE int limit_idle(const struct sluice_limit *l, __u64 st, __u64 now)
  * is empty for every algorithm; so are a token bucket's or a fixed
  * window's 1, an instant long past, and a sliding window's empty counts
  * tagged with window 1), and never old, the state of the slot's last
- * source, so a CAS its last packets began never lands on the new one. */
-SLUICE_INLINE __u64 srctab_fresh_state(const struct sluice_limit *l, __u64 old)
+ * source, so a CAS its last packets began never lands on the new one.
+ * srctab_fresh is the one of a slot whose last state was 0, from the
+ * limit's algorithm and (a sliding window's) bits of each count. */
+SLUICE_INLINE __u64 srctab_fresh(__u8 algo, __u8 bits)
 {
-	if (old)
-		return 0;
-	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW)
-		return sw_make(1, 0, 0, l->bits);
+	if (algo == SLUICE_ALGO_SLIDING_WINDOW)
+		return sw_make(1, 0, 0, bits);
 	return 1;
+}
+
+SLUICE_INLINE __u64 srctab_fresh_state(__u64 fresh, __u64 old)
+{
+	return old ? 0 : fresh;
 }
 
 #endif /* SLUICE_SRCTAB_H */
