@@ -31,10 +31,17 @@ struct judge {
 
 /* A packet the bucket's rule rejects: banned while the bucket's state says
  * so (algo.h); else rate limited, which starts a ban when the rule has one.
- * Returns 0 when the ban's CAS lost a race (judge again). */
+ * A --monitor rule changes nothing: its would-be ban is never written to
+ * the state, so removing --monitor later enforces no ban of the dry run
+ * (and `ban list`, which reads the state, shows none meanwhile). Returns 0
+ * when the ban's CAS lost a race (judge again). */
 static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u64 tat,
 				  const struct verdict *v, int banned)
 {
+	if (v->flags & SLUICE_POLICY_MONITOR) {
+		j->reason = SLUICE_R_MONITORED;
+		return 1;
+	}
 	if (banned) {
 		j->reason = SLUICE_R_BANNED;
 	} else {
@@ -43,8 +50,6 @@ static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u6
 			return 0;
 		j->reason = SLUICE_R_RATE_LIMITED;
 	}
-	if (v->flags & SLUICE_POLICY_MONITOR)
-		j->reason = SLUICE_R_MONITORED;
 	return 1;
 }
 

@@ -30,6 +30,58 @@ static long convert_step(__u64 i, struct convert *cv)
 	return SLUICE_CAS(&b->tat, tat, next) == tat;
 }
 
+/* Whether policy idx of slot holds a policy. An entry no policy uses (a
+ * slot never written, as an upgrade's fresh table's other slot, or an
+ * index free in that generation) says nothing of what judged a bucket:
+ * its zero action is not an allow. */
+static __always_inline int policy_used(__u32 slot, __u32 idx)
+{
+	struct sluice_policy *p;
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return 0;
+	key = (slot & 1) * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	return p && READ_ONCE(p->in_use);
+}
+
+/*
+ * The limit that judged a bucket bound to policy old_idx of generation
+ * old_gen, for its re-bind to policy idx of the generation gen_slot names
+ * (whose limit changed since, or which is another rule): into *ov, with
+ * *old_known, and into *changed the moment its state is converted as of. The same rule: the limit before its last change, if that one judged
+ * old_gen. Another rule: the previous generation's policy, still in the
+ * inactive slot, or a policy unchanged since old_gen in the active one;
+ * either judged it until this generation. Neither: not known, as of the
+ * later of both rules' last changes. Returns -1 when a commit overtook
+ * the reads.
+ */
+static __always_inline int rebind_old(struct sluice_config *cfg, __u64 gen_slot, __u64 old_gen,
+				      __u32 old_idx, __u32 idx, struct verdict *ov,
+				      int *old_known, __u64 *changed)
+{
+	__u64 gen = SLUICE_GEN(gen_slot), prev_since, t;
+	__u32 slot = SLUICE_GEN_SLOT(gen_slot);
+
+	if (read_change(cfg, gen_slot, slot, idx, changed, &prev_since))
+		return -1;
+	if (idx == old_idx) {
+		*old_known = prev_since <= old_gen && !read_prev(cfg, gen_slot, slot, idx, ov);
+		return 0;
+	}
+	*old_known = old_gen + 1 == gen && policy_used(!slot, old_idx) &&
+		     !read_policy(cfg, gen_slot, !slot, old_idx, ov, 1);
+	if (!*old_known && !read_policy(cfg, gen_slot, slot, old_idx, ov, 0)) {
+		*old_known = ov->since <= old_gen && policy_used(slot, old_idx);
+		if (!read_change(cfg, gen_slot, slot, old_idx, &t, &prev_since) && t > *changed)
+			*changed = t;
+	}
+	if (*old_known)
+		*changed = READ_ONCE(cfg->active_since_ns[slot & 1]);
+	return 0;
+}
+
 /*
  * Bind bucket b, last bound by word `bound`, to the generation of gen_slot:
  * one CAS of the bound word decides which CPU does it. The packet's rule is
@@ -57,7 +109,7 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	__u64 gen = SLUICE_GEN(gen_slot), old_gen = SLUICE_BOUND_GEN_FULL(bound, gen);
 	__u32 slot = SLUICE_GEN_SLOT(gen_slot), idx, old_idx = SLUICE_BOUND_IDX(bound);
 	struct convert cv = { .b = b };
-	__u64 word, changed, prev_since, t;
+	__u64 word, changed;
 	__u32 lead;
 	int direct;
 
@@ -83,30 +135,8 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 		__sync_val_compare_and_swap(&b->bound, bound, word);
 		return 0;
 	}
-	if (read_change(cfg, gen_slot, slot, idx, &changed, &prev_since))
+	if (rebind_old(cfg, gen_slot, old_gen, old_idx, idx, &cv.ov, &cv.old_known, &changed))
 		return -1;
-	if (idx == old_idx) {
-		/* Its rule changed since the bucket's generation: the limit
-		 * before that change judged it, if it is the one before. */
-		cv.old_known = prev_since <= old_gen &&
-			       !read_prev(cfg, gen_slot, slot, idx, &cv.ov);
-	} else {
-		/* Another rule: the previous generation's policy is still in
-		 * the inactive slot; and a policy unchanged since the bucket's
-		 * generation is the one it was judged by. Either judged it
-		 * until this generation. */
-		cv.old_known = old_gen + 1 == gen &&
-			       !read_policy(cfg, gen_slot, !slot, old_idx, &cv.ov, 1);
-		if (!cv.old_known && !read_policy(cfg, gen_slot, slot, old_idx, &cv.ov, 0)) {
-			cv.old_known = cv.ov.since <= old_gen;
-			/* not known: the later of both rules' last changes */
-			if (!read_change(cfg, gen_slot, slot, old_idx, &t, &prev_since) &&
-			    t > changed)
-				changed = t;
-		}
-		if (cv.old_known)
-			changed = READ_ONCE(cfg->active_since_ns[slot & 1]);
-	}
 
 	if (__sync_val_compare_and_swap(&b->bound, bound, word | SLUICE_BOUND_PENDING) != bound)
 		return 0;	/* another CPU rebinds it */

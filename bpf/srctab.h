@@ -3,8 +3,8 @@
  * The source table in the datapath: finding a source's slot (no helper
  * call and no lock), and claiming one for a new source (include/sluice/
  * srctab.h has the arithmetic, doc/design.md the protocol). Part of
- * sluice.bpf.c, included by it after rebind.h: a claim re-binds a stale
- * slot before it judges whether the slot is idle.
+ * sluice.bpf.c, included by it after rebind.h: a claim judges whether a
+ * stale slot is idle by the state its re-bind would give it.
  */
 #ifndef SLUICE_BPF_SRCTAB_H
 #define SLUICE_BPF_SRCTAB_H
@@ -125,6 +125,58 @@ static __always_inline struct sluice_slot_count *src_count(__u32 at)
 	return sc ? &sc->c[at % SLUICE_SLOTS_PER_BUCKET] : NULL;
 }
 
+/* No rule decides every packet of a source: its candidates start with a
+ * rule with a match, so which one does depends on each packet's L4 facts. */
+#define SLOT_RULE_L4	SLUICE_MAX_POLICIES
+
+/* The rule that decides every packet of the source of live slot s (whose
+ * ctl is c) in policy slot `slot`, as resolve finds it, or SLOT_RULE_L4.
+ * Global, so that its trie key is not on slot_idle's stack (the chain of
+ * calls it ends has 512 bytes in all). */
+__noinline __u32 slot_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
+{
+	struct sluice_lpm_key key = {
+		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)slot,
+		.family = (c & SLUICE_SLOT_V6) ? SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4,
+	};
+	struct sluice_lpm_val *hit;
+	__u32 idx;
+
+	if (!s)
+		return SLOT_RULE_L4;
+	__builtin_memcpy(key.addr, s->a, sizeof(key.addr));
+	hit = bpf_map_lookup_elem(&policy_lpm, &key);
+	if (!hit || !READ_ONCE(hit->n))
+		return SLUICE_POLICY_DEFAULT;
+	if (READ_ONCE(hit->m[0].flags))
+		return SLOT_RULE_L4;
+	idx = READ_ONCE(hit->m[0].policy);
+	return idx < SLUICE_MAX_POLICIES ? idx : SLUICE_POLICY_DEFAULT;
+}
+
+/* With the rule of slot_home_rule: the bound rule's entry in the other
+ * policy slot (the previous generation) holds a policy (policy_used). */
+#define SLOT_RULE_PREV_USED	0x10000U
+#define SLOT_RULE_IDX(r)	((r) & 0xffffU)
+
+/* slot_rule, or SLOT_RULE_L4 when that rule keys its buckets by less than
+ * the whole source (--per): either way the slot does not serve the
+ * source's packets; with SLOT_RULE_PREV_USED. Global, for slot_idle's
+ * stack, as slot_rule. */
+__noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
+{
+	struct sluice_policy *p;
+	__u32 idx = slot_rule(s, c, slot), key;
+	__u32 used = policy_used(!slot, SLUICE_BOUND_IDX(c)) ? SLOT_RULE_PREV_USED : 0;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return SLOT_RULE_L4 | used;
+	key = (slot & 1) * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	return (p && READ_ONCE(p->key_len) >= SLUICE_KEY_LEN_SOURCE ? idx : SLOT_RULE_L4) | used;
+}
+
 /*
  * Whether live slot s, whose ctl is c, is idle: its source would be judged
  * from now on exactly as a fresh one (limit_idle). Its state is read into
@@ -132,41 +184,63 @@ static __always_inline struct sluice_slot_count *src_count(__u32 at)
  * idle: its state is not read until its rule limits again, and a rule that
  * starts to limit starts it empty. A slot bound to an older generation is
  * judged by the state its next packet's re-bind would give it (rebind),
- * computed here without writing: unchanged when its rule's limit has not
- * changed since, else converted as of the change. A slot whose address a
- * later commit gave to another rule is judged by the rule it is bound to.
- * Global, so the verifier checks it once for the eight candidates.
+ * computed here without writing: under the rule its address resolves to
+ * now (rule: slot_home_rule's answer under the generation in its high 32
+ * bits, which must still be live), its state converted from the bound rule's
+ * as of the change, so a source in debt whose rule was deleted, or which
+ * moved to a stricter rule, keeps its debt and its slot. When its packets
+ * now go to keyed buckets (an L4 rule covers it, or --per), its state
+ * serves the bound rule only (a keyed bucket of that rule starts from it,
+ * carry_home), which judges it. Global, so the verifier checks it once
+ * for the eight candidates.
  */
-__noinline int slot_idle(struct sluice_config *cfg, struct sluice_bucket *s, __u64 c, __u64 *t)
+__noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u64 *t,
+			 __u64 rule)
 {
 	__u64 gen_slot, gen, old_gen, changed, prev_since, st, now;
 	struct verdict nv, ov = {};
-	__u32 slot, idx;
+	__u32 slot, old_idx, idx = SLOT_RULE_IDX(rule);
 	int old_known;
 
 	if (!cfg || !s || !t || (c & SLUICE_BOUND_PENDING))
 		return 0;
 	gen_slot = READ_ONCE(cfg->gen_slot);
+	if ((__u32)gen_slot != (__u32)(rule >> 32))
+		return 0;	/* a commit since slot_home_rule */
 	gen = SLUICE_GEN(gen_slot);
 	slot = SLUICE_GEN_SLOT(gen_slot);
-	idx = SLUICE_BOUND_IDX(c);
+	old_idx = SLUICE_BOUND_IDX(c);
+	old_gen = SLUICE_BOUND_GEN_FULL(c, gen);
+	if (old_gen == gen || idx >= SLUICE_MAX_POLICIES)
+		idx = old_idx;
 	if (read_policy(cfg, gen_slot, slot, idx, &nv, 0))
 		return 0;
 	st = READ_ONCE(s->tat);
 	barrier();
-	if (READ_ONCE(s->bound) != c)
+	if (READ_ONCE(s->ctl) != c)
 		return 0;
 	*t = st;
 	if (nv.action != SLUICE_ACT_LIMIT)
 		return 1;
 	now = policy_clock(&nv);
-	old_gen = SLUICE_BOUND_GEN_FULL(c, gen);
-	if (old_gen != gen && nv.since > old_gen) {
-		if (read_change(cfg, gen_slot, slot, idx, &changed, &prev_since))
-			return 0;
-		old_known = prev_since <= old_gen && !read_prev(cfg, gen_slot, slot, idx, &ov);
-		st = limit_rebind(st, changed < now ? changed : now, old_known, ov.action,
-				  &ov.lim, nv.action, &nv.lim);
+	if (old_gen != gen && (idx != old_idx || nv.since > old_gen)) {
+		if (idx == old_idx) {
+			if (read_change(cfg, gen_slot, slot, idx, &changed, &prev_since))
+				return 0;
+			old_known = prev_since <= old_gen &&
+				    !read_prev(cfg, gen_slot, slot, idx, &ov);
+		} else {
+			/* Another rule: the previous generation's, still in
+			 * the inactive slot, judged it until this one
+			 * (rebind_old); an older one is taken as not known,
+			 * and as of this generation's start, never before the
+			 * change: never more than its re-bind will give it. */
+			changed = READ_ONCE(cfg->active_since_ns[slot & 1]);
+			old_known = old_gen + 1 == gen && (rule & SLOT_RULE_PREV_USED) &&
+				    !read_policy(cfg, gen_slot, !slot, old_idx, &ov, 1);
+		}
+		st = limit_rebind(st, changed < now ? changed : now, old_known, ov.action, &ov.lim,
+				  nv.action, &nv.lim);
 	}
 	return limit_idle(&nv.lim, st, now);
 }
@@ -195,13 +269,16 @@ __noinline __u64 slot_fresh(__u32 algo, __u64 window, __u32 bits)
 static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_slot *s,
 				       __u64 fresh, int reclaim, int *reclaimed)
 {
-	__u64 c = READ_ONCE(s->ctl), t = 0, claim;
+	__u64 c = READ_ONCE(s->ctl), t = 0, claim, gs;
 
 #ifdef SLUICE_TABLE_OFF
 	return 0;	/* tests/bpf: a table that never gives a slot */
 #endif
 	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
-		if (!reclaim || !slot_idle(cfg, (struct sluice_bucket *)s, c, &t))
+		gs = READ_ONCE(cfg->gen_slot);
+		if (!reclaim ||
+		    !slot_idle(cfg, s, c, &t,
+			       gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs))))
 			return 0;
 		*reclaimed = 1;
 	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
@@ -213,12 +290,38 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
-	/* srctab_fresh_state: 0 over a used word, fresh over 0 */
-	if (__sync_val_compare_and_swap(&s->tat, t, t ? 0 : fresh) != t) {
+	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, t)) != t) {
 		WRITE_ONCE(s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
 	return claim;
+}
+
+/* The fresh state of a slot for a new source of policy idx of the live
+ * generation (slot_fresh), its three fields read as read_policy reads a
+ * policy; -1 when a commit overtook the read. */
+static __always_inline int policy_fresh(struct sluice_config *cfg, __u32 idx, __u64 *fresh)
+{
+	__u64 gen_slot = READ_ONCE(cfg->gen_slot);
+	struct sluice_policy *p;
+	__u64 window;
+	__u32 key;
+	__u8 algo, bits;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return -1;
+	key = SLUICE_GEN_SLOT(gen_slot) * SLUICE_MAX_POLICIES + idx;
+	p = bpf_map_lookup_elem(&policy_table, &key);
+	if (!p)
+		return -1;
+	algo = READ_ONCE(p->algo);
+	bits = READ_ONCE(p->bits);
+	window = READ_ONCE(p->interval);
+	barrier();
+	if (SLUICE_GEN(READ_ONCE(cfg->gen_slot)) != SLUICE_GEN(gen_slot))
+		return -1;
+	*fresh = slot_fresh(algo, window, bits);
+	return 0;
 }
 
 /* Which of w's two buckets has more empty slots: 1 for the second. */
@@ -286,6 +389,35 @@ static long lock_step(__u64 i, struct lock_wait *lw)
 }
 
 /*
+ * Take stripe lock lk of w's source, and see that no slot of the source is
+ * being reclaimed: 0 with the lock held, or SRC_BUSY without it. Held for
+ * the few hundred ns of a claim; the bound is for a holder that stalls
+ * (BPF_PROG_TEST_RUN can be preempted; XDP cannot). The source's own slot
+ * may be mid-reclaim: waits for the reclaim to give it back or take it.
+ * Global, so its loops' state is not on src_claim's stack (the chain of
+ * calls through slot_idle has 512 bytes in all).
+ */
+__noinline int src_enter(__u64 *lk, const struct src_place *w)
+{
+	struct lock_wait lw = { .lk = lk };
+	struct pend_wait pw = { .w = w };
+
+	if (!lk || !w)
+		return SRC_BUSY;
+	if (!SRC_TRYLOCK(lk)) {
+		bpf_loop(SLUICE_SRC_LOCK_SPINS, lock_step, &lw, 0);
+		if (!lw.got)
+			return SRC_BUSY;
+	}
+	bpf_loop(SLUICE_SRC_LOCK_SPINS, pend_step, &pw, 0);
+	if (pw.pending) {
+		__sync_lock_test_and_set(lk, 0);
+		return SRC_BUSY;
+	}
+	return 0;
+}
+
+/*
  * A slot for a new source, key, whose home bucket is bound by word bound
  * (the new-source budget already passed), under the stripe lock of its
  * hash, so two CPUs never give one source two slots: found again if
@@ -301,38 +433,17 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	struct sluice_slot_count *n;
 	struct sluice_slot *s = NULL;
 	struct src_place w;
-	struct verdict v;
-	struct lock_wait lw = {};
-	struct pend_wait pw = {};
-	__u64 *lk, claim = 0, gen_slot, fresh;
+	__u64 *lk, claim = 0, fresh;
 	__u32 si, at = 0, k, first;
 	int reclaimed = 0, r = SRC_FULL;
 
-	if (!cfg || !key || !id || src_locate(cfg, key, &w))
-		return SRC_BUSY;
-	gen_slot = READ_ONCE(cfg->gen_slot);
-	if (read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), SLUICE_BOUND_IDX(bound), &v, 0))
+	if (!cfg || !key || !id || src_locate(cfg, key, &w) ||
+	    policy_fresh(cfg, SLUICE_BOUND_IDX(bound), &fresh))
 		return SRC_BUSY;
 	si = srctab_stripe(w.h);
 	lk = bpf_map_lookup_elem(&src_locks, &si);
-	if (!lk)
+	if (!lk || src_enter(lk, &w))
 		return SRC_BUSY;
-	/* Held for the few hundred ns of a claim; the bound is for a holder
-	 * that stalls (BPF_PROG_TEST_RUN can be preempted; XDP cannot). */
-	lw.lk = lk;
-	if (!SRC_TRYLOCK(lk)) {
-		bpf_loop(SLUICE_SRC_LOCK_SPINS, lock_step, &lw, 0);
-		if (!lw.got)
-			return SRC_BUSY;
-	}
-	/* The source's own slot may be mid-reclaim: wait for the reclaim to
-	 * give it back or take it, then look again. */
-	pw.w = &w;
-	bpf_loop(SLUICE_SRC_LOCK_SPINS, pend_step, &pw, 0);
-	if (pw.pending) {
-		r = SRC_BUSY;
-		goto out;
-	}
 	if (src_find(&w, &at, id)) {
 		r = (int)at;
 		goto out;
@@ -340,7 +451,6 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	/* Empty slots first (a reclaim forgets a source's counts), in the
 	 * emptier bucket first: balanced, two choices fill the table evenly. */
 	first = src_emptier(&w);
-	fresh = slot_fresh(v.lim.algo, v.lim.interval, v.lim.bits);
 	for (k = 0; k < 4 * SLUICE_SLOTS_PER_BUCKET && !claim; k++) {
 		at = (((k / SLUICE_SLOTS_PER_BUCKET & 1) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;

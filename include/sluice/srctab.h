@@ -114,9 +114,11 @@ SLUICE_INLINE __u64 srctab_fresh_nonzero(const struct sluice_limit *l, __u64 now
 	return st ? st : sw_make(w - 1, 0, 0, l->bits);
 }
 
-SLUICE_INLINE __u64 srctab_fresh_state(const struct sluice_limit *l, __u64 old, __u64 now)
+/* The state a claim writes over a slot's old state old: fresh (the limit's
+ * srctab_fresh_nonzero) over an empty word, 0 over a used one. */
+SLUICE_INLINE __u64 srctab_fresh_state(__u64 fresh, __u64 old)
 {
-	return old ? 0 : srctab_fresh_nonzero(l, now);
+	return old ? 0 : fresh;
 }
 
 #endif /* SLUICE_SRCTAB_H */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "fixture.h"
 #include "check.h"
+#include "sluice/algo.h"
 #include "sluice/window.h"
 #include "sluice_firsthour.skel.h"
 
@@ -350,6 +351,71 @@ static void monitor_with_windows(void)
 	}
 }
 
+/* Whether src's bucket is banned now by the live policy's entry at its
+ * bound index: what `ban list` reads (cmd/ban.c, read_bans). */
+static int bucket_banned(const char *src)
+{
+	struct sluice_config cfg;
+	struct sluice_policy sp;
+	struct sluice_bucket b;
+	struct sluice_limit l;
+
+	if (bucket_of(&fx, src, &b))
+		return -1;
+	live_config(&fx.m, &cfg);
+	if (policy_entry(&fx.m, SLUICE_GEN_SLOT(cfg.gen_slot), SLUICE_BOUND_IDX(b.bound), &sp))
+		return -1;
+	limit_of(&sp, &l);
+	return limit_ban_left(&l, b.tat, mono_now_ns()) != 0;
+}
+
+/*
+ * --monitor with --ban changes nothing, now or later: a source flooded
+ * past its burst passes as monitored, and its bucket records no ban (ban
+ * list shows none); once its budget is back, the rule without --monitor
+ * (the same limit, so the bucket is kept as it is) admits it. Each
+ * algorithm, budget 3 at 10/s or 3 a 100 ms window, --ban 1h.
+ */
+static void monitor_ban_never_enforced(void)
+{
+	static const char *const rules[] = {
+		"limit set 198.18.0.0/16 --rate 30 --burst 3 --ban 1h",
+		"limit set 198.18.0.0/16 --rate 30 --algo fixed-window --window 100ms --ban 1h",
+		"limit set 198.18.0.0/16 --rate 30 --algo sliding-window --window 100ms --ban 1h",
+	};
+	struct sluice_counter before[SLUICE_R_MAX], after[SLUICE_R_MAX];
+	const char *rule;
+	char policy[160];
+	struct frame f;
+	__u64 a;
+
+	for (int i = 0; i < 3; i++) {
+		rule = rules[i];
+		snprintf(policy, sizeof(policy), "%s --monitor", rule);
+		CHECK(setup(policy) == 0, "setup %s", policy);
+		frame_udp_from(&f, "198.18.0.17");
+		counters_now(&fx, before);
+		CHECK(send_n_frames(&fx, &f, 10) == 10, "'%s' dropped a packet", policy);
+		counters_now(&fx, after);
+		CHECK(reason_delta(before, after, SLUICE_R_MONITORED) >= 1 &&
+		      reason_delta(before, after, SLUICE_R_BANNED) == 0,
+		      "'%s': monitored %llu, banned %llu", policy,
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_MONITORED),
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
+		CHECK(bucket_banned("198.18.0.17") == 0,
+		      "'%s': the bucket records a ban in the dry run (ban list shows it)", policy);
+		/* the budget back: 3 at 30/s in 100 ms; a window's two windows on */
+		sleep_until(mono_now_ns() + 300 * MS);
+		CHECK(fixture_policy(&fx, rule) == 0, "%s", rule);
+		counters_now(&fx, before);
+		a = send_n_frames(&fx, &f, 3);
+		counters_now(&fx, after);
+		CHECK(a == 3, "'%s' after the dry run: %llu of 3 passed, %llu dropped as banned",
+		      rule, (unsigned long long)a,
+		      (unsigned long long)reason_delta(before, after, SLUICE_R_BANNED));
+	}
+}
+
 /* --bytes with fixed-window: the budget is 1000 bytes a window. */
 static void bytes_fixed_window(void)
 {
@@ -557,6 +623,7 @@ int main(int argc, char **argv)
 	RUN_SELECTED(window_keying);
 	RUN_SELECTED(ban_with_windows);
 	RUN_SELECTED(monitor_with_windows);
+	RUN_SELECTED(monitor_ban_never_enforced);
 	RUN_SELECTED(bytes_fixed_window);
 	RUN_SELECTED(policy_change_carries_share);
 	RUN_SELECTED(rate_raise_keeps_count);

@@ -243,6 +243,128 @@ static void budget_bounds_the_flood(void)
 	      TINY_TABLE / 8);
 }
 
+/* Never-seen sources of a rule that leaves them idle within a microsecond
+ * (so they reclaim slots all the time, each other's and any other idle
+ * one), one packet each, 20 x the table: every slot that is idle is
+ * reclaimed. Returns how many reclaims it made. */
+#define FAST_RULE	"limit set 198.18.0.0/16 --rate 1000000 --burst 1"
+#define DEBTOR		"198.19.0.20"
+
+static __u64 reclaiming_flood(void)
+{
+	__u64 r0 = events_now(SLUICE_EV_SOURCE_RECLAIMED);
+	struct frame f;
+	char src[32];
+
+	for (unsigned int n = 0; n < 20 * TINY_TABLE; n++) {
+		flood_source(n, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	return events_now(SLUICE_EV_SOURCE_RECLAIMED) - r0;
+}
+
+/* The debtor's slot after a reclaiming flood: kept, and its next packets
+ * get no fresh burst (its debt of its old rule carried to the new one). */
+static int debtor_kept_debt(const char *what)
+{
+	struct sluice_bucket b;
+	struct frame f;
+	__u64 reclaims = reclaiming_flood(), a;
+
+	CHECK_OR(-1, reclaims > 1000, "%s: %llu reclaims: the flood did not churn", what,
+		 (unsigned long long)reclaims);
+	frame_udp_from(&f, DEBTOR);
+	a = send_n_frames(&fx, &f, 3);
+	CHECK_OR(-1, a == 0, "%s: the debtor got a fresh burst after the flood: %llu of 3 passed "
+		 "(slot %s)", what, (unsigned long long)a,
+		 bucket_of(&fx, DEBTOR, &b) ? "gone" : "there");
+	CHECK_OR(-1, !bucket_of(&fx, DEBTOR, &b), "%s: the debtor lost its slot", what);
+	return 1;
+}
+
+/* A source in debt under its own rule, which is then deleted (the default,
+ * as strict, applies): its slot is bound to a rule no longer in the
+ * policy, and the reclaim must judge it by the rule it resolves to now,
+ * in which it is still in debt. */
+static void reclaim_keeps_debt_of_deleted_rule(void)
+{
+	struct frame f;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 3;" FAST_RULE ";"
+		    "limit set " DEBTOR "/32 --rate 1/h --burst 3") == 0, "setup");
+	frame_udp_from(&f, DEBTOR);
+	CHECK(send_n_frames(&fx, &f, 4) == 3, "the debtor's burst of 3");
+	CHECK(fixture_policy(&fx, "limit default --rate 1/h --burst 3;" FAST_RULE) == 0,
+	      "delete its rule");
+	debtor_kept_debt("rule deleted");
+}
+
+/* A source in debt under a lenient rule (1/s), moved to a stricter one
+ * (1/h) within a second, so at the move it has no token; 3.5 s later it
+ * would be idle under the lenient rule, but under the one it resolves to
+ * now it is still in debt. Returns 0 when the move took a second or more
+ * (run again). */
+static int try_stricter_rule(void)
+{
+	struct frame f;
+	__u64 t0, t1;
+
+	CHECK_OR(1, setup(TINY_TABLE, "limit default --rate 1/h --burst 3;" FAST_RULE ";"
+			  "limit set 198.19.0.0/24 --rate 1 --burst 3") == 0, "setup");
+	frame_udp_from(&f, DEBTOR);
+	CHECK_OR(1, send_n_frames(&fx, &f, 4) == 3, "the debtor's burst of 3");
+	t0 = mono_now_ns();
+	CHECK_OR(1, fixture_policy(&fx, "limit default --rate 1/h --burst 3;" FAST_RULE ";"
+				   "limit set 198.19.0.0/24 --rate 1 --burst 3;"
+				   "limit set " DEBTOR "/32 --rate 1/h --burst 3") == 0,
+		 "a stricter rule for the debtor");
+	t1 = mono_now_ns();
+	if (t1 - t0 >= 900 * 1000000ULL) {
+		printf("  the commit took %llu ms, again\n",
+		       (unsigned long long)((t1 - t0) / 1000000));
+		return 0;
+	}
+	usleep(3500 * 1000);	/* full again at 1/s: idle by its old rule */
+	debtor_kept_debt("moved to a stricter rule");
+	return 1;
+}
+
+static void reclaim_keeps_debt_of_stricter_rule(void)
+{
+	for (int i = 0; i < 4; i++)
+		if (try_stricter_rule())
+			return;
+	CHECK(0, "the machine took a second or more for each of 4 commits");
+}
+
+/* A policy entry never written (both slots zeroed, as a table made anew,
+ * then the policy committed into it: the commits before the carried-over
+ * table) is no allow: a source banned by a --ban rule, whose rule now has
+ * another index, is re-bound with its old limit not known (spent as of the
+ * change), not handed a full bucket, which would end its ban. */
+static void unwritten_entry_is_not_allow(void)
+{
+	static const char *const with_gap = "limit default --rate 1/h --burst 3;"
+		"limit set 198.19.1.0/24 --rate 1/h;"
+		"limit set 198.19.0.0/24 --rate 1/h --burst 2 --ban 1h";
+	static const char *const alone = "limit default --rate 1/h --burst 3;"
+		"limit set 198.19.0.0/24 --rate 1/h --burst 2 --ban 1h";
+	struct sluice_policy zero = { 0 };
+	struct frame f;
+	__u64 a;
+
+	CHECK(setup(TINY_TABLE, with_gap) == 0, "setup");
+	frame_udp_from(&f, "198.19.0.30");
+	CHECK(send_n_frames(&fx, &f, 3) == 2, "the burst of 2, then banned");
+	for (__u32 k = 0; k < SLUICE_POLICY_SLOTS * SLUICE_MAX_POLICIES; k++)
+		CHECK(bpf_map_update_elem(fx.m.policy_table, &k, &zero, BPF_ANY) == 0,
+		      "zero policy entry %u", k);
+	CHECK(fixture_policy(&fx, alone) == 0, "the policy committed into the empty table");
+	a = send_n_frames(&fx, &f, 2);
+	CHECK(a == 0, "%llu of 2 passed: the banned source got a full bucket", (unsigned long long)a);
+}
+
 int main(void)
 {
 	int err = fixture_main_open(&fx);
@@ -254,6 +376,9 @@ int main(void)
 	RUN(l4_rule_keeps_home_state);
 	RUN(clients_in_debt_keep_slots);
 	RUN(budget_bounds_the_flood);
+	RUN(reclaim_keeps_debt_of_deleted_rule);
+	RUN(reclaim_keeps_debt_of_stricter_rule);
+	RUN(unwritten_entry_is_not_allow);
 	fixture_close(&fx);
 	return check_summary();
 }

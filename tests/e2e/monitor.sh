@@ -5,6 +5,10 @@
 # fresh source. The dry run is seen per rule and per source: limit list,
 # query and top (ranked by them) show the would-drops, status a live
 # --monitor rule, the exporter sluice_policy_monitored_packets_total.
+# A --monitor rule with --ban bans nobody, now or later: `ban list` shows
+# no ban during the dry run, and once --monitor is removed the flooded
+# source's next packet is rate limited (it starts a ban of its own), not
+# dropped as banned by the dry run.
 set -euo pipefail
 # shellcheck source=tests/exporter/lib.sh
 . "$(dirname "$0")/../exporter/lib.sh"
@@ -87,3 +91,22 @@ assert_eq "$limited" "$monitored" "dropped when enforced equals monitored in the
 assert_eq "$(sluice_jq '[.dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.20)" \
 	"$would 0 false" "query -j dropped, would_drop, monitor when enforced"
 assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 0 "status -j monitor_rules when enforced"
+
+# --monitor --ban: the would-be ban is neither shown nor kept.
+sluice_rx limit set 198.18.10.0/24 --rate "$RATE" --burst 5 --ban 1h --monitor
+out=$(flood --src 198.18.10.10 --dport "$DPORT" --count 20 --pps 1000 --seconds 5)
+assert_eq "$(flood_field "$out" .sent)" 20 "flood from 198.18.10.10 sent all its packets"
+sleep 0.2
+out=$(sluice_rx ban list) || fail "ban list failed"
+[[ $out == "no bans on $IF_RX" ]] || fail "ban list during a --monitor --ban dry run: $out"
+assert_eq "$(sluice_jq .banned query 198.18.10.10)" false "query's banned under --monitor --ban"
+ok "a --monitor --ban dry run shows no ban"
+sluice_rx limit set 198.18.10.0/24 --rate "$RATE" --burst 5 --ban 1h
+S0=$(stats_snap)
+out=$(flood --src 198.18.10.10 --dport "$DPORT" --count 1 --pps 1000 --seconds 5)
+sleep 0.2
+S1=$(stats_snap)
+assert_eq "$(stats_delta "$S0" "$S1" packets drop banned)" 0 \
+	"packets dropped as banned by the dry run's ban once enforced"
+assert_eq "$(stats_delta "$S0" "$S1" packets drop rate_limited)" 1 \
+	"the spent source's first packet once enforced: rate limited"

@@ -15,12 +15,19 @@
 #  - policy show and ban list read the same before and after, the limited
 #    source keeps its counts (the source table and its seed were kept), the
 #    program id changed;
+#  - per-source state keeps its meaning: a source with 4 of its 10 tokens
+#    (a rule that keeps its index) still has them, and its next packet
+#    passes; a source banned for 1 h by a --ban rule whose index the old
+#    version had left with a gap (a rule deleted before it) is still banned
+#    (query and ban list) and its packets are still dropped;
 #  - the old version's check server notices its maps were replaced and
 #    exits 1 with a word of why (its unit restarts it on the new ones);
 #  - a second attach of the same build keeps everything (no upgrade words),
 #    and a policy edit after the upgrade lands on the new maps.
 # Shown to fail against a build whose upgrade_fill skips the re-commit: the
-# denied source's packets then pass the new program.
+# denied source's packets then pass the new program; and against one that
+# re-commits into an empty policy table (every rule a new `since`): the
+# source with 4 tokens then has none, the banned one a full bucket.
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -30,6 +37,8 @@ set -euo pipefail
 DENIED=198.18.7.7
 BANNED=198.18.9.9
 LIMITED=198.18.0.66
+TOKENS=198.18.12.12	# 4 of its 10 tokens left, at one a minute
+RULE_BANNED=198.18.13.13	# banned for an hour by its rule's --ban
 
 netns_init up
 OLD_TREE=$(netns_tmp old)
@@ -59,9 +68,26 @@ old_rx() { nsenter --net="/run/netns/$NS_RX" "$OLD" -i "$IF_RX" "$@"; }
 old_rx attach --mode native "$IF_RX" >/dev/null
 old_rx limit default --rate 1000 --burst 100 >/dev/null
 old_rx deny 198.18.7.0/24 >/dev/null
+# Index 2 for the tokens rule; 3 is left free when its rule is deleted,
+# so the --ban rule's index (4) is not the one a fresh table gives it.
+old_rx limit set 198.18.12.0/24 --rate 1/m --burst 10 >/dev/null
+old_rx limit set 198.18.14.0/24 --rate 1/m >/dev/null
+old_rx limit set 198.18.13.0/24 --rate 1/h --burst 2 --ban 1h >/dev/null
+old_rx limit del 198.18.14.0/24 >/dev/null
 old_rx limit new-sources --rate 50000 --burst 5000 >/dev/null
 old_rx ban add "$BANNED" >/dev/null
 prog_old=$(old_rx -j status | jq -r '.interfaces[0].prog_id')
+send() { # SRC N: N packets, all sent
+	local out
+	out=$(flood --src "$1" --count "$2" --pps 1000 --seconds 5)
+	assert_eq "$(flood_field "$out" .sent)" "$2" "packets sent from $1"
+}
+send "$TOKENS" 6
+tokens_before=$(old_rx -j query "$TOKENS" | jq -r .tokens)
+assert_eq "$tokens_before" 4 "tokens of $TOKENS before the upgrade"
+send "$RULE_BANNED" 5
+[[ $(old_rx -j query "$RULE_BANNED" | jq -r .banned) == true ]] ||
+	fail "$RULE_BANNED is not banned by its rule: $(old_rx -j query "$RULE_BANNED")"
 policy_before=$(old_rx policy show)
 bans_before=$(old_rx ban list | awk '{ print $1, $2 }')
 
@@ -119,6 +145,26 @@ assert_eq "$rc" 1 "exit status of the old check server after the upgrade"
 grep -q "attached anew with other maps (an upgrade)" "$check_log" ||
 	fail "the old check server did not say why it stopped: $(cat "$check_log")"
 ok "the old check server stopped, saying its maps were replaced"
+
+# Per-source state kept means kept: the tokens, and the rule's ban.
+tokens_after=$(sluice_jq .tokens query "$TOKENS")
+assert_ge "$tokens_after" "$tokens_before" "tokens of $TOKENS after the upgrade"
+assert_le "$tokens_after" $((tokens_before + 1)) "tokens of $TOKENS after the upgrade"
+passed0=$(sluice_passed "$TOKENS")
+send "$TOKENS" 1
+assert_eq "$(sluice_passed "$TOKENS")" $((passed0 + 1)) "$TOKENS's packet after the upgrade"
+ok "$TOKENS kept its tokens across the upgrade"
+left_ms=$(sluice_jq .ban_left_ms query "$RULE_BANNED")
+assert_ge "$left_ms" 3000000 "ms left of $RULE_BANNED's ban after the upgrade"
+sluice_rx -j ban list | jq -e --arg s "$RULE_BANNED" \
+	'any(.[]; .source == $s and .kind == "rule")' >/dev/null ||
+	fail "ban list does not show $RULE_BANNED's ban after the upgrade: $(sluice_rx ban list)"
+passed0=$(sluice_passed "$RULE_BANNED")
+send "$RULE_BANNED" 3
+assert_eq "$(sluice_passed "$RULE_BANNED")" "$passed0" "$RULE_BANNED's packets passed after the upgrade"
+[[ $(sluice_jq .banned query "$RULE_BANNED") == true ]] ||
+	fail "$RULE_BANNED is no longer banned after the upgrade"
+ok "$RULE_BANNED's ban survived the upgrade"
 
 prog_new=$(sluice_jq '.interfaces[0].prog_id' status)
 [[ $prog_new != "$prog_old" ]] || fail "the program id did not change ($prog_old)"

@@ -239,9 +239,12 @@ static void view_source(const struct sluice_maps *m, const struct rule *rule,
 		ol.algo = nv.prev_algo;
 		ol.bits = nv.prev_bits;
 	} else {
-		old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov);
+		/* An entry no policy uses is not known (its zero action is
+		 * no allow). */
+		old_known = old_gen + 1 == gen && !policy_entry(m, !slot, old_idx, &ov) &&
+			    ov.in_use;
 		if (!old_known && !policy_entry(m, slot, old_idx, &ov)) {
-			old_known = ov.since <= old_gen;
+			old_known = ov.since <= old_gen && ov.in_use;
 			if (entry_changed(cfg, &ov) > changed)
 				changed = entry_changed(cfg, &ov);
 		}

@@ -6,8 +6,10 @@
  * before the new program loads, filled from it: by its fields' names for
  * the counters, the bans, the config and the cluster's state; the policy
  * (rules, default, budget) re-committed from the text the old version kept
- * of it; the per-source state (buckets, slots, leases) started fresh,
- * since its entries are bound to the old rules. The program is then
+ * of it, over the old policy table carried by its fields' names (each
+ * rule's index and `since`, so per-source state kept keeps its meaning);
+ * the per-source state (buckets, slots, leases) started fresh when its own
+ * layout changed, since its entries are bound to the old rules. The program is then
  * swapped in place, and only then are the new maps pinned over the old
  * ones: until the swap the old program runs on the old maps, after it the
  * new one on the new, and no packet meets the interface unjudged.
@@ -317,11 +319,47 @@ static int new_maps(struct sluice_bpf *skel, const struct upgrade *u, const char
 	return 0;
 }
 
+/* Old map i into its new one, entry by entry, by the fields' names. */
+static int carry(struct sluice_bpf *skel, const struct upgrade *u, int i, int ncpus)
+{
+	struct map_side o = { .fd = u->old[i], .btf = u->old_btf[i] };
+	struct map_side n = { .fd = new_fd(skel, u, i), .btf = bpf_object__btf(skel->obj) };
+	int err;
+
+	if (map_info_of(o.fd, &o.info) || map_info_of(n.fd, &n.info))
+		return runtime_err("cannot read map %s: %s", map_names[i], strerror(errno));
+	err = btf_copy_map(&o, &n, ncpus);
+	if (err)
+		return runtime_err("cannot carry map %s over: %s", map_names[i], strerror(-err));
+	return 0;
+}
+
+/*
+ * The old policy table, both generations, into the new one before the
+ * re-commit, by its fields' names, when both say what their fields are
+ * (BTF). The re-commit then finds each rule's index, `since` and history
+ * (prev_*) as the old version left them, as any commit finds the live
+ * ones: a rule whose limit reads the same keeps its index and `since`, so
+ * the per-source state bound to it keeps its meaning (tokens, debt, bans),
+ * and the previous generation stays readable for sources whose rule
+ * moved. Without BTF the new table starts empty, and every source re-binds
+ * as after a change of its rule whose old limit is not known.
+ */
+static int carry_policy(struct sluice_bpf *skel, const struct upgrade *u, int ncpus)
+{
+	int i = SLUICE_MAPI_policy_table;
+	struct bpf_map_info info;
+
+	if (u->fate[i] != UPGRADE_REPLACED || !u->old_btf[i] || map_info_of(u->old[i], &info) ||
+	    !info.btf_value_type_id || !bpf_map__btf_value_type_id(skel_map(skel, i)))
+		return 0;
+	return carry(skel, u, i, ncpus);
+}
+
 int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 		 const char *dir)
 {
 	struct sluice_maps m;
-	struct map_side o, n;
 	bool policy_fresh = false;
 	int err = new_maps(skel, u, iface, dir, &m);
 
@@ -336,16 +374,10 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 		    i == SLUICE_MAPI_meta || i == SLUICE_MAPI_ban_trie ||
 		    i == SLUICE_MAPI_frag_l4)
 			continue;	/* ban_trie: replaced only while empty */
-		o.fd = u->old[i];
-		o.btf = u->old_btf[i];
-		n.fd = new_fd(skel, u, i);
-		n.btf = bpf_object__btf(skel->obj);
-		if (map_info_of(o.fd, &o.info) || map_info_of(n.fd, &n.info))
-			err = runtime_err("cannot read map %s: %s", map_names[i], strerror(errno));
-		else if ((err = btf_copy_map(&o, &n, m.ncpus)))
-			err = runtime_err("cannot carry map %s over: %s", map_names[i],
-					  strerror(-err));
+		err = carry(skel, u, i, m.ncpus);
 	}
+	if (!err && policy_fresh)
+		err = carry_policy(skel, u, m.ncpus);
 	if (!err)
 		err = upgrade_ban_state(skel, u);
 	/* Counters the config copied describe the old tables: a fresh source
