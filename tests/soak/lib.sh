@@ -13,7 +13,8 @@ now_s() { echo "${EPOCHREALTIME/,/.}"; }
 mem_snapshot() {
 	local f
 	for f in "$PIN_DIR"/*; do
-		[[ $(basename "$f") == prog ]] && continue
+		# the program, and the writers' lock (a directory, not a map)
+		[[ $(basename "$f") == prog || -d $f ]] && continue
 		bpftool -j map show pinned "$f" | jq -r --arg n "$(basename "$f")" '"map \($n) id \(.id) memlock \(.bytes_memlock) max_entries \(.max_entries)"' ||
 			fail "bpftool cannot read pinned map $f"
 	done

@@ -163,11 +163,14 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 		if (quiet)
 			return -1;
 		/* A map this version added, or an attach that died: attach
-		 * makes what is missing and keeps the rest. */
+		 * makes what is missing and keeps the rest. A detach that died
+		 * leaves some pins too: detach removes them. */
 		if (err == ENOENT)
 			return usage_err("pins under %s have no map %s (made by another version of "
-					 "sluice, or an attach that did not finish): run 'sluice "
-					 "attach %s' to upgrade them in place", m->dir, missing, iface);
+					 "sluice, or an attach or detach that did not finish): "
+					 "'sluice attach %s' upgrades them in place, keeping their "
+					 "state; 'sluice detach %s' removes them",
+					 m->dir, missing, iface, iface);
 		if (err == EACCES && denied_write)
 			return runtime_err("cannot open the maps under %s for writing: %s (only root "
 					   "may change them; the pins' group may only read)",
