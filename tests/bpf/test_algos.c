@@ -590,32 +590,11 @@ static void new_sources_first_hour(void)
 	      "a 100-byte frame in the last 100 bytes of window 0: want 1");
 }
 
-/* With arguments, only the cases named (for a quick run by hand). */
-static int only_argc;
-static char **only_argv;
-
-static int selected(const char *name)
-{
-	if (only_argc < 2)
-		return 1;
-	for (int i = 1; i < only_argc; i++)
-		if (!strcmp(only_argv[i], name))
-			return 1;
-	return 0;
-}
-
-#define RUN_SELECTED(fn)                                                     \
-	do {                                                                 \
-		if (selected(#fn))                                           \
-			RUN(fn);                                             \
-	} while (0)
-
 int main(int argc, char **argv)
 {
 	int err = fixture_main_open(&fx);
 
-	only_argc = argc;
-	only_argv = argv;
+	harness_select(argc, argv);
 	if (err)
 		return err;
 	RUN_SELECTED(fixed_window_exact_and_boundary);

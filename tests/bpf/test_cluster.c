@@ -770,30 +770,9 @@ static void cluster_lease_race(void)
 	}
 }
 
-/* With arguments, only the cases named (for a quick run by hand). */
-static int only_argc;
-static char **only_argv;
-
-static int selected(const char *name)
-{
-	if (only_argc < 2)
-		return 1;
-	for (int i = 1; i < only_argc; i++)
-		if (!strcmp(only_argv[i], name))
-			return 1;
-	return 0;
-}
-
-#define RUN_SELECTED(fn)                                                     \
-	do {                                                                 \
-		if (selected(#fn))                                           \
-			RUN(fn);                                             \
-	} while (0)
-
 int main(int argc, char **argv)
 {
-	only_argc = argc;
-	only_argv = argv;
+	harness_select(argc, argv);
 	if (geteuid() != 0) {
 		printf("needs root for BPF_PROG_TEST_RUN\n");
 		return 77;

@@ -153,6 +153,33 @@ static inline void harness_run(const char *name, void (*run)(void))
 
 #define RUN(fn)	harness_run(#fn, fn)
 
+/* The cases named on the command line (harness_select(argc, argv) first),
+ * for a quick run by hand; with no names, every case. */
+HARNESS_SHARED int harness_argc;
+HARNESS_SHARED char **harness_argv;
+
+static inline void harness_select(int argc, char **argv)
+{
+	harness_argc = argc;
+	harness_argv = argv;
+}
+
+static inline int harness_selected(const char *name)
+{
+	if (harness_argc < 2)
+		return 1;
+	for (int i = 1; i < harness_argc; i++)
+		if (!strcmp(harness_argv[i], name))
+			return 1;
+	return 0;
+}
+
+#define RUN_SELECTED(fn)						\
+	do {								\
+		if (harness_selected(#fn))				\
+			RUN(fn);					\
+	} while (0)
+
 struct test_case {
 	const char *name;
 	void (*run)(void);
