@@ -158,6 +158,14 @@ struct frame {
 	size_t len;
 };
 
+/* The IPv6 fragment header (RFC 8200 4.5), for crafted fragments. */
+struct v6_frag {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off;	/* offset | M */
+	__be32 identification;
+};
+
 static inline void *frame_put(struct frame *f, const void *data, size_t n)
 {
 	void *at = f->buf + f->len;

@@ -29,13 +29,6 @@ static int setup(const char *policy)
 #define V4_FRAME(n)	(sizeof(struct ethhdr) + sizeof(struct iphdr) + (n))
 #define V6_FRAME(n)	(sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + (n))
 
-struct v6_frag {
-	__u8 nexthdr;
-	__u8 reserved;
-	__be16 frag_off;	/* offset | M */
-	__be32 identification;
-};
-
 /* n bytes of datagram id from src at offset off (bytes), protocol proto
  * (for IPv6: what the fragment header says), more fragments to come when
  * more; the first fragment starts with a UDP header to dport. */

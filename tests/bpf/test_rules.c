@@ -151,13 +151,6 @@ static void dport_range_and_fragments(void)
 /* One IPv6 fragment from src: a fragment header saying nh, at offset off
  * (bytes, a multiple of 8) with M set by more, then n bytes of the
  * datagram; the first fragment's start with a UDP header to port 5000. */
-struct v6_frag {
-	__u8 nexthdr;
-	__u8 reserved;
-	__be16 frag_off;	/* offset | M */
-	__be32 identification;
-};
-
 static void frame_v6_frag(struct frame *f, const char *src, __u8 nh, __u32 off, int more,
 			  size_t n)
 {
