@@ -52,4 +52,13 @@ static __always_inline void count_event(__u32 event)
 		(*n)++;
 }
 
+/* The source table's count stat (enum sluice_src_stat) moves by delta. */
+static __always_inline void src_stat_add(__u32 stat, __s64 delta)
+{
+	__u64 *n = bpf_map_lookup_elem(&src_stats, &stat);
+
+	if (n)
+		*n += (__u64)delta;
+}
+
 #endif /* SLUICE_BPF_COUNTERS_H */

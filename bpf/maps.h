@@ -37,6 +37,15 @@ struct {
 	__type(value, __u64);
 } src_locks SEC(".maps");
 
+/* The source table's occupancy (enum sluice_src_stat), per CPU: deltas
+ * whose sum over the CPUs is the count. Made with the table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_SRC_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} src_stats SEC(".maps");
+
 /* Keyed buckets: --per /LEN, --per rule, and sources whose rules match on
  * L4. Few, so the kernel's LRU hash keeps them. */
 struct {

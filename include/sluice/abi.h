@@ -31,7 +31,22 @@ enum sluice_event {
 	SLUICE_EV_SOURCE_RECLAIMED = 1,		/* ... by reclaiming an idle source's slot */
 	SLUICE_EV_SOURCE_REFUSED = 2,		/* a new source found both its buckets
 						 * full of sources in debt: dropped */
+	SLUICE_EV_SOURCE_ESTABLISHED = 3,	/* a slot's source became established */
+	SLUICE_EV_ESTABLISHED_RECLAIMED = 4,	/* an established source's slot was
+						 * reclaimed (idle past its time) */
+	SLUICE_EV_LOCK_GAVE_UP = 5,		/* a claim found its stripe lock held
+						 * and gave up after bounded tries */
 	SLUICE_EV_MAX,
+};
+
+/* The source table's occupancy, kept by the datapath as per-CPU deltas
+ * (struct src_stats: each CPU adds +1 and -1, the sum is the count), so
+ * status and a scrape read it without walking the table. */
+enum sluice_src_stat {
+	SLUICE_SRC_STAT_LIVE = 0,		/* slots held (home and keyed) */
+	SLUICE_SRC_STAT_ESTABLISHED = 1,	/* ... by established sources */
+	SLUICE_SRC_STAT_KEYED = 2,		/* ... by keyed buckets */
+	SLUICE_SRC_STAT_MAX,
 };
 
 /* What a limit counts. */

@@ -16,6 +16,7 @@
 	X(src_counts)							\
 	X(src_locks)							\
 	X(src_buckets)							\
+	X(src_stats)							\
 	X(policy_lpm)							\
 	X(policy_table)							\
 	X(config)							\

@@ -49,6 +49,7 @@ static bool per_source(int i)
 {
 	return i == SLUICE_MAPI_src_table || i == SLUICE_MAPI_src_counts ||
 	       i == SLUICE_MAPI_src_locks || i == SLUICE_MAPI_src_buckets ||
+	       i == SLUICE_MAPI_src_stats ||
 	       i == SLUICE_MAPI_leases || i == SLUICE_MAPI_cluster_hot;
 }
 
