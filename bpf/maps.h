@@ -37,6 +37,15 @@ struct {
 	__type(value, __u64);
 } src_locks SEC(".maps");
 
+/* The seed of the source table's hash (struct sluice_src_seed): root's
+ * alone, not mmapable. Made with the table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_src_seed);
+} src_seed SEC(".maps");
+
 /* The source table's occupancy (enum sluice_src_stat), per CPU: deltas
  * whose sum over the CPUs is the count. Made with the table. */
 struct {

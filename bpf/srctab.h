@@ -32,18 +32,21 @@ struct src_place {
 #define SRC_FULL	(-1)	/* every candidate holds a live source in debt */
 #define SRC_BUSY	(-2)	/* its stripe stayed locked, or no table */
 
-/* The place of key; 0, or -1 when the table is not set up. */
+/* The place of key; 0, or -1 when the table is not set up. The seed is
+ * root's alone (struct sluice_src_seed): a lookup with a constant key in a
+ * one-entry array, which the verifier inlines. */
 static __always_inline int src_locate(struct sluice_config *cfg, const struct sluice_src_key *k,
 				      struct src_place *w)
 {
-	__u32 n = READ_ONCE(cfg->src_buckets);
+	__u32 n = READ_ONCE(cfg->src_buckets), zero = 0;
+	struct sluice_src_seed *seed = bpf_map_lookup_elem(&src_seed, &zero);
 
-	if (n < 2)
+	if (n < 2 || !seed)
 		return -1;
 	__builtin_memcpy(&w->a0, k->a, sizeof(w->a0));
 	__builtin_memcpy(&w->a1, k->a + sizeof(w->a0), sizeof(w->a1));
 	w->fam = k->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
-	w->h = srctab_hash(w->a0, w->a1, k->family, READ_ONCE(cfg->src_seed));
+	w->h = srctab_hash(w->a0, w->a1, k->family, READ_ONCE(seed->seed));
 	srctab_pick(w->h, n, &w->b[0], &w->b[1]);
 	return 0;
 }

@@ -343,16 +343,29 @@ struct sluice_config {
 	 * before its flip when the new policy has a leased rule, and clears
 	 * it after the flip when it has none. */
 	__u64 leasing;
-	/* The source table (struct sluice_slot): the seed of its hash, drawn
-	 * at random when the table is made, its buckets, and --max-sources;
-	 * written once by attach before the program runs. */
-	__u64 src_seed;
+	/* The source table (struct sluice_slot): its buckets and
+	 * --max-sources, written once by attach, after its seed (struct
+	 * sluice_src_seed, a map of its own) and before the program places a
+	 * source. */
 	__u32 src_buckets;
 	__u32 src_capacity;
 	/* The prefix ban table's capacity (attach --max-bans). */
 	__u32 ban_capacity;
 	__u32 pad_bans;
 };
+/*
+ * The only entry of the src_seed map: the seed of the source table's hash
+ * (include/sluice/srctab.h), drawn at random (getrandom) whenever the
+ * table is made anew and kept with it across a re-attach, since it places
+ * its entries. A map of its own, pinned root's and mode 0600: whoever
+ * knows the seed can aim a few addresses at one source's two buckets and
+ * lock it out, so not even the pins' group may read it (the config map is
+ * theirs to read).
+ */
+struct sluice_src_seed {
+	__u64 seed;
+};
+
 /*
  * The only entry of the ban_state map: whether the ban table (the check
  * server's escalation bans) has entries, SLUICE_BANS_*. The datapath looks

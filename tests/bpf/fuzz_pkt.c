@@ -148,13 +148,10 @@ static int table_moves(struct fixture *fx, __u64 *n)
 /* Before any packet ran: no source sits anywhere yet. */
 static int set_src_seed(struct fixture *fx, __u64 seed)
 {
-	struct sluice_config cfg;
+	struct sluice_src_seed v = { .seed = seed };
 	__u32 zero = 0;
 
-	if (bpf_map_lookup_elem(fx->m.config, &zero, &cfg))
-		return -errno;
-	cfg.src_seed = seed;
-	return bpf_map_update_elem(fx->m.config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(fx->m.src_seed, &zero, &v, BPF_ANY) ? -errno : 0;
 }
 
 static int load(struct fixture *fx)

@@ -43,16 +43,19 @@ static int open_pin(const char *dir, const char *name)
 static int table_open(const char *dir, struct table *t)
 {
 	int cfd = open_pin(dir, "config"), tfd = open_pin(dir, "src_table");
+	int sfd = open_pin(dir, "src_seed");	/* root's alone: this runs as root */
 	struct bpf_map_info info = { 0 };
 	__u32 len = sizeof(info), zero = 0;
+	struct sluice_src_seed seed;
 	struct sluice_config cfg;
 
 	t->keyed = open_pin(dir, "src_buckets");
-	if (cfd < 0 || tfd < 0 || t->keyed < 0 || bpf_map_lookup_elem(cfd, &zero, &cfg) ||
+	if (cfd < 0 || tfd < 0 || sfd < 0 || t->keyed < 0 ||
+	    bpf_map_lookup_elem(cfd, &zero, &cfg) || bpf_map_lookup_elem(sfd, &zero, &seed) ||
 	    bpf_obj_get_info_by_fd(tfd, &info, &len))
 		return -1;
 	t->n = info.max_entries;
-	t->seed = cfg.src_seed;
+	t->seed = seed.seed;
 	t->len = ((size_t)t->n * sizeof(*t->tab) + 4095) / 4096 * 4096;
 	t->tab = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, tfd, 0);
 	if (t->tab == MAP_FAILED || t->n < 2 || cfg.src_buckets != t->n) {

@@ -105,6 +105,15 @@ static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach
 	       (sized_by_attach || info.max_entries == bpf_map__max_entries(want));
 }
 
+/* Whether a pin that did not open (errno) may be gone without: the seed of
+ * the source table is root's alone (sluice/abi.h), so a reader of the
+ * pins' group opens the rest and reads the table without it. */
+static bool may_lack(unsigned int bit, unsigned int writable)
+{
+	return bit == MAP_BIT(src_seed) && !(writable & bit) &&
+	       (errno == EACCES || errno == EPERM);
+}
+
 /* writable: MAP_BIT()s of the maps opened read-write, the others read-only.
  * quiet: fail with -1 and print nothing (the exporter skips and counts). */
 static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned int writable,
@@ -132,7 +141,7 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 #define OPEN_PIN(name)							\
 	m->name = open_pin(m->dir, skel->maps.name,			\
 			   (writable & MAP_BIT(name)) ? 0 : BPF_F_RDONLY);	\
-	if (m->name < 0 && !err) {					\
+	if (m->name < 0 && !err && !may_lack(MAP_BIT(name), writable)) {	\
 		err = errno;						\
 		denied_write = writable & MAP_BIT(name);		\
 		snprintf(missing, sizeof(missing), "%s",		\
@@ -141,7 +150,8 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 	SLUICE_MAPS(OPEN_PIN)
 #undef OPEN_PIN
 #define CHECK_PIN(name)							\
-	if (!err && !pin_matches(m->name, skel->maps.name,		\
+	if (!err && m->name >= 0 &&					\
+	    !pin_matches(m->name, skel->maps.name,			\
 				 m->name == m->src_buckets ||		\
 				 m->name == m->src_table ||		\
 				 m->name == m->src_counts) && !stale)	\

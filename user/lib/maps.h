@@ -17,6 +17,7 @@
 	X(src_locks)							\
 	X(src_buckets)							\
 	X(src_stats)							\
+	X(src_seed)							\
 	X(policy_lpm)							\
 	X(policy_table)							\
 	X(config)							\

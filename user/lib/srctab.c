@@ -28,22 +28,55 @@ int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *k
 	return 0;
 }
 
+int srctab_seed(const struct sluice_maps *m, __u64 *seed)
+{
+	struct sluice_src_seed v;
+	__u32 zero = 0;
+
+	if (m->src_seed < 0)
+		return -EACCES;	/* root's alone: a reader of the group cannot open it */
+	if (bpf_map_lookup_elem(m->src_seed, &zero, &v))
+		return -errno;
+	*seed = v.seed;
+	return 0;
+}
+
+int srctab_seed_new(int fd)
+{
+	struct sluice_src_seed v = { 0 };
+	__u32 zero = 0;
+
+	while (!v.seed)
+		if (getrandom(&v.seed, sizeof(v.seed), 0) != sizeof(v.seed))
+			return -errno;
+	return map_update(fd, &zero, &v, BPF_ANY) ? -errno : 0;
+}
+
 int srctab_init(const struct sluice_maps *m, __u64 max_sources)
 {
 	struct sluice_config cfg;
 	__u32 zero = 0;
 	__u64 seed = 0;
+	int err;
 
 	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
 		return -errno;
-	if (cfg.src_seed)
+	err = srctab_seed(m, &seed);
+	if (err)
+		return err;
+	if (seed && cfg.src_buckets)
 		return 0;	/* kept across attaches, with its sources */
-	while (!seed)
-		if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
-			return -errno;
-	cfg.src_seed = seed;
-	cfg.src_buckets = srctab_buckets(max_sources);
-	cfg.src_capacity = (__u32)max_sources;
+	/* A table with no seed is new (a first attach; an upgrade draws its
+	 * new table's before the program loads): the seed first, so the
+	 * program places no source by any other. */
+	if (!seed) {
+		err = srctab_seed_new(m->src_seed);
+		if (err)
+			return err;
+	}
+	cfg.src_buckets = map_capacity(m->src_table);
+	if (!cfg.src_capacity)
+		cfg.src_capacity = (__u32)max_sources;
 	/* Before the program runs and before any policy: nothing else
 	 * writes the config meanwhile. */
 	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
@@ -116,17 +149,18 @@ static void *map_in(int fd, size_t len, __u32 n, size_t vsz, bool *writable, boo
 
 int srctab_open(const struct sluice_maps *m, struct srctab *t)
 {
-	struct sluice_config cfg;
-	__u32 zero = 0;
 	bool w1, w2;
+	int err;
 
 	memset(t, 0, sizeof(*t));
-	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
-		return -errno;
 	t->nbuckets = map_capacity(m->src_table);
 	if (!t->nbuckets || map_capacity(m->src_counts) != t->nbuckets)
 		return -EINVAL;
-	t->seed = cfg.src_seed;
+	/* Without the seed (a reader of the group) srctab_find walks. */
+	err = srctab_seed(m, &t->seed);
+	if (err && err != -EACCES)
+		return err;
+	t->seeded = !err;
 	t->tab_len = page_round((size_t)t->nbuckets * sizeof(*t->tab));
 	t->cnt_len = page_round((size_t)t->nbuckets * sizeof(*t->cnt));
 	t->tab = map_in(m->src_table, t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
@@ -208,6 +242,19 @@ bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 	return true;
 }
 
+/* The live slot of key anywhere in the table: a reader without the seed. */
+static long srctab_walk_find(const struct srctab *t, const struct sluice_src_key *key)
+{
+	struct sluice_src_key k;
+	struct sluice_bucket b;
+
+	for (__u32 at = 0; at < t->nbuckets * SLUICE_SLOTS_PER_BUCKET; at++)
+		if (srctab_read(t, at, &k, &b) && k.family == key->family &&
+		    !memcmp(k.a, key->a, sizeof(k.a)))
+			return at;
+	return -1;
+}
+
 long srctab_find(const struct srctab *t, const struct sluice_src_key *key)
 {
 	struct sluice_src_key k;
@@ -217,6 +264,8 @@ long srctab_find(const struct srctab *t, const struct sluice_src_key *key)
 
 	if (t->nbuckets < 2)
 		return -1;
+	if (!t->seeded)
+		return srctab_walk_find(t, key);
 	memcpy(&a0, key->a, sizeof(a0));
 	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
 	srctab_pick(srctab_hash(a0, a1, key->family, t->seed), t->nbuckets, &bk[0], &bk[1]);
@@ -288,9 +337,27 @@ static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count
 	return true;
 }
 
+/* A home key's bucket found by a walk of the table: what a reader of the
+ * group, who may not read the seed, pays (a copy of the table). */
+static int slot_walk_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
+			    struct sluice_bucket *b)
+{
+	struct sluice_src_key k;
+	struct srctab t;
+	long at;
+	int err = srctab_open(m, &t);
+
+	if (err)
+		return err;
+	at = srctab_find(&t, key);
+	err = at >= 0 && srctab_read(&t, (__u32)at, &k, b) ? 0 : -ENOENT;
+	srctab_close(&t);
+	return err;
+}
+
 /* A home key's bucket, from copies of its two candidate buckets (each read
- * whole by the kernel): no mapping, so a reader with read-only descriptors
- * pays two lookups, not a copy of the table. */
+ * whole by the kernel): no mapping, so root pays two lookups, not a copy
+ * of the table. */
 static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
 		       struct sluice_bucket *b)
 {
@@ -298,16 +365,21 @@ static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key 
 	struct sluice_slot_counts sc;
 	struct sluice_config cfg;
 	__u32 zero = 0, bk[2];
-	__u64 a0, a1;
+	__u64 a0, a1, seed = 0;
+	int err;
 
 	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
 		return -errno;
 	if (cfg.src_buckets < 2)
 		return -ENOENT;
+	err = srctab_seed(m, &seed);
+	if (err == -EACCES)
+		return slot_walk_lookup(m, key, b);
+	if (err)
+		return err;
 	memcpy(&a0, key->a, sizeof(a0));
 	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
-	srctab_pick(srctab_hash(a0, a1, key->family, cfg.src_seed), cfg.src_buckets, &bk[0],
-		    &bk[1]);
+	srctab_pick(srctab_hash(a0, a1, key->family, seed), cfg.src_buckets, &bk[0], &bk[1]);
 	for (int j = 0; j < 2; j++) {
 		if (bpf_map_lookup_elem(m->src_table, &bk[j], &sb) ||
 		    bpf_map_lookup_elem(m->src_counts, &bk[j], &sc))

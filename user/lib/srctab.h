@@ -19,6 +19,7 @@ struct srctab {
 	size_t tab_len, cnt_len;
 	__u32 nbuckets;
 	__u64 seed;
+	bool seeded;		/* seed read: false for a reader of the group */
 	bool writable;		/* mapped in place and writable */
 	bool tab_copied, cnt_copied;	/* a read-only descriptor's copies */
 };
@@ -27,9 +28,16 @@ struct srctab {
  * their counts, and the keyed buckets (at most SLUICE_MAX_KEYED). */
 int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *keyed,
 		__u64 max_sources);
-/* After the load: a table that has no seed yet gets one at random, with
- * its size, in the config map. 0, or -errno. */
+/* After the load: a table that has no seed yet gets one at random (the
+ * src_seed map), then its size in the config map. 0, or -errno. */
 int srctab_init(const struct sluice_maps *m, __u64 max_sources);
+/* The seed of m's table (struct sluice_src_seed): 0, -EACCES when m holds
+ * no descriptor of it (a reader of the pins' group may not open its pin),
+ * or another -errno. */
+int srctab_seed(const struct sluice_maps *m, __u64 *seed);
+/* A fresh seed at random into the src_seed map at fd, for a table made
+ * anew, before the program places any source in it. 0, or -errno. */
+int srctab_seed_new(int fd);
 /* --max-sources of m's table, from the config map (0 if unset). */
 __u32 srctab_capacity(const struct sluice_maps *m);
 
@@ -41,7 +49,8 @@ void srctab_close(struct srctab *t);
 /* Slot at, read as a bucket of key: true when it holds a live source. */
 bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 		 struct sluice_bucket *b);
-/* The live slot of key (a home key), or -1. */
+/* The live slot of key (a home key), or -1: in its two buckets, or by a
+ * walk of the whole table when t has no seed. */
 long srctab_find(const struct srctab *t, const struct sluice_src_key *key);
 /* Live slots. */
 long srctab_live(const struct srctab *t);

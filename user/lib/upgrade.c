@@ -29,6 +29,7 @@
 #include "output.h"
 #include "pins.h"
 #include "rule.h"
+#include "srctab.h"
 #include "store.h"
 #include "sluice.skel.h"
 
@@ -44,13 +45,38 @@ static struct bpf_map *skel_map(struct sluice_bpf *skel, int i)
 	return maps[i];
 }
 
+/* The source table and what is made with it: its slots' counts, locks and
+ * occupancy, and the seed that placed its entries. */
+static bool table_part(int i)
+{
+	return i == SLUICE_MAPI_src_table || i == SLUICE_MAPI_src_counts ||
+	       i == SLUICE_MAPI_src_locks || i == SLUICE_MAPI_src_stats ||
+	       i == SLUICE_MAPI_src_seed;
+}
+
 /* Per-source state: bound to the rules of its generation, started fresh. */
 static bool per_source(int i)
 {
-	return i == SLUICE_MAPI_src_table || i == SLUICE_MAPI_src_counts ||
-	       i == SLUICE_MAPI_src_locks || i == SLUICE_MAPI_src_buckets ||
-	       i == SLUICE_MAPI_src_stats ||
+	return table_part(i) || i == SLUICE_MAPI_src_buckets ||
 	       i == SLUICE_MAPI_leases || i == SLUICE_MAPI_cluster_hot;
+}
+
+/*
+ * The table and its seed are kept together or made anew together: a kept
+ * table keeps the seed that placed its entries, a new one gets a new seed.
+ * A version that kept the seed in the config (readable by the pins'
+ * group) has no src_seed map: its seed is known outside root, so its
+ * table is made anew under a fresh one, and per-source state starts over.
+ */
+static void table_together(struct upgrade *u)
+{
+	bool anew = false;
+
+	for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
+		anew |= table_part(i) && u->fate[i] != UPGRADE_KEPT;
+	for (int i = 0; i < SLUICE_MAPI_COUNT && anew; i++)
+		if (table_part(i) && u->fate[i] == UPGRADE_KEPT)
+			u->fate[i] = UPGRADE_REPLACED;
 }
 
 /* Made from the policy: re-committed, not copied. */
@@ -236,6 +262,7 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 	}
 	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_KEPT && !ban_trie_same(u, &bans))
 		u->fate[SLUICE_MAPI_ban_trie] = UPGRADE_REPLACED;
+	table_together(u);
 	/* A policy re-committed flips the generation in the config: not in
 	 * the one the old program still reads its old tables by. */
 	if (u->fate[SLUICE_MAPI_policy_lpm] == UPGRADE_REPLACED ||
@@ -379,10 +406,18 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 	}
 	if (!err && policy_fresh)
 		err = carry_policy(skel, u, m.ncpus);
+	/* A table made anew gets its seed before the program can place a
+	 * source in it (the config carried says it is set up). */
+	if (!err && u->fate[SLUICE_MAPI_src_seed] != UPGRADE_KEPT) {
+		int e = srctab_seed_new(m.src_seed);
+
+		if (e)
+			err = runtime_err("cannot seed the new source table: %s", strerror(-e));
+	}
 	if (!err)
 		err = upgrade_ban_state(skel, u);
 	/* Counters the config copied describe the old tables: a fresh source
-	 * table is sized as the old one (attach sized it so), its seed kept. */
+	 * table is sized as the old one (attach sized it so), with a new seed. */
 	if (!err && policy_fresh) {
 		err = recommit(&m, iface);
 		u->recommitted = !err;

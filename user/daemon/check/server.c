@@ -622,6 +622,11 @@ static int check_run(const struct cli_cmd *c, struct cli_args *a)
 		free(s);
 		return err;
 	}
+	/* Nor the source table's seed, root's alone: its descriptor would
+	 * outlive the switch to USER, and nothing here needs it. */
+	if (s->m.src_seed >= 0)
+		close(s->m.src_seed);
+	s->m.src_seed = -1;
 	err = check_load(s, &cs);
 	if (err)
 		goto out_maps;
