@@ -114,6 +114,13 @@ $(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/bp
 		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h $(BUILD)/tests/sluice_churn_nolock.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS) -lpthread
 TEST_BINS	+= $(BUILD)/tests/test_srctab
+# The source table's seed: secret from the pins' group, rotated with the
+# table (aimed floods miss their victim).
+$(BUILD)/tests/test_seed: tests/bpf/test_seed.c tests/bpf/fixture.h tests/bpf/check.h \
+		$(USER_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/test_seed
 # The minimal bucket with the same marker sources (bench_min_random.bpf.c)
 # gives bench_xdp its baseline rows.
 $(BUILD)/tests/bench_xdp: tests/bpf/bench_xdp.c tests/bpf/fixture.h $(USER_LIB_OBJS) \
