@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e/pin_access: the pins are root's and readable by one group. attach
 # gives the pin root and the interface's directory 0750 root:GROUP, every
-# map pin 0640 root:GROUP, the program pin 0600 root:root and the writers'
+# map pin 0640 root:GROUP but the source table's seed's (0600 root:root:
+# e2e/seed), the program pin 0600 root:root and the writers'
 # lock (a directory) 0700 root:root, with GROUP
 # 'sluice' (created if missing) or --group NAME. A process of uid nobody in
 # that group can run the read-only commands (it opens the maps read-only)
@@ -49,8 +50,9 @@ check_modes() { # GROUP WHAT
 	assert_eq "$(stat -c '%a %U:%G' "$DIR")" "750 root:$group" "$what: $IF_RX's directory"
 	assert_eq "$(stat -c '%a %U:%G' "$DIR/prog")" "600 root:root" "$what: program pin"
 	assert_eq "$(stat -c '%a %U:%G' "$DIR/lock")" "700 root:root" "$what: writers' lock"
+	assert_eq "$(stat -c '%a %U:%G' "$DIR/src_seed")" "600 root:root" "$what: the table's seed"
 	for f in "$DIR"/*; do
-		[[ $f == */prog || $f == */lock ]] && continue
+		[[ $f == */prog || $f == */lock || $f == */src_seed ]] && continue
 		assert_eq "$(stat -c '%a %U:%G' "$f")" "640 root:$group" "$what: map pin ${f##*/}"
 	done
 	assert_eq "$(sluice_jq '.interfaces[0].group' status)" "$group" "$what: status -j group"
@@ -99,6 +101,7 @@ ok "nobody in group sluice no longer reads"
 
 # Modes drifted by hand are put back by a re-attach (default group again).
 chmod 0666 "$DIR/config"
+chmod 0644 "$DIR/src_seed"
 chmod 0755 "$DIR"
 sluice_attach >/dev/null
 check_modes sluice "re-attach after chmod"
