@@ -6,8 +6,8 @@
  *
  * A source lives in one of the SLUICE_SLOTS_PER_BUCKET slots of one of two
  * buckets, chosen by a hash of its address seeded at random when the table
- * is made (struct sluice_config's src_seed), so nobody outside can aim a
- * flood at one bucket. The table has --max-sources / SLUICE_SRC_LOAD
+ * is made (struct sluice_src_seed, root's alone), so nobody outside can aim
+ * a flood at one bucket. The table has --max-sources / SLUICE_SRC_LOAD
  * slots, so 40 bytes a slot (the slot and its counts) cost 62.5 bytes a
  * source.
  */
