@@ -337,21 +337,47 @@ static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count
 	return true;
 }
 
-/* A home key's bucket found by a walk of the table: what a reader of the
- * group, who may not read the seed, pays (a copy of the table). */
+/* A home key's bucket found by a walk of the table, read in batches and
+ * dropped as it goes: what a reader of the group, who may not read the
+ * seed, pays (the whole table's reads, a batch's memory). */
 static int slot_walk_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
 			    struct sluice_bucket *b)
 {
-	struct sluice_src_key k;
-	struct srctab t;
-	long at;
-	int err = srctab_open(m, &t);
+	struct sluice_slot_bucket *sb = calloc(SRCTAB_BATCH, sizeof(*sb));
+	__u32 *keys = calloc(SRCTAB_BATCH, sizeof(*keys));
+	__u32 n = map_capacity(m->src_table), done = 0, in = 0, out = 0, count;
+	const struct sluice_slot_count none = { 0 };
+	struct sluice_slot_counts sc;
+	int err = -ENOENT, r;
 
-	if (err)
-		return err;
-	at = srctab_find(&t, key);
-	err = at >= 0 && srctab_read(&t, (__u32)at, &k, b) ? 0 : -ENOENT;
-	srctab_close(&t);
+	if (!sb || !keys)
+		err = -ENOMEM;
+	while (err == -ENOENT && done < n) {
+		count = n - done < SRCTAB_BATCH ? n - done : SRCTAB_BATCH;
+		r = bpf_map_lookup_batch(m->src_table, done ? &in : NULL, &out, keys, sb, &count,
+					 NULL);
+		if (r && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		for (__u32 j = 0; j < count && err == -ENOENT; j++)
+			for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET && err == -ENOENT; i++) {
+				if (!slot_is(&sb[j].s[i], &none, key, b))
+					continue;
+				if (bpf_map_lookup_elem(m->src_counts, &keys[j], &sc))
+					err = -errno;
+				else
+					err = 0;
+				b->passed = err ? 0 : sc.c[i].passed;
+				b->dropped = err ? 0 : sc.c[i].dropped;
+			}
+		done += count;
+		in = out;
+		if (r || !count)
+			break;
+	}
+	free(sb);
+	free(keys);
 	return err;
 }
 
