@@ -7,7 +7,8 @@
 # kernels since 6.5), nothing ambient or inheritable, a bounding set no
 # larger than that, and no_new_privs. With exactly those credentials, copied
 # from /proc/PID/status into setpriv: no pin of either interface opens
-# read-write or write-only, nor by its id; every map pin opens read-only;
+# read-write or write-only, nor by its id; every map pin opens read-only
+# but the source table's seed's, root's alone (not at all);
 # the program pin and the writers' lock not at all; `sluice limit default` fails and changes
 # nothing while `sluice stats` works. Every map descriptor it holds is
 # read-only (/proc/PID/fdinfo, and the BPF_F_RDONLY of each map a scrape
@@ -142,8 +143,10 @@ assert_eq "$(jq -s '[.[] | select(.unreadable_dir | endswith("/lock")?)] | lengt
 assert_ge "$(jq -s '[.[] | select(.pin)] | length' "$acc")" 16 "pins checked (two interfaces)"
 assert_eq "$(jq -s '[.[] | select(.pin and (.rw == "ok" or .wo == "ok" or .by_id == "ok"))] | length' "$acc")" 0 \
 	"pins it can open read-write, write-only, or by id"
-assert_eq "$(jq -s '[.[] | select(.pin and (.pin | endswith("/prog") | not) and .ro != "ok")] | length' "$acc")" 0 \
-	"map pins it cannot open read-only"
+assert_eq "$(jq -s '[.[] | select(.pin and (.pin | (endswith("/prog") or endswith("/src_seed")) | not) and .ro != "ok")] | length' "$acc")" 0 \
+	"map pins it cannot open read-only (the table's seed aside)"
+assert_eq "$(jq -s '[.[] | select(.pin and (.pin | endswith("/src_seed")) and .ro == "ok")] | length' "$acc")" 0 \
+	"source table seeds (root's alone) it can open read-only"
 assert_eq "$(jq -s '[.[] | select(.pin and (.pin | endswith("/prog")) and .ro == "ok")] | length' "$acc")" 0 \
 	"program pins it can open"
 
