@@ -209,7 +209,7 @@ fi
 
 # --- budget: the clients beside a long flood -------------------------------
 fl_out=$(netns_tmp flood)
-flood_bg "$fl_out" --xdp --random "$FLOOD_NET" --dport "$FLOOD_PORT" --count 1000000000 --seconds 60
+flood_bg "$fl_out" --xdp --random "$FLOOD_NET" --dport "$FLOOD_PORT" --count 100000000 --seconds 60
 # The table full: every slot held (the budget lets in 1000 fresh sources a
 # second, each in debt for a minute).
 live=0
