@@ -20,10 +20,11 @@
 #              two frames: its bucket is full again in 100 ms)
 #   idle       198.19.255.26-37: 3 frames each over a second, then idle
 #              for IDLE seconds, again and again; 198.19.255.38-50 the
-#              same with IDLE/4. IDLE is SOAK_IDLE_SECONDS (default 60),
-#              at most a third of the run; it must stay below the time an
-#              established source may idle before its slot can be reused
-#              (minutes by default).
+#              same with IDLE/4. IDLE is SOAK_IDLE_SECONDS (default 120:
+#              `make soak` idles them two minutes), at most a third of the
+#              run; it must stay below the time an established source may
+#              idle before a new source may take its slot (10 minutes by
+#              default).
 #   flood      sluice-flood --xdp --random 198.18.0.0/16 at full speed.
 # Every flood runs at most FLOOD_CHUNK seconds (its count and time bounds,
 # and `timeout -s KILL`), in a loop until the run ends.
@@ -52,7 +53,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SOAK_SECONDS=${SOAK_SECONDS:-60}
-SOAK_IDLE_SECONDS=${SOAK_IDLE_SECONDS:-60}
+SOAK_IDLE_SECONDS=${SOAK_IDLE_SECONDS:-120}
 [[ $SOAK_SECONDS =~ ^[0-9]+$ && $SOAK_SECONDS -ge 20 ]] ||
 	fail "SOAK_SECONDS must be a whole number of seconds, at least 20"
 [[ $SOAK_IDLE_SECONDS =~ ^[0-9]+$ && $SOAK_IDLE_SECONDS -ge 4 ]] ||
