@@ -17,7 +17,7 @@
 #   establish  every client sends 6 frames over 2.5 s, all of which pass,
 #              before the flood starts
 #   steady     198.19.255.1-25: 10 frames/s each, all along (idle between
-#              two frames: its bucket is full again in 100 ms)
+#              two frames: its bucket is full again 10 ms after each)
 #   idle       198.19.255.26-37: 3 frames each over a second, then idle
 #              for IDLE seconds, again and again; 198.19.255.38-50 the
 #              same with IDLE/4. IDLE is SOAK_IDLE_SECONDS (default 120:
