@@ -103,11 +103,13 @@ bench: all $(BENCH_BINS)
 	tools/bench.sh
 
 # The soak of tests/soak/soak.sh for 10 minutes (SOAK_SECONDS=N to change),
-# then the flood at 10 times the table; prints their summaries.
+# then the flood at 10 times the table, then as long a spoofed flood beside
+# established clients (tests/soak/established.sh); prints their summaries.
 SOAK_SECONDS	?= 600
 soak: all $(BUILD)/sluice-flood
 	SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/soak.sh
 	tests/soak/flood_10x.sh
+	SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/established.sh
 
 # The binary, its manual page, the systemd units (contrib/systemd/*.in with
 # the binary's path filled in), the settings and examples under /etc/sluice

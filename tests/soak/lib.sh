@@ -4,6 +4,7 @@
 #   memlock_total SNAP  # the maps' memlock bytes summed
 #   now_s               # seconds since the epoch, microseconds
 #   quiet_tx            # the tx end sends nothing of its own (no IPv6, no ARP)
+#   flood_loop OUT PAUSE ARGS...  # bounded floods in a loop until END
 
 now_s() { echo "${EPOCHREALTIME/,/.}"; }
 
@@ -32,4 +33,32 @@ quiet_tx() {
 	ip netns exec "$NS_TX" sysctl -qw "net.ipv6.conf.$IF_TX.disable_ipv6=1" ||
 		fail "cannot disable IPv6 on $IF_TX"
 	ip -n "$NS_TX" link set dev "$IF_TX" arp off || fail "cannot turn ARP off on $IF_TX"
+}
+
+# A loop of bounded floods until END (seconds since the epoch), each at
+# most FLOOD_CHUNK seconds (sluice-flood's own bound, and `timeout -s KILL`
+# 10 s past it), each flood's JSON line appended to OUT, PAUSE seconds
+# between two; the loop's PID is tracked for the cleanup and appended to
+# LOOP_PIDS. The loop stops its current flood when it is told to stop.
+flood_loop() { # OUT PAUSE ARGS...
+	local out=$1 pause=$2
+	shift 2
+	(
+		child=
+		trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; exit 0' TERM
+		while :; do
+			left=$(calc "$END - $(now_s)" %.2f)
+			awk -v l="$left" 'BEGIN { exit !(l >= 0.2) }' || break
+			secs=$(awk -v l="$left" -v c="$FLOOD_CHUNK" 'BEGIN { printf "%.2f", (l < c) ? l : c }')
+			timeout -s KILL "$(calc "$secs + 10" %.2f)" \
+				ip netns exec "$NS_TX" "$SLUICE_FLOOD" --iface "$IF_TX" --dst-mac "$RX_MAC" \
+				--seconds "$secs" "$@" >>"$out" &
+			child=$!
+			wait "$child" || { echo "flood $* failed" >&2; exit 1; }
+			child=
+			[[ $pause == 0 ]] || sleep "$pause"
+		done
+	) &
+	netns_track_pid $!
+	LOOP_PIDS+=($!)
 }

@@ -165,31 +165,6 @@ for f in changes samples steady trickle blast random; do : >"$TMP/$f"; done
 CHANGES=$TMP/changes
 SAMPLES=$TMP/samples
 
-# A loop of bounded floods until END (seconds since the epoch), each
-# flood's JSON line appended to OUT; the loop stops its current flood when
-# it is told to stop.
-flood_loop() { # OUT PAUSE ARGS...
-	local out=$1 pause=$2
-	shift 2
-	(
-		child=
-		trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; exit 0' TERM
-		while :; do
-			left=$(calc "$END - $(now_s)" %.2f)
-			awk -v l="$left" 'BEGIN { exit !(l >= 0.2) }' || break
-			secs=$(awk -v l="$left" -v c="$FLOOD_CHUNK" 'BEGIN { printf "%.2f", (l < c) ? l : c }')
-			ip netns exec "$NS_TX" "$SLUICE_FLOOD" --iface "$IF_TX" --dst-mac "$RX_MAC" \
-				--seconds "$secs" "$@" >>"$out" &
-			child=$!
-			wait "$child" || { echo "flood $* failed" >&2; exit 1; }
-			child=
-			[[ $pause == 0 ]] || sleep "$pause"
-		done
-	) &
-	netns_track_pid $!
-	LOOP_PIDS+=($!)
-}
-
 # The policy changes: one line per change "BEFORE AFTER POLICY SINCE"
 # (seconds since the epoch around the limit set command, which policy it
 # set, and the CLOCK_MONOTONIC ns the CLI stamped on the new slot when it
