@@ -282,12 +282,13 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64
 		st = limit_rebind(st, changed < now ? changed : now, old_known, ov.action, &ov.lim,
 				  nv.action, &nv.lim);
 	}
-	if (!(rule & SLOT_RULE_ESTABLISHED))
-		return limit_idle(&nv.lim, st, now);
-	ago = READ_ONCE(cfg->src_idle_ns);
-	if (!ago)
-		ago = SLUICE_EST_IDLE_NS_DEFAULT;
-	return now > ago && limit_idle(&nv.lim, st, now - ago);
+	ago = 0;
+	if (rule & SLOT_RULE_ESTABLISHED) {
+		ago = READ_ONCE(cfg->src_idle_ns);
+		if (!ago)
+			ago = SLUICE_EST_IDLE_NS_DEFAULT;
+	}
+	return now >= ago && limit_idle(&nv.lim, st, now - ago);
 }
 
 /* srctab_fresh_claim for a limit of algo, window and bits, now on the
@@ -357,12 +358,18 @@ static __always_inline int policy_fresh(struct sluice_config *cfg, __u32 idx, __
 	return 0;
 }
 
-/* Which of w's two buckets has more empty slots: 1 for the second. */
-static __always_inline __u32 src_emptier(const struct src_place *w)
+/* Which of w's two buckets has more empty slots: 1 for the second.
+ * Global, so the verifier checks it once, not on each path into the
+ * claim. */
+__noinline int src_emptier(const struct src_place *w)
 {
-	struct sluice_slot_bucket *b0 = bpf_map_lookup_elem(&src_table, &w->b[0]);
-	struct sluice_slot_bucket *b1 = bpf_map_lookup_elem(&src_table, &w->b[1]);
+	struct sluice_slot_bucket *b0, *b1;
 	int i, e = 0;
+
+	if (!w)
+		return 0;
+	b0 = bpf_map_lookup_elem(&src_table, &w->b[0]);
+	b1 = bpf_map_lookup_elem(&src_table, &w->b[1]);
 
 	if (!b0 || !b1)
 		return 0;
@@ -395,43 +402,60 @@ struct pend_wait {
 	int pending;
 };
 
+/* What slot s is to w's source, for pend_step: SLOT_OWN when it is its
+ * live slot (its slot bits in *id), SLOT_MAYBE when it may still be or
+ * become it, else 0. Global, so the verifier checks it once for the eight
+ * slots. */
+#define SLOT_OWN	1
+#define SLOT_MAYBE	2
+__noinline int slot_owner(const struct sluice_slot *s, const struct src_place *w, __u64 *id)
+{
+	const struct sluice_slot *d;
+	__u64 c, c2, a0, a1;
+
+	if (!s || !w || !id)
+		return SLOT_MAYBE;
+	c = READ_ONCE(s->ctl);
+	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY)
+		return 0;
+	d = after(s, c);
+	a0 = READ_ONCE(SLOT_A0(d));
+	a1 = READ_ONCE(SLOT_A1(d));
+	d = after(s, a0 ^ a1);
+	c2 = READ_ONCE(d->ctl);
+	if (a0 != w->a0 || a1 != w->a1)
+		return 0;
+	if ((c & SLUICE_SLOT_STATE_MASK) != SLUICE_SLOT_LIVE || ((c ^ c2) & SLUICE_SLOT_ID_MASK))
+		return SLOT_MAYBE;
+	if ((c & SLUICE_SLOT_V6) != w->fam)
+		return 0;	/* the other family's */
+	*id = c & SLUICE_SLOT_ID_MASK;
+	return SLOT_OWN;
+}
+
 static long pend_step(__u64 i, struct pend_wait *pw)
 {
 	const struct src_place *w = pw->w;
 	struct sluice_slot_bucket *sb;
-	struct sluice_slot *s, *d;
-	__u64 c, c2, a0, a1;
-	int j, k;
+	__u64 id = 0;
+	__u32 k, b;
+	int o;
 
 	pw->pending = 0;
 	if (!w)
 		return 1;
-	for (j = 0; j < 2; j++) {
-		sb = bpf_map_lookup_elem(&src_table, &w->b[j]);
+	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
+		b = w->b[k / SLUICE_SLOTS_PER_BUCKET];
+		sb = bpf_map_lookup_elem(&src_table, &b);
 		if (!sb)
 			continue;
-		for (k = 0; k < (int)SLUICE_SLOTS_PER_BUCKET; k++) {
-			s = &sb->s[k];
-			c = READ_ONCE(s->ctl);
-			if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY)
-				continue;
-			d = after(s, c);
-			a0 = READ_ONCE(SLOT_A0(d));
-			a1 = READ_ONCE(SLOT_A1(d));
-			d = after(s, a0 ^ a1);
-			c2 = READ_ONCE(d->ctl);
-			if (a0 != w->a0 || a1 != w->a1)
-				continue;
-			if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE &&
-			    !((c ^ c2) & SLUICE_SLOT_ID_MASK)) {
-				if ((c & SLUICE_SLOT_V6) != w->fam)
-					continue;	/* the other family's */
-				pw->found = ((__u64)(w->b[j] * SLUICE_SLOTS_PER_BUCKET + k) << 32 |
-					     (c & SLUICE_SLOT_ID_MASK)) + 1;
-				return 1;
-			}
-			pw->pending = 1;
+		o = slot_owner(&sb->s[k % SLUICE_SLOTS_PER_BUCKET], w, &id);
+		if (o == SLOT_OWN) {
+			pw->found = ((__u64)(b * SLUICE_SLOTS_PER_BUCKET +
+					     k % SLUICE_SLOTS_PER_BUCKET) << 32 | id) + 1;
+			return 1;
 		}
+		pw->pending |= o == SLOT_MAYBE;
 	}
 	return !pw->pending;
 }
@@ -506,6 +530,49 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 #define SLOT_EST(c)	((c) & SLUICE_SLOT_ESTABLISHED)
 #endif
 
+/* The best candidate so far of a claim (src_claim). */
+struct src_pick {
+	__u64 rank, c, t;
+	__u64 st;		/* slot_idle's reading of the slot ranked */
+	__u32 at;
+};
+
+/* Rank slot s, at index at, whose ctl is c: its state read after c, and
+ * the slot kept in *best when it ranks before it. Global, so the verifier
+ * checks it once for the eight candidates; it keeps nothing on the stack,
+ * for the chain of calls through slot_idle. */
+__noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u32 at,
+			 struct src_pick *best)
+{
+	__u64 gs, rank, t = 0;
+	int e;
+
+	if (!cfg || !s || !best)
+		return 0;
+	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
+		t = READ_ONCE(after(s, c)->tat);
+		rank = RANK_EMPTY;
+	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
+		gs = READ_ONCE(cfg->gen_slot);
+		e = slot_idle(cfg, s, c, &best->st,
+			      gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
+			      (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0));
+		if (e < 0 || (!e && SLOT_EST(c)))
+			return 0;
+		t = best->st;
+		rank = e ? RANK_IDLE : t > RANK_DEBT_MIN ? t : RANK_DEBT_MIN;
+	} else {
+		return 0;	/* another CPU claims it */
+	}
+	if (rank >= best->rank)
+		return 0;
+	best->rank = rank;
+	best->c = c;
+	best->t = t;
+	best->at = at;
+	return 1;
+}
+
 /*
  * A slot for a new source, key, whose home bucket is bound by word bound
  * (the new-source budget already passed), under the stripe lock of its
@@ -522,11 +589,12 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key *key, __u64 bound,
 			 __u64 *id)
 {
+	struct src_pick best = { .rank = RANK_NONE };
 	struct sluice_slot_count *n;
 	struct sluice_slot *s;
 	struct src_place w;
-	__u64 *lk, claim, fresh, c, t = 0, gs, rank, best = RANK_NONE, best_c = 0, best_t = 0;
-	__u32 si, at = 0, k, first, best_at = 0;
+	__u64 *lk, claim, fresh, c;
+	__u32 si, at, k, first;
 	int r = SRC_FULL, e;
 
 	if (!cfg || !key || !id || src_locate(cfg, key, &w) ||
@@ -544,45 +612,23 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		r = (int)((c >> 32) & SLUICE_SRC_AT_MAX);
 		goto out;
 	}
-	first = src_emptier(&w);
-	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET && best != RANK_EMPTY; k++) {
+	first = src_emptier(&w) > 0;
+	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
 		at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
-		if (!s)
-			continue;
-		c = READ_ONCE(s->ctl);
-		if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
-			t = READ_ONCE(after(s, c)->tat);
-			rank = RANK_EMPTY;
-		} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
-			gs = READ_ONCE(cfg->gen_slot);
-			e = slot_idle(cfg, s, c, &t,
-				      gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
-				      (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0));
-			if (e < 0 || (!e && SLOT_EST(c)))
-				continue;
-			rank = e ? RANK_IDLE : t > RANK_DEBT_MIN ? t : RANK_DEBT_MIN;
-		} else {
-			continue;	/* another CPU claims it */
-		}
-		if (rank < best) {
-			best = rank;
-			best_at = at;
-			best_c = c;
-			best_t = t;
-		}
-		barrier_var(best);
+		if (s)
+			slot_rank(cfg, s, READ_ONCE(s->ctl), at, &best);
 	}
-	if (best == RANK_NONE)
+	if (best.rank == RANK_NONE)
 		goto out;
-	s = src_slot(best_at);
-	claim = s ? slot_take(s, best_c, best_t, fresh) : 0;
+	s = src_slot(best.at);
+	claim = s ? slot_take(s, best.c, best.t, fresh) : 0;
 	if (!claim || !s) {
 		r = SRC_BUSY;	/* it changed since it was ranked */
 		goto out;
 	}
-	n = src_count(best_at);
+	n = src_count(best.at);
 	if (n)
 		WRITE_ONCE(*(__u64 *)n, 0);
 	WRITE_ONCE(SLOT_A0(s), w.a0);
@@ -591,16 +637,16 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	/* Published by an xchg, fully ordered: after the address and counts. */
 	__sync_lock_test_and_set(&s->ctl, (bound & ~SLUICE_SLOT_KEEP_MASK) | *id);
 	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
-	if ((best_c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
+	if ((best.c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
 		src_stat_add(SLUICE_SRC_STAT_LIVE, 1);
 	} else {
 		count_event(SLUICE_EV_SOURCE_RECLAIMED);
-		if (best_c & SLUICE_SLOT_ESTABLISHED) {
+		if (best.c & SLUICE_SLOT_ESTABLISHED) {
 			count_event(SLUICE_EV_ESTABLISHED_RECLAIMED);
 			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
 		}
 	}
-	r = (int)(best_at & SLUICE_SRC_AT_MAX);
+	r = (int)(best.at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);
 	if (r == SRC_FULL)
