@@ -193,8 +193,11 @@ __noinline __u32 slot_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
 #define SLOT_RULE_PREV_USED	0x10000U
 #define SLOT_RULE_IDX(r)	((r) & 0xffffU)
 /* With them, from src_claim: the slot's source is established, so idle
- * means idle for the table's idle time (cfg->src_idle_ns). */
+ * means idle for the table's idle time (cfg->src_idle_ns); and the
+ * slot's place among the candidates (0-7). */
 #define SLOT_RULE_ESTABLISHED	0x20000U
+#define SLOT_RULE_K_SHIFT	18
+#define SLOT_RULE_K_MASK	7U
 
 /* slot_rule, or SLOT_RULE_L4 when that rule keys its buckets by less than
  * the whole source (--per): either way the slot does not serve the
@@ -232,11 +235,10 @@ __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot
  * moved to a stricter rule, keeps its debt and its slot. When its packets
  * now go to keyed buckets (an L4 rule covers it, or --per), its state
  * serves the bound rule only (a keyed bucket of that rule starts from it,
- * carry_home), which judges it. Global, so the verifier checks it once
- * for the eight candidates.
+ * carry_home), which judges it. Inline in slot_rank.
  */
-__noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u64 *t,
-			 __u64 rule)
+static __always_inline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c,
+				     __u64 *t, __u64 rule)
 {
 	__u64 gen_slot, gen, old_gen, changed, prev_since, st, now, ago;
 	struct verdict nv, ov = {};
@@ -520,7 +522,7 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 #define RANK_EMPTY	0ULL
 #define RANK_IDLE	1ULL
 #define RANK_DEBT_MIN	2ULL
-#define RANK_NONE	SLUICE_U64_MAX
+#define RANK_NONE	SLUICE_U64_MAX	/* above any shifted rank */
 
 /* Tests/bpf: a build whose eviction takes established sources as
  * probation ones (test_srctab must catch it). */
@@ -530,21 +532,27 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 #define SLOT_EST(c)	((c) & SLUICE_SLOT_ESTABLISHED)
 #endif
 
-/* The best candidate so far of a claim (src_claim). */
+/* The best candidate so far of a claim (src_claim): its rank (shifted,
+ * with its place among the candidates, 0-7, in the low bits), ctl and
+ * state. Small: it is on src_claim's stack, in the chain of calls that
+ * ends in slot_rank. */
+#define RANK_K_BITS	3
+#define RANK_MAX	(SLUICE_U64_MAX >> RANK_K_BITS)
 struct src_pick {
 	__u64 rank, c, t;
-	__u64 st;		/* slot_idle's reading of the slot ranked */
-	__u32 at;
 };
 
-/* Rank slot s, at index at, whose ctl is c: its state read after c, and
- * the slot kept in *best when it ranks before it. Global, so the verifier
- * checks it once for the eight candidates; it keeps nothing on the stack,
- * for the chain of calls through slot_idle. */
-__noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u32 at,
-			 struct src_pick *best)
+/*
+ * Rank slot s, whose ctl is c, for a new source: its state read after c,
+ * and the slot kept in *best when it ranks before it (rule: as slot_idle
+ * takes it, with SLOT_RULE_ESTABLISHED when c says so and the slot's place
+ * at SLOT_RULE_K_SHIFT). Returns 1 when it became the best. Global, so
+ * the verifier checks it once for the eight candidates.
+ */
+__noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64 c,
+			 struct src_pick *best, __u64 rule)
 {
-	__u64 gs, rank, t = 0;
+	__u64 rank, t = 0;
 	int e;
 
 	if (!cfg || !s || !best)
@@ -553,23 +561,19 @@ __noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64
 		t = READ_ONCE(after(s, c)->tat);
 		rank = RANK_EMPTY;
 	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
-		gs = READ_ONCE(cfg->gen_slot);
-		e = slot_idle(cfg, s, c, &best->st,
-			      gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
-			      (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0));
+		e = slot_idle(cfg, s, c, &t, rule);
 		if (e < 0 || (!e && SLOT_EST(c)))
 			return 0;
-		t = best->st;
-		rank = e ? RANK_IDLE : t > RANK_DEBT_MIN ? t : RANK_DEBT_MIN;
+		rank = e ? RANK_IDLE : t < RANK_DEBT_MIN ? RANK_DEBT_MIN : t > RANK_MAX ? RANK_MAX : t;
 	} else {
 		return 0;	/* another CPU claims it */
 	}
+	rank = rank << RANK_K_BITS | ((rule >> SLOT_RULE_K_SHIFT) & SLOT_RULE_K_MASK);
 	if (rank >= best->rank)
 		return 0;
 	best->rank = rank;
 	best->c = c;
 	best->t = t;
-	best->at = at;
 	return 1;
 }
 
@@ -593,23 +597,22 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	struct sluice_slot_count *n;
 	struct sluice_slot *s;
 	struct src_place w;
-	__u64 *lk, claim, fresh, c;
+	__u64 *lk, claim, fresh, c, gs;
 	__u32 si, at, k, first;
 	int r = SRC_FULL, e;
 
-	if (!cfg || !key || !id || src_locate(cfg, key, &w) ||
-	    policy_fresh(cfg, SLUICE_BOUND_IDX(bound), &fresh))
+	if (!cfg || !key || !id || src_locate(cfg, key, &w))
 		return SRC_BUSY;
 	si = srctab_stripe(w.h);
 	lk = bpf_map_lookup_elem(&src_locks, &si);
 	if (!lk)
 		return SRC_BUSY;
-	e = src_enter(lk, &w, &c);
+	e = src_enter(lk, &w, &best.c);
 	if (e < 0)
 		return SRC_BUSY;
 	if (e) {
-		*id = c & SLUICE_SLOT_ID_MASK;
-		r = (int)((c >> 32) & SLUICE_SRC_AT_MAX);
+		*id = best.c & SLUICE_SLOT_ID_MASK;
+		r = (int)((best.c >> 32) & SLUICE_SRC_AT_MAX);
 		goto out;
 	}
 	first = src_emptier(&w) > 0;
@@ -617,18 +620,36 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
-		if (s)
-			slot_rank(cfg, s, READ_ONCE(s->ctl), at, &best);
+		if (!s)
+			continue;
+		c = READ_ONCE(s->ctl);
+		gs = READ_ONCE(cfg->gen_slot);
+		slot_rank(cfg, s, c, &best,
+			  gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
+			  (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0) | k << SLOT_RULE_K_SHIFT);
 	}
+	/* Looked up again: fewer values live across the loop's calls, so
+	 * fewer on this frame (the chain through slot_rank is at 512). */
+	si = srctab_stripe(w.h);
+	lk = bpf_map_lookup_elem(&src_locks, &si);
+	if (!lk)
+		return SRC_BUSY;	/* cannot happen: it was found above */
 	if (best.rank == RANK_NONE)
 		goto out;
-	s = src_slot(best.at);
+	if (policy_fresh(cfg, SLUICE_BOUND_IDX(bound), &fresh)) {
+		r = SRC_BUSY;
+		goto out;
+	}
+	k = (__u32)best.rank & SLOT_RULE_K_MASK;
+	at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
+	     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
+	s = src_slot(at);
 	claim = s ? slot_take(s, best.c, best.t, fresh) : 0;
 	if (!claim || !s) {
 		r = SRC_BUSY;	/* it changed since it was ranked */
 		goto out;
 	}
-	n = src_count(best.at);
+	n = src_count(at);
 	if (n)
 		WRITE_ONCE(*(__u64 *)n, 0);
 	WRITE_ONCE(SLOT_A0(s), w.a0);
@@ -646,7 +667,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
 		}
 	}
-	r = (int)(best.at & SLUICE_SRC_AT_MAX);
+	r = (int)(at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);
 	if (r == SRC_FULL)
