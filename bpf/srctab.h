@@ -593,14 +593,18 @@ __noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64
 __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key *key, __u64 bound,
 			 __u64 *id)
 {
-	struct src_pick best = { .rank = RANK_NONE };
 	struct sluice_slot_count *n;
+	struct src_pick best;
 	struct sluice_slot *s;
 	struct src_place w;
 	__u64 *lk, claim, fresh, c, gs;
 	__u32 si, at, k, first;
 	int r = SRC_FULL, e;
 
+	/* Field by field: an initializer would be a constant in .rodata. */
+	best.rank = RANK_NONE;
+	best.c = 0;
+	best.t = 0;
 	if (!cfg || !key || !id || src_locate(cfg, key, &w))
 		return SRC_BUSY;
 	si = srctab_stripe(w.h);
