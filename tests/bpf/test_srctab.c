@@ -38,7 +38,7 @@
  * every time, in debt for a minute per packet, so on probation throughout
  * and their slots taken from each other all the time. */
 #define CHURN_FRAME_SRC	"198.19.252.13"
-#define CHURN_FEW_SRC	"198.19.252.9"	/* the first 512, at random */
+#define CHURN_FEW_SRC	"198.19.252.7"	/* the first 128, at random */
 #define CHURN_POLICY	"limit set 198.18.0.0/29 --rate 10000 --burst 1;" \
 			"limit default --rate 1/m --burst 10000"
 
@@ -260,8 +260,8 @@ static void no_lock_is_caught(void)
 {
 	struct churn_run r;
 
-	/* 512 sources, not 4096: two CPUs meet one new source at once 8
-	 * times as often. (Both rank a source's candidates alike, so most
+	/* 128 sources, not 4096 (still more than the slots): two CPUs meet
+	 * one new source at once 32 times as often. (Both rank a source's candidates alike, so most
 	 * such meetings end with one CAS each on the same slot; the lock
 	 * closes the rest.) */
 	churn_frame = CHURN_FEW_SRC;
