@@ -36,7 +36,7 @@ static __always_inline int new_source_admitted(struct sluice_config *cfg)
 	if (!interval)
 		return 1;	/* no budget */
 	tolerance = READ_ONCE(bg->tolerance);
-	now = gcra_now(bpf_ktime_get_ns());
+	now = gcra_now(SLUICE_CLOCK_NS());
 	for (i = 0; i < SLUICE_BUDGET_TRIES; i++) {
 		tat = READ_ONCE(cfg->new_tat);
 		if (!gcra_admit(tat, now, interval, tolerance, &next))
@@ -66,7 +66,7 @@ static __always_inline void carry_home(const struct sluice_bucket *home, __u32 i
 	    SLUICE_BOUND_IDX(bound) != idx || READ_ONCE(home->bound) != bound)
 		return;
 	fresh->tat = tat;
-	fresh->bound = bound & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_ID_MASK);
+	fresh->bound = bound & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_KEEP_MASK);
 }
 
 /* The keyed bucket at key, taken with a full burst bound to (gen, idx) if

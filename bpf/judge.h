@@ -97,9 +97,10 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 		j->reason = SLUICE_R_DENIED;
 		return 1;
 	}
-	tat = READ_ONCE(b->tat);
-	barrier();
-	if (READ_ONCE(b->bound) != bound)
+	/* The state after the bound word, the bound word again after the
+	 * state: ordered by address dependencies (srctab.h's after()). */
+	tat = READ_ONCE(after(b, bound)->tat);
+	if (READ_ONCE(after(b, tat)->bound) != bound)
 		return 0;	/* rebound since: judge again */
 	/* The clock after the state: any CPU that moved the state read the
 	 * clock before it did, so the state never lies ahead of now by a
@@ -114,6 +115,47 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 	if (SLUICE_CAS(&b->tat, tat, next) != tat)
 		return 0;	/* another CPU moved TAT first */
 	j->reason = SLUICE_R_WITHIN_LIMIT;
+	return 1;
+}
+
+/*
+ * After an admission in slot b (slot bits id, counts n, this packet
+ * counted): mark the slot established if its source was on probation and
+ * its admissions so far prove it came back (limit_returned, by the rule
+ * that judged it: the passed count read before the state, so the state
+ * holds at least those admissions). From then on only its own long
+ * idleness frees its slot (src_claim). One CAS, from a word that is still
+ * the claim's, not established and not pending (a re-bind's pending word
+ * is its owner's to write); a lost race waits for the source's next
+ * admission. Counted. Global, so the verifier checks it once; an
+ * established source pays one read of its ctl.
+ */
+__noinline int slot_establish(struct sluice_config *cfg, struct sluice_bucket *b,
+			      const struct sluice_slot_count *n, __u64 id)
+{
+	__u64 c, gen_slot, st;
+	struct verdict v;
+	__u32 k;
+
+	if (!cfg || !b || !n)
+		return 0;
+	c = READ_ONCE(b->bound);
+	if ((c & SLUICE_SLOT_ID_MASK) != id ||
+	    (c & (SLUICE_SLOT_ESTABLISHED | SLUICE_BOUND_PENDING)))
+		return 0;
+	gen_slot = READ_ONCE(cfg->gen_slot);
+	if (!SLUICE_BOUND_GEN_IS(c, SLUICE_GEN(gen_slot)) ||
+	    read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), SLUICE_BOUND_IDX(c), &v, 0) ||
+	    v.action != SLUICE_ACT_LIMIT)
+		return 0;
+	k = READ_ONCE(n->passed);
+	st = READ_ONCE(after(b, k)->tat);
+	if (!limit_returned(&v.lim, st, policy_clock(&v), k))
+		return 0;
+	if (__sync_val_compare_and_swap(&b->bound, c, c | SLUICE_SLOT_ESTABLISHED) != c)
+		return 0;
+	count_event(SLUICE_EV_SOURCE_ESTABLISHED);
+	src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, 1);
 	return 1;
 }
 
@@ -164,6 +206,8 @@ out:
 	if (n)
 		count_source(sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
 			     &n->dropped : &n->passed);
+	if (reason == SLUICE_R_WITHIN_LIMIT && p->id)
+		slot_establish(cfg, b, n, p->id);
 	return (int)reason;
 }
 

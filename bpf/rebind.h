@@ -118,8 +118,9 @@ __noinline int rebind(struct sluice_config *cfg, struct sluice_bucket *b,
 	idx = resolve(p, slot, &direct, &lead);
 	if (read_policy(cfg, gen_slot, slot, idx, &cv.nv, 0))
 		return -1;
-	/* A slot of the source table keeps its slot bits (its claim). */
-	word = SLUICE_BOUND(gen, idx) | (bound & SLUICE_SLOT_ID_MASK);
+	/* A slot of the source table keeps its slot bits (its claim) and
+	 * its class (established). */
+	word = SLUICE_BOUND(gen, idx) | (bound & SLUICE_SLOT_KEEP_MASK);
 	if (p->kidx == SLUICE_KEY_HOME) {
 		if (!served_at_home(direct, &cv.nv)) {
 			__sync_val_compare_and_swap(&b->bound, bound, word);

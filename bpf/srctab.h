@@ -29,7 +29,7 @@ struct src_place {
 #define SLUICE_SRC_AT_MAX	0x7fffffffU
 
 /* What src_claim did, when it gave no slot. */
-#define SRC_FULL	(-1)	/* every candidate holds a live source in debt */
+#define SRC_FULL	(-1)	/* every candidate holds an established source */
 #define SRC_BUSY	(-2)	/* its stripe stayed locked, or no table */
 
 /* The place of key; 0, or -1 when the table is not set up. The seed is
@@ -56,17 +56,46 @@ static __always_inline int src_locate(struct sluice_config *cfg, const struct sl
 #define SLOT_A1(s) (*(__u64 *)&(s)->a[8])
 
 /*
+ * How slots are published and read, on every CPU the package builds for
+ * (arm64 orders neither loads nor stores as x86 does):
+ * - A writer changes ctl only by atomic operations with BPF_FETCH (CAS,
+ *   xchg), which the kernel runs fully ordered (a barrier before and
+ *   after): the claim's CAS of ctl comes before its writes of the state,
+ *   the counts and the address, and the xchg that publishes the live ctl
+ *   comes after them (a release).
+ * - A reader reads ctl, then the words it guards through an address that
+ *   depends on the ctl it read (after()), then ctl again through an
+ *   address that depends on those words. Every CPU orders a load after
+ *   the loads its address depends on (Linux's memory model relies on it:
+ *   READ_ONCE and rcu_dereference), so the three loads happen in that
+ *   order: a load-acquire at the price of two ALU instructions. BPF's
+ *   own load-acquire needs LLVM 21; the build uses clang 14.
+ * - Two equal reads of ctl around the words therefore mean the words are
+ *   the ones that claim published (the version changes at every claim).
+ * - A state word is changed only by CAS, and every claim writes a state
+ *   no earlier claim of the slot wrote (srctab_fresh_claim), so a CAS that
+ *   read the state of a source that has since lost the slot fails.
+ */
+static __always_inline __u64 dep0(__u64 x)
+{
+	asm volatile("%0 &= 0" : "+r"(x));	/* 0, but not to the compiler */
+	return x;
+}
+#define after(p, x) ((typeof(p))((char *)(p) + dep0(x)))
+
+/*
  * The live slot of w's source, or NULL; *at is its index (bucket *
  * SLUICE_SLOTS_PER_BUCKET + slot) and *id the slot bits of its ctl. A slot
  * is the source's when two reads of its ctl, before and after its address
- * is compared, show the same claim of a live slot of the source's family.
+ * is read (ordered as above), show the same claim of a live slot of the
+ * source's family.
  */
 static __always_inline struct sluice_slot *src_find(const struct src_place *w, __u32 *at,
 						    __u64 *id)
 {
 	struct sluice_slot_bucket *sb;
-	struct sluice_slot *s;
-	__u64 c;
+	struct sluice_slot *s, *d;
+	__u64 c, a0, a1;
 	int i, j;
 
 #pragma unroll
@@ -79,11 +108,15 @@ static __always_inline struct sluice_slot *src_find(const struct src_place *w, _
 			s = &sb->s[i];
 			c = READ_ONCE(s->ctl);
 			if ((c & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) !=
-			    (SLUICE_SLOT_LIVE | w->fam) ||
-			    READ_ONCE(SLOT_A1(s)) != w->a1 || READ_ONCE(SLOT_A0(s)) != w->a0)
+			    (SLUICE_SLOT_LIVE | w->fam))
 				continue;
-			barrier();
-			if ((READ_ONCE(s->ctl) ^ c) & SLUICE_SLOT_ID_MASK)
+			d = after(s, c);
+			a1 = READ_ONCE(SLOT_A1(d));
+			a0 = READ_ONCE(SLOT_A0(d));
+			if (a1 != w->a1 || a0 != w->a0)
+				continue;
+			d = after(s, a0 ^ a1);
+			if ((READ_ONCE(d->ctl) ^ c) & SLUICE_SLOT_ID_MASK)
 				continue;
 			*at = w->b[j] * SLUICE_SLOTS_PER_BUCKET + i;
 			*id = c & SLUICE_SLOT_ID_MASK;
@@ -162,6 +195,12 @@ __noinline __u32 slot_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
  * policy slot (the previous generation) holds a policy (policy_used). */
 #define SLOT_RULE_PREV_USED	0x10000U
 #define SLOT_RULE_IDX(r)	((r) & 0xffffU)
+/* With them, from src_claim: the slot's source is established, so idle
+ * means idle for the table's idle time (cfg->src_idle_ns); and the
+ * slot's place among the candidates (0-7). */
+#define SLOT_RULE_ESTABLISHED	0x20000U
+#define SLOT_RULE_K_SHIFT	18
+#define SLOT_RULE_K_MASK	7U
 
 /* slot_rule, or SLOT_RULE_L4 when that rule keys its buckets by less than
  * the whole source (--per): either way the slot does not serve the
@@ -182,8 +221,13 @@ __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot
 
 /*
  * Whether live slot s, whose ctl is c, is idle: its source would be judged
- * from now on exactly as a fresh one (limit_idle). Its state is read into
- * *t, after c and before c is read again. A slot bound to allow or deny is
+ * from now on exactly as a fresh one (limit_idle); for an established
+ * source (SLOT_RULE_ESTABLISHED in rule), it would have been already the
+ * table's idle time ago, so it has sent nothing admitted since. 1 when
+ * idle, 0 when not (in debt, or established and idle for less), -1 when
+ * it cannot tell (a commit, a re-bind or a claim under the reads). Its
+ * state is read into *t, after c and before c is read again (ordered as
+ * src_find reads), unless -1. A slot bound to allow or deny is
  * idle: its state is not read until its rule limits again, and a rule that
  * starts to limit starts it empty. A slot bound to an older generation is
  * judged by the state its next packet's re-bind would give it (rebind),
@@ -194,22 +238,21 @@ __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot
  * moved to a stricter rule, keeps its debt and its slot. When its packets
  * now go to keyed buckets (an L4 rule covers it, or --per), its state
  * serves the bound rule only (a keyed bucket of that rule starts from it,
- * carry_home), which judges it. Global, so the verifier checks it once
- * for the eight candidates.
+ * carry_home), which judges it. Inline in slot_rank.
  */
-__noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u64 *t,
-			 __u64 rule)
+static __always_inline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c,
+				     __u64 *t, __u64 rule)
 {
-	__u64 gen_slot, gen, old_gen, changed, prev_since, st, now;
+	__u64 gen_slot, gen, old_gen, changed, prev_since, st, now, ago;
 	struct verdict nv, ov = {};
 	__u32 slot, old_idx, idx = SLOT_RULE_IDX(rule);
 	int old_known;
 
 	if (!cfg || !s || !t || (c & SLUICE_BOUND_PENDING))
-		return 0;
+		return -1;
 	gen_slot = READ_ONCE(cfg->gen_slot);
 	if ((__u32)gen_slot != (__u32)(rule >> 32))
-		return 0;	/* a commit since slot_home_rule */
+		return -1;	/* a commit since slot_home_rule */
 	gen = SLUICE_GEN(gen_slot);
 	slot = SLUICE_GEN_SLOT(gen_slot);
 	old_idx = SLUICE_BOUND_IDX(c);
@@ -217,11 +260,10 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64
 	if (old_gen == gen || idx >= SLUICE_MAX_POLICIES)
 		idx = old_idx;
 	if (read_policy(cfg, gen_slot, slot, idx, &nv, 0))
-		return 0;
-	st = READ_ONCE(s->tat);
-	barrier();
-	if (READ_ONCE(s->ctl) != c)
-		return 0;
+		return -1;
+	st = READ_ONCE(after(s, c)->tat);
+	if (READ_ONCE(after(s, st)->ctl) != c)
+		return -1;
 	*t = st;
 	if (nv.action != SLUICE_ACT_LIMIT)
 		return 1;
@@ -229,7 +271,7 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64
 	if (old_gen != gen && (idx != old_idx || nv.since > old_gen)) {
 		if (idx == old_idx) {
 			if (read_change(cfg, gen_slot, slot, idx, &changed, &prev_since))
-				return 0;
+				return -1;
 			old_known = prev_since <= old_gen &&
 				    !read_prev(cfg, gen_slot, slot, idx, &ov);
 		} else {
@@ -245,56 +287,50 @@ __noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64
 		st = limit_rebind(st, changed < now ? changed : now, old_known, ov.action, &ov.lim,
 				  nv.action, &nv.lim);
 	}
-	return limit_idle(&nv.lim, st, now);
+	ago = 0;
+	if (rule & SLOT_RULE_ESTABLISHED) {
+		ago = READ_ONCE(cfg->src_idle_ns);
+		if (!ago)
+			ago = SLUICE_EST_IDLE_NS_DEFAULT;
+	}
+	return now >= ago && limit_idle(&nv.lim, st, now - ago);
 }
 
-/* srctab_fresh_nonzero for a limit of algo, window and bits, now on the
- * precise clock that windows are judged by. Global, so the verifier checks
- * it once: inline, src_claim's frame would outgrow the 512 bytes of stack
+/* srctab_fresh_claim for a limit of algo, window and bits, now on the
+ * clocks that rules are judged by. Global, so the verifier checks it
+ * once: inline, src_claim's frame would outgrow the 512 bytes of stack
  * that BPF gives a chain of calls. */
 __noinline __u64 slot_fresh(__u32 algo, __u64 window, __u32 bits)
 {
 	struct sluice_limit l = { .interval = window, .algo = (__u8)algo, .bits = (__u8)bits };
+	__u64 coarse = SLUICE_COARSE_CLOCK_NS();
 
-	return srctab_fresh_nonzero(&l, SLUICE_CLOCK_NS());
+	return srctab_fresh_claim(&l, SLUICE_CLOCK_NS(), coarse);
 }
 
 /*
- * Take slot s for a new source: an empty one, or with reclaim an idle one
- * (slot_idle). One CAS of ctl takes the slot from whatever else reads or
- * claims it; then one CAS of the state, from the value judged idle to a
- * fresh one (fresh: the limit's srctab_fresh_nonzero, read before), decides
- * between the reclaim and an admission of the old source that read ctl
- * before it changed: exactly one of them wins, and when the admission
- * does, the slot is given back untouched. Returns the claimed ctl (state
- * claiming), or 0.
+ * Take slot s, whose ctl was c and state t when src_claim chose it, for a
+ * new source. One CAS of ctl takes the slot from whatever else reads or
+ * claims it (and fails if anything in ctl moved since: a re-bind, the
+ * source becoming established, another claim); then one CAS of the state,
+ * from t to a fresh one (srctab_fresh_state of fresh, the claim's
+ * srctab_fresh_claim), decides between the claim and an admission of the
+ * old source that read ctl before it changed: exactly one of them wins,
+ * and when the admission does, the slot is given back untouched. Returns
+ * the claimed ctl (state claiming), or 0.
  */
-static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_slot *s,
-				       __u64 fresh, int reclaim, int *reclaimed)
+static __always_inline __u64 slot_take(struct sluice_slot *s, __u64 c, __u64 t, __u64 fresh)
 {
-	__u64 c = READ_ONCE(s->ctl), t = 0, claim, gs;
+	__u64 claim;
 
 #ifdef SLUICE_TABLE_OFF
 	return 0;	/* tests/bpf: a table that never gives a slot */
 #endif
-	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
-		gs = READ_ONCE(cfg->gen_slot);
-		if (!reclaim ||
-		    !slot_idle(cfg, s, c, &t,
-			       gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs))))
-			return 0;
-		*reclaimed = 1;
-	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
-		t = READ_ONCE(s->tat);
-		*reclaimed = 0;
-	} else {
-		return 0;	/* another CPU claims it */
-	}
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
 	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, t)) != t) {
-		WRITE_ONCE(s->ctl, c);	/* its source was admitted meanwhile */
+		__sync_lock_test_and_set(&s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
 	return claim;
@@ -327,12 +363,18 @@ static __always_inline int policy_fresh(struct sluice_config *cfg, __u32 idx, __
 	return 0;
 }
 
-/* Which of w's two buckets has more empty slots: 1 for the second. */
-static __always_inline __u32 src_emptier(const struct src_place *w)
+/* Which of w's two buckets has more empty slots: 1 for the second.
+ * Global, so the verifier checks it once, not on each path into the
+ * claim. */
+__noinline int src_emptier(const struct src_place *w)
 {
-	struct sluice_slot_bucket *b0 = bpf_map_lookup_elem(&src_table, &w->b[0]);
-	struct sluice_slot_bucket *b1 = bpf_map_lookup_elem(&src_table, &w->b[1]);
+	struct sluice_slot_bucket *b0, *b1;
 	int i, e = 0;
+
+	if (!w)
+		return 0;
+	b0 = bpf_map_lookup_elem(&src_table, &w->b[0]);
+	b1 = bpf_map_lookup_elem(&src_table, &w->b[1]);
 
 	if (!b0 || !b1)
 		return 0;
@@ -344,35 +386,81 @@ static __always_inline __u32 src_emptier(const struct src_place *w)
 	return e > 0;
 }
 
-/* A source's slot being reclaimed: a candidate claiming, still with the
- * source's address (ctl taken, state not yet). The reclaim either gives
- * the slot back or writes another address; until then the source must not
- * take a second slot (pend_step). */
+/*
+ * One look, under the stripe lock, at every candidate slot of a source:
+ * its live slot (found), or one that may still be or become its own
+ * (pending): a slot being reclaimed that still has the source's address
+ * (the reclaim either gives it back or writes another address), or one
+ * whose ctl changed while its address, the source's, was read. One pass
+ * answers both questions at once: a look for the live slot that skipped
+ * a slot changing under it, and a wait for reclaims made before it, would
+ * leave a gap in which a third CPU starts reclaiming the source's live
+ * slot unseen by either, and the source ends up live in two slots. Under
+ * the lock no other slot can become the source's, and a slot that is
+ * neither when the pass reads it cannot become it later (it would have to
+ * be the source's, live, to be reclaimed and given back), so a pass that
+ * finds neither proves the source has no slot.
+ */
 struct pend_wait {
 	const struct src_place *w;
+	__u64 found;		/* ((__u64)at << 32 | slot bits) + 1, or 0 */
 	int pending;
 };
+
+/* What slot s is to w's source, for pend_step: SLOT_OWN when it is its
+ * live slot (its slot bits in *id), SLOT_MAYBE when it may still be or
+ * become it, else 0. Global, so the verifier checks it once for the eight
+ * slots. */
+#define SLOT_OWN	1
+#define SLOT_MAYBE	2
+__noinline int slot_owner(const struct sluice_slot *s, const struct src_place *w, __u64 *id)
+{
+	const struct sluice_slot *d;
+	__u64 c, c2, a0, a1;
+
+	if (!s || !w || !id)
+		return SLOT_MAYBE;
+	c = READ_ONCE(s->ctl);
+	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY)
+		return 0;
+	d = after(s, c);
+	a0 = READ_ONCE(SLOT_A0(d));
+	a1 = READ_ONCE(SLOT_A1(d));
+	d = after(s, a0 ^ a1);
+	c2 = READ_ONCE(d->ctl);
+	if (a0 != w->a0 || a1 != w->a1)
+		return 0;
+	if ((c & SLUICE_SLOT_STATE_MASK) != SLUICE_SLOT_LIVE || ((c ^ c2) & SLUICE_SLOT_ID_MASK))
+		return SLOT_MAYBE;
+	if ((c & SLUICE_SLOT_V6) != w->fam)
+		return 0;	/* the other family's */
+	*id = c & SLUICE_SLOT_ID_MASK;
+	return SLOT_OWN;
+}
 
 static long pend_step(__u64 i, struct pend_wait *pw)
 {
 	const struct src_place *w = pw->w;
 	struct sluice_slot_bucket *sb;
-	struct sluice_slot *s;
-	int j, k;
+	__u64 id = 0;
+	__u32 k, b;
+	int o;
 
 	pw->pending = 0;
 	if (!w)
 		return 1;
-	for (j = 0; j < 2; j++) {
-		sb = bpf_map_lookup_elem(&src_table, &w->b[j]);
+	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
+		b = w->b[k / SLUICE_SLOTS_PER_BUCKET];
+		sb = bpf_map_lookup_elem(&src_table, &b);
 		if (!sb)
 			continue;
-		for (k = 0; k < (int)SLUICE_SLOTS_PER_BUCKET; k++) {
-			s = &sb->s[k];
-			if ((READ_ONCE(s->ctl) & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_CLAIMING &&
-			    READ_ONCE(SLOT_A1(s)) == w->a1 && READ_ONCE(SLOT_A0(s)) == w->a0)
-				pw->pending = 1;
+		o = slot_owner(&sb->s[k % SLUICE_SLOTS_PER_BUCKET], w, &id);
+		if (o == SLOT_OWN) {
+			pw->found = ((__u64)(b * SLUICE_SLOTS_PER_BUCKET +
+					     k % SLUICE_SLOTS_PER_BUCKET) << 32 | id) + 1;
+			return 1;
 		}
+		pw->pending |= o == SLOT_MAYBE;
 	}
 	return !pw->pending;
 }
@@ -392,89 +480,200 @@ static long lock_step(__u64 i, struct lock_wait *lw)
 }
 
 /*
- * Take stripe lock lk of w's source, and see that no slot of the source is
- * being reclaimed: 0 with the lock held, or SRC_BUSY without it. Held for
- * the few hundred ns of a claim; the bound is for a holder that stalls
- * (BPF_PROG_TEST_RUN can be preempted; XDP cannot). The source's own slot
- * may be mid-reclaim: waits for the reclaim to give it back or take it.
- * Global, so its loops' state is not on src_claim's stack (the chain of
- * calls through slot_idle has 512 bytes in all).
+ * Take stripe lock lk of w's source and look for the source's slot
+ * (pend_step), waiting while one may still become its own: 0 with the lock
+ * held and the source slotless, 1 with the lock held and *found its slot
+ * (index in the high 32 bits, slot bits in the low), or SRC_BUSY without
+ * the lock after SLUICE_SRC_LOCK_TRIES tries at either (counted: a holder
+ * that long is stalled, and XDP must not spin on it). Global, so that its
+ * loops' state is not on src_claim's stack (the chain of calls through
+ * slot_idle has 512 bytes in all).
  */
-__noinline int src_enter(__u64 *lk, const struct src_place *w)
+__noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 {
 	struct lock_wait lw = { .lk = lk };
 	struct pend_wait pw = { .w = w };
 
-	if (!lk || !w)
+	if (!lk || !w || !found)
 		return SRC_BUSY;
 	if (!SRC_TRYLOCK(lk)) {
-		bpf_loop(SLUICE_SRC_LOCK_SPINS, lock_step, &lw, 0);
-		if (!lw.got)
+		bpf_loop(SLUICE_SRC_LOCK_TRIES, lock_step, &lw, 0);
+		if (!lw.got) {
+			count_event(SLUICE_EV_LOCK_GAVE_UP);
 			return SRC_BUSY;
+		}
 	}
-	bpf_loop(SLUICE_SRC_LOCK_SPINS, pend_step, &pw, 0);
+	bpf_loop(SLUICE_SRC_LOCK_TRIES, pend_step, &pw, 0);
+	if (pw.found) {
+		*found = pw.found - 1;
+		return 1;
+	}
 	if (pw.pending) {
 		__sync_lock_test_and_set(lk, 0);
+		count_event(SLUICE_EV_LOCK_GAVE_UP);
 		return SRC_BUSY;
 	}
 	return 0;
+}
+
+/* The rank of a candidate slot for a new source (lower is taken first):
+ * empty, then idle (a probation source's, or an established source's idle
+ * for the table's idle time: taking it changes no decision), then a
+ * probation source in debt, least debt first (the smallest state word: a
+ * token bucket's debt that ends first). An established source not idle
+ * that long is never a candidate. */
+#define RANK_EMPTY	0ULL
+#define RANK_IDLE	1ULL
+#define RANK_DEBT_MIN	2ULL
+#define RANK_NONE	SLUICE_U64_MAX	/* above any shifted rank */
+
+/* Tests/bpf: a build whose eviction takes established sources as
+ * probation ones (test_srctab must catch it). */
+#ifdef SLUICE_EVICT_IGNORES_ESTABLISHED
+#define SLOT_EST(c)	0
+#else
+#define SLOT_EST(c)	((c) & SLUICE_SLOT_ESTABLISHED)
+#endif
+
+/* The best candidate so far of a claim (src_claim): its rank (shifted,
+ * with its place among the candidates, 0-7, in the low bits), ctl and
+ * state. Small: it is on src_claim's stack, in the chain of calls that
+ * ends in slot_rank. */
+#define RANK_K_BITS	3
+#define RANK_MAX	(SLUICE_U64_MAX >> RANK_K_BITS)
+struct src_pick {
+	__u64 rank, c, t;
+};
+
+/*
+ * Rank slot s, whose ctl is c, for a new source: its state read after c,
+ * and the slot kept in *best when it ranks before it (rule: as slot_idle
+ * takes it, with SLOT_RULE_ESTABLISHED when c says so and the slot's place
+ * at SLOT_RULE_K_SHIFT). Returns 1 when it became the best. Global, so
+ * the verifier checks it once for the eight candidates.
+ */
+__noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64 c,
+			 struct src_pick *best, __u64 rule)
+{
+	__u64 rank, t = 0;
+	int e;
+
+	if (!cfg || !s || !best)
+		return 0;
+	if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
+		t = READ_ONCE(after(s, c)->tat);
+		rank = RANK_EMPTY;
+	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE) {
+		e = slot_idle(cfg, s, c, &t, rule);
+		if (e < 0 || (!e && SLOT_EST(c)))
+			return 0;
+		rank = e ? RANK_IDLE : t < RANK_DEBT_MIN ? RANK_DEBT_MIN : t > RANK_MAX ? RANK_MAX : t;
+	} else {
+		return 0;	/* another CPU claims it */
+	}
+	rank = rank << RANK_K_BITS | ((rule >> SLOT_RULE_K_SHIFT) & SLOT_RULE_K_MASK);
+	if (rank >= best->rank)
+		return 0;
+	best->rank = rank;
+	best->c = c;
+	best->t = t;
+	return 1;
 }
 
 /*
  * A slot for a new source, key, whose home bucket is bound by word bound
  * (the new-source budget already passed), under the stripe lock of its
  * hash, so two CPUs never give one source two slots: found again if
- * another CPU claimed one meanwhile, else an empty or idle slot of its two
- * buckets (empty ones first), claimed (slot_take), zeroed and published with its address and
- * bound word. Returns the slot's index with *id its slot bits, SRC_FULL
- * when every candidate holds a source in debt (the packet is dropped, and
- * counted), or SRC_BUSY. Global, so the verifier checks it once.
+ * another CPU claimed one meanwhile (src_enter), else the best candidate
+ * of its two buckets by rank (empty ones in the emptier bucket first:
+ * balanced, two choices fill the table evenly), claimed (slot_take),
+ * zeroed and published with its address and bound word. Returns the
+ * slot's index with *id its slot bits, SRC_FULL when no candidate may be
+ * taken (every one holds an established source not idle for the table's
+ * idle time; the packet is dropped, and counted), or SRC_BUSY. Global, so
+ * the verifier checks it once.
  */
 __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key *key, __u64 bound,
 			 __u64 *id)
 {
 	struct sluice_slot_count *n;
-	struct sluice_slot *s = NULL;
+	struct src_pick best;
+	struct sluice_slot *s;
 	struct src_place w;
-	__u64 *lk, claim = 0, fresh;
-	__u32 si, at = 0, k, first;
-	int reclaimed = 0, r = SRC_FULL;
+	__u64 *lk, claim, fresh, c, gs;
+	__u32 si, at, k, first;
+	int r = SRC_FULL, e;
 
-	if (!cfg || !key || !id || src_locate(cfg, key, &w) ||
-	    policy_fresh(cfg, SLUICE_BOUND_IDX(bound), &fresh))
+	/* Field by field: an initializer would be a constant in .rodata. */
+	best.rank = RANK_NONE;
+	best.c = 0;
+	best.t = 0;
+	if (!cfg || !key || !id || src_locate(cfg, key, &w))
 		return SRC_BUSY;
 	si = srctab_stripe(w.h);
 	lk = bpf_map_lookup_elem(&src_locks, &si);
-	if (!lk || src_enter(lk, &w))
+	if (!lk)
 		return SRC_BUSY;
-	if (src_find(&w, &at, id)) {
-		r = (int)at;
+	e = src_enter(lk, &w, &best.c);
+	if (e < 0)
+		return SRC_BUSY;
+	if (e) {
+		*id = best.c & SLUICE_SLOT_ID_MASK;
+		r = (int)((best.c >> 32) & SLUICE_SRC_AT_MAX);
 		goto out;
 	}
-	/* Empty slots first (a reclaim forgets a source's counts), in the
-	 * emptier bucket first: balanced, two choices fill the table evenly. */
-	first = src_emptier(&w);
-	for (k = 0; k < 4 * SLUICE_SLOTS_PER_BUCKET && !claim; k++) {
-		at = (((k / SLUICE_SLOTS_PER_BUCKET & 1) ^ first) ? w.b[1] : w.b[0]) *
+	first = src_emptier(&w) > 0;
+	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
+		at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
-		if (s)
-			claim = slot_take(cfg, s, fresh, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
-					  &reclaimed);
+		if (!s)
+			continue;
+		c = READ_ONCE(s->ctl);
+		gs = READ_ONCE(cfg->gen_slot);
+		slot_rank(cfg, s, c, &best,
+			  gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
+			  (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0) | k << SLOT_RULE_K_SHIFT);
 	}
-	if (!claim || !s)
+	/* Looked up again: fewer values live across the loop's calls, so
+	 * fewer on this frame (the chain through slot_rank is at 512). */
+	si = srctab_stripe(w.h);
+	lk = bpf_map_lookup_elem(&src_locks, &si);
+	if (!lk)
+		return SRC_BUSY;	/* cannot happen: it was found above */
+	if (best.rank == RANK_NONE)
 		goto out;
+	if (policy_fresh(cfg, SLUICE_BOUND_IDX(bound), &fresh)) {
+		r = SRC_BUSY;
+		goto out;
+	}
+	k = (__u32)best.rank & SLOT_RULE_K_MASK;
+	at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
+	     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
+	s = src_slot(at);
+	claim = s ? slot_take(s, best.c, best.t, fresh) : 0;
+	if (!claim || !s) {
+		r = SRC_BUSY;	/* it changed since it was ranked */
+		goto out;
+	}
 	n = src_count(at);
 	if (n)
 		WRITE_ONCE(*(__u64 *)n, 0);
 	WRITE_ONCE(SLOT_A0(s), w.a0);
 	WRITE_ONCE(SLOT_A1(s), w.a1);
-	barrier();
 	*id = SLUICE_SLOT_LIVE | w.fam | (claim & SLUICE_SLOT_VER_MASK);
-	WRITE_ONCE(s->ctl, (bound & ~SLUICE_SLOT_ID_MASK) | *id);
+	/* Published by an xchg, fully ordered: after the address and counts. */
+	__sync_lock_test_and_set(&s->ctl, (bound & ~SLUICE_SLOT_KEEP_MASK) | *id);
 	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
-	if (reclaimed)
+	if ((best.c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
+		src_stat_add(SLUICE_SRC_STAT_LIVE, 1);
+	} else {
 		count_event(SLUICE_EV_SOURCE_RECLAIMED);
+		if (best.c & SLUICE_SLOT_ESTABLISHED) {
+			count_event(SLUICE_EV_ESTABLISHED_RECLAIMED);
+			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
+		}
+	}
 	r = (int)(at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);

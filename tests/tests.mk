@@ -111,7 +111,8 @@ TEST_BINS	+= $(BUILD)/tests/test_cluster
 # The source table's insert race: test_srctab runs the churn build, whose
 # skeleton has one map more than sluice's.
 $(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/bpf/check.h \
-		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h $(BUILD)/tests/sluice_churn_nolock.skel.h
+		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h $(BUILD)/tests/sluice_churn_nolock.skel.h \
+		$(BUILD)/tests/sluice_churn_evict.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS) -lpthread
 TEST_BINS	+= $(BUILD)/tests/test_srctab
 # The source table's seed: secret from the pins' group, rotated with the

@@ -352,6 +352,10 @@ struct sluice_config {
 	/* The prefix ban table's capacity (attach --max-bans). */
 	__u32 ban_capacity;
 	__u32 pad_bans;
+	/* How long an established source's slot must have been idle before
+	 * a new source may take it (attach --established-idle), ns; 0 reads
+	 * as SLUICE_EST_IDLE_NS_DEFAULT (a table made by an older attach). */
+	__u64 src_idle_ns;
 };
 /*
  * The only entry of the src_seed map: the seed of the source table's hash
@@ -467,10 +471,18 @@ _Static_assert(sizeof(struct sluice_slot_bucket) == 128, "a bucket is two cache 
 #define SLUICE_SLOT_CLAIMING		(1ULL << 18)	/* being written: skip */
 #define SLUICE_SLOT_LIVE		(2ULL << 18)	/* a source's */
 #define SLUICE_SLOT_V6			(1ULL << 20)	/* family: IPv6 */
-#define SLUICE_SLOT_VER_ONE		(1ULL << 21)	/* the version, bumped at */
-#define SLUICE_SLOT_VER_MASK		(0x7ffULL << 21)/* each claim */
+/* The slot's source is established (bpf/judge.h: it came back after an
+ * emission interval): set once by CAS, kept by every other write of ctl,
+ * cleared by the next claim. Not a slot bit of SLUICE_SLOT_ID_MASK: it
+ * changes while the slot stays its source's. */
+#define SLUICE_SLOT_ESTABLISHED		(1ULL << 21)
+/* Bits 22-23 are the keyed bucket's identity. */
+#define SLUICE_SLOT_VER_ONE		(1ULL << 24)	/* the version, bumped at */
+#define SLUICE_SLOT_VER_MASK		(0xffULL << 24)	/* each claim */
 #define SLUICE_SLOT_ID_MASK		(SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6 | \
 					 SLUICE_SLOT_VER_MASK)
+/* What a re-bind of a slot keeps of its ctl: its slot bits and its class. */
+#define SLUICE_SLOT_KEEP_MASK		(SLUICE_SLOT_ID_MASK | SLUICE_SLOT_ESTABLISHED)
 
 /* What a bucket may admit beyond its share: units granted by the agent,
  * spent by CAS; void after expires_ns. Keyed by the bucket's key. */

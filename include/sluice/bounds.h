@@ -33,10 +33,21 @@
  * forgotten first; Cilium's default size. */
 #define SLUICE_FRAG_ENTRIES		8192U
 /* Stripe locks that serialise inserts of one key (srctab.h), and how many
- * times a new source tries to take its stripe before it is dropped (about
- * 20 ms of trying: a claim holds it for well under a microsecond). */
+ * times a new source tries to take its stripe, or waits for a reclaim of
+ * its own slot to end, before its packet is dropped (no_bucket) and
+ * counted (SLUICE_EV_LOCK_GAVE_UP): a claim holds it for well under a
+ * microsecond, so a holder still there after this many tries has stalled
+ * (preempted), and spinning on would only stall this CPU too. */
 #define SLUICE_SRC_LOCKS		4096U
-#define SLUICE_SRC_LOCK_SPINS		(1U << 20)
+#define SLUICE_SRC_LOCK_TRIES		64U
+/* attach --established-idle: how long an established source's slot must
+ * have been idle before a new source may take it; default and bounds. */
+#define SLUICE_EST_IDLE_NS_DEFAULT	(10ULL * 60 * SLUICE_NS_PER_SEC)	/* 10 min */
+#define SLUICE_EST_IDLE_NS_MIN		SLUICE_NS_PER_SEC
+#define SLUICE_EST_IDLE_NS_MAX		(7ULL * 86400 * SLUICE_NS_PER_SEC)	/* 7 days */
+/* Admissions of a slot an establishment test counts at most (srctab.h's
+ * limit_returned): far more than it needs, and k x T stays in 64 bits. */
+#define SLUICE_EST_ADMITS_MAX		1024U
 
 /* The prefix ban table (ban add, ban load; --max-bans): prefixes banned
  * at once, and the named lists they come in. A table takes memory only for

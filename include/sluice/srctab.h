@@ -114,11 +114,76 @@ SLUICE_INLINE __u64 srctab_fresh_nonzero(const struct sluice_limit *l, __u64 now
 	return st ? st : sw_make(w - 1, 0, 0, l->bits);
 }
 
-/* The state a claim writes over a slot's old state old: fresh (the limit's
- * srctab_fresh_nonzero) over an empty word, 0 over a used one. */
+/*
+ * The state a claim writes over a slot's old state old, fresh the value
+ * srctab_fresh_claim gave: itself when it differs from old, else another
+ * empty value (0, or 1 over 0). It must differ from old: a CAS of the
+ * old source's packet that read old then fails (slot_take).
+ */
 SLUICE_INLINE __u64 srctab_fresh_state(__u64 fresh, __u64 old)
 {
-	return old ? 0 : fresh;
+	return fresh != old ? fresh : !old;
+}
+
+/* The span of token-bucket states below the coarse clock that claims draw
+ * their fresh state from (srctab_fresh_claim): 2^24 GCRA units, 262 us. */
+#define SLUICE_FRESH_SPAN		(1ULL << 24)
+
+/*
+ * The fresh state of one claim for a source of limit l, at now (the
+ * precise clock) and coarse (the coarse clock, never ahead of it): a
+ * token bucket's is an instant just behind the coarse clock, offset by
+ * the precise one's low bits, so it is empty on either clock from now on,
+ * and no two claims of a slot write the same state unless they read the
+ * same precise nanosecond (modulo 262 us within one coarse tick): a CAS
+ * a packet of an old source began never lands on a state some later
+ * claim wrote (the ABA of two reclaims). A window's is
+ * srctab_fresh_nonzero's (windows have as few empty values as a window 0
+ * has, see doc/caveats.md).
+ */
+SLUICE_INLINE __u64 srctab_fresh_claim(const struct sluice_limit *l, __u64 now, __u64 coarse)
+{
+	__u64 c = gcra_now(coarse);
+
+	if (l->algo == SLUICE_ALGO_FIXED_WINDOW || l->algo == SLUICE_ALGO_SLIDING_WINDOW ||
+	    c <= 2 * SLUICE_FRESH_SPAN)
+		return srctab_fresh_nonzero(l, now);
+	return c - SLUICE_FRESH_SPAN + (gcra_now(now) & (SLUICE_FRESH_SPAN - 1));
+}
+
+/*
+ * Whether a slot in state st at now, after k admissions since it was
+ * claimed (its passed count, read before st), proves that its source came
+ * back: an admission lay at least one emission interval T before now (a
+ * token bucket: each admission moves the state by T or more from the
+ * first one's instant on, so the first lay at or before st - k T, and
+ * now - (st - k T) >= T is the test: exact when they came back to back,
+ * never early), or in an earlier window than now's (windows: fewer units
+ * in now's window than admissions, or any in the window before; a rule in
+ * bytes counts more units than packets, so its sources qualify only
+ * through the window before). Never with one admission: a one-packet
+ * source, as a spoofed one is, never qualifies.
+ */
+SLUICE_INLINE int limit_returned(const struct sluice_limit *l, __u64 st, __u64 now, __u32 k)
+{
+	__u64 w, prev, cur, start;
+
+	if (k < 2)
+		return 0;
+	if (k > SLUICE_EST_ADMITS_MAX)
+		k = SLUICE_EST_ADMITS_MAX;
+	if (l->algo == SLUICE_ALGO_FIXED_WINDOW) {
+		start = fw_start(now, l->interval, l->tolerance);
+		return st <= start || st - start < k;
+	}
+	if (l->algo == SLUICE_ALGO_SLIDING_WINDOW) {
+		w = win_index(now, l->interval);
+		if (sw_ahead(st, w, l->bits, l->ban_windows))
+			return 0;
+		sw_counts(st, w, l->bits, &prev, &cur);
+		return prev || cur < k;
+	}
+	return st <= gcra_now(now) + (__u64)(k - 1) * l->interval;
 }
 
 #endif /* SLUICE_SRCTAB_H */

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The source table under floods of never-seen sources, through
- * BPF_PROG_TEST_RUN with a tiny table, deterministically: the new-source
- * budget admits exactly its burst, sources already known keep their
- * buckets and counts, a client over its rate keeps its slot through any
- * flood, and the budget bounds what a flood holds. */
+ * BPF_PROG_TEST_RUN with a tiny table: the new-source budget admits
+ * exactly its burst, sources already known keep their buckets and counts,
+ * an established client keeps its slot through any flood (idle, in debt,
+ * or beside a budgeted flood), the flood churns only probation slots, an
+ * established slot is reused only after the table's idle time, and the
+ * budget bounds what a flood holds. Tests that need time between packets
+ * sleep for at least it (never at most), so a slow machine passes too. */
+#include <time.h>
 #include <unistd.h>
 #include "fixture.h"
 #include "check.h"
@@ -38,6 +42,36 @@ static __u64 events_now(__u32 ev)
 			sum += v[c];
 	free(v);
 	return sum;
+}
+
+static __s64 src_stat_now(__u32 stat)
+{
+	__u64 *v = calloc((size_t)fx.m.ncpus, sizeof(*v));
+	__s64 sum = 0;
+
+	if (v && !bpf_map_lookup_elem(fx.m.src_stats, &stat, v))
+		for (int c = 0; c < fx.m.ncpus; c++)
+			sum += (__s64)v[c];
+	free(v);
+	return sum;
+}
+
+/* The table's idle time for established sources (attach
+ * --established-idle), written as attach writes it. */
+static int set_idle_ns(__u64 ns)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fx.m.config, &zero, &cfg))
+		return -errno;
+	cfg.src_idle_ns = ns;
+	return bpf_map_update_elem(fx.m.config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	usleep(ms * 1000U);	/* at least ms: all the tests below rely on */
 }
 
 /* The budget admits exactly its burst of new sources; the rest are dropped
@@ -151,7 +185,7 @@ static void l4_rule_keeps_home_state(void)
 /* Clients that were seen before the flood send one packet between every
  * `gap` flood packets of never-seen sources; returns how many of them
  * kept their bucket with every packet counted. */
-static int clients_through_flood(unsigned int flood, unsigned int gap)
+static int clients_through_flood(unsigned int flood, unsigned int gap, unsigned int primed)
 {
 	struct sluice_bucket b;
 	struct frame f;
@@ -174,7 +208,7 @@ static int clients_through_flood(unsigned int flood, unsigned int gap)
 	}
 	for (unsigned int k = 0; k < 8; k++) {
 		snprintf(src, sizeof(src), "198.18.0.%u", k + 1);
-		if (!bucket_of(&fx, src, &b) && b.passed + b.dropped == sent[k] + 1)
+		if (!bucket_of(&fx, src, &b) && b.passed + b.dropped == sent[k] + primed)
 			kept++;
 	}
 	return kept;
@@ -192,37 +226,49 @@ static void prime_clients(void)
 	}
 }
 
-/* Clients over their rate are in debt, so no slot of theirs is idle: a
- * flood of never-seen sources 20 x the table, each over its rate too,
- * leaves every client its slot with every packet counted. The flood takes
- * the rest of the table; what does not fit is refused and counted as
- * no_bucket, never admitted unjudged. */
+/* Clients that came back once (established: two packets 150 ms apart
+ * under their 10/s rule), then over their rate: a flood of never-seen
+ * sources 20 x the table, each over its rate too, leaves every client its
+ * slot with every packet counted. The flood takes the rest of the table
+ * and churns it: each new flood source takes the slot of an earlier one
+ * (probation, least debt first), so none is refused, and every packet
+ * that is refused is counted as no_bucket, never admitted unjudged. */
+#define CLIENT_RULE	"limit set 198.18.0.0/24 --rate 10 --burst 1"
+
 static void clients_in_debt_keep_slots(void)
 {
 	struct sluice_counter c[SLUICE_R_MAX];
-	__u64 refused0, refused, nb0;
+	__u64 refused0, refused, nb0, reclaimed0, reclaimed;
 	long held;
 	int kept;
 
-	CHECK(setup(TINY_TABLE, "limit default --rate 1/m --burst 1") == 0, "setup");
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/m --burst 1;" CLIENT_RULE) == 0, "setup");
 	prime_clients();
+	sleep_ms(150);
+	prime_clients();
+	CHECK(src_stat_now(SLUICE_SRC_STAT_ESTABLISHED) == 8, "%lld established, want 8",
+	      (long long)src_stat_now(SLUICE_SRC_STAT_ESTABLISHED));
 	refused0 = events_now(SLUICE_EV_SOURCE_REFUSED);
+	reclaimed0 = events_now(SLUICE_EV_SOURCE_RECLAIMED);
 	CHECK(read_counters(&fx.m, c) == 0, "counters");
 	nb0 = c[SLUICE_R_NO_BUCKET].packets;
-	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
+	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4, 2);
 	CHECK(kept == 8, "%d of 8 clients kept their slots", kept);
 	held = table_sources(&fx.m);
 	refused = events_now(SLUICE_EV_SOURCE_REFUSED) - refused0;
+	reclaimed = events_now(SLUICE_EV_SOURCE_RECLAIMED) - reclaimed0;
 	CHECK(read_counters(&fx.m, c) == 0, "counters");
-	printf("  without a budget: %ld slots held of %u, %llu new sources refused\n", held,
-	       srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET, (unsigned long long)refused);
-	CHECK(held <= (long)(srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET) &&
-	      held >= TINY_TABLE, "%ld slots held", held);
-	CHECK(refused >= 20 * TINY_TABLE - (__u64)held &&
+	printf("  without a budget: %ld slots held of %u, %llu flood sources took another's "
+	       "slot, %llu refused\n", held, srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET,
+	       (unsigned long long)reclaimed, (unsigned long long)refused);
+	CHECK(held == (long)(srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET), "%ld slots held",
+	      held);
+	CHECK(reclaimed + refused >= 20 * TINY_TABLE - (__u64)held &&
 	      c[SLUICE_R_NO_BUCKET].packets - nb0 == refused,
-	      "%llu refused, %llu no_bucket drops, for a flood of %u into %ld slots",
-	      (unsigned long long)refused,
+	      "%llu reclaimed, %llu refused, %llu no_bucket drops, for a flood of %u into %ld slots",
+	      (unsigned long long)reclaimed, (unsigned long long)refused,
 	      (unsigned long long)(c[SLUICE_R_NO_BUCKET].packets - nb0), 20 * TINY_TABLE, held);
+	CHECK(events_now(SLUICE_EV_ESTABLISHED_RECLAIMED) == 0, "an established slot was reclaimed");
 }
 
 /* With the budget, the flood holds what the budget admits (its burst, at
@@ -235,12 +281,182 @@ static void budget_bounds_the_flood(void)
 	CHECK(setup(TINY_TABLE, "limit default --rate 1/m --burst 1") == 0, "setup");
 	prime_clients();
 	CHECK(new_sources_write(&fx.m, 1, SLUICE_PERIOD_HOUR, TINY_TABLE / 8) == 0, "budget");
-	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4);
+	kept = clients_through_flood(20 * TINY_TABLE, TINY_TABLE / 4, 1);
 	held = table_sources(&fx.m);
 	printf("  with a budget of %u: %ld slots held\n", TINY_TABLE / 8, held);
 	CHECK(kept == 8, "%d of 8 clients kept their slots", kept);
 	CHECK(held == 8 + TINY_TABLE / 8, "%ld slots held, want 8 clients + %u", held,
 	      TINY_TABLE / 8);
+}
+
+/* 50 clients with a history, each 6 packets 1.2 s apart under `limit
+ * default --rate 1 --burst 1` (all within it; established at the second),
+ * idle for 1.5 s (so idle: their buckets full again), then 40,000 fresh
+ * sources, one packet each, into a table of 1,024 sources (1,600 slots),
+ * each in debt for a second after it: the flood churns the slots of
+ * probation sources only, and the clients' next packets pass. A table
+ * whose reclaim takes any idle slot gives the flood the clients' slots,
+ * and refuses the clients (no_bucket) while the flood holds every slot
+ * in debt. */
+#define IDLE_CLIENTS	50
+#define IDLE_FLOOD	40000U
+
+static void client_source(unsigned int k, char *buf, size_t len)
+{
+	snprintf(buf, len, "198.18.0.%u", k + 1);
+}
+
+/* n rounds of one packet from each of the clients, gap_ms apart; returns
+ * the packets that passed. */
+static unsigned int client_rounds(unsigned int n, unsigned int gap_ms)
+{
+	unsigned int passed = 0;
+	struct frame f;
+	char src[32];
+
+	for (unsigned int r = 0; r < n; r++) {
+		if (r)
+			sleep_ms(gap_ms);
+		for (unsigned int k = 0; k < IDLE_CLIENTS; k++) {
+			client_source(k, src, sizeof(src));
+			frame_udp_from(&f, src);
+			passed += run_frame(&fx, &f, 1, NULL) == XDP_PASS;
+		}
+	}
+	return passed;
+}
+
+static void flood_of_from(unsigned int first, unsigned int n)
+{
+	struct frame f;
+	char src[32];
+
+	for (unsigned int i = first; i < first + n; i++) {
+		flood_source(i, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+}
+
+/* n fresh IPv6 sources from the first-th on, in 2001:2::/48: distinct
+ * for any number a test sends. */
+static void flood6_of_from(unsigned int first, unsigned int n)
+{
+	struct frame f;
+	char src[64];
+
+	for (unsigned int i = first; i < first + n; i++) {
+		snprintf(src, sizeof(src), "2001:2:0:%x::%x", i >> 16, i & 0xffff);
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+}
+
+static void flood_of(unsigned int n)
+{
+	flood_of_from(0, n);
+}
+
+static void idle_clients_after_flood(void)
+{
+	struct sluice_counter c[SLUICE_R_MAX];
+	unsigned int passed;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1 --burst 1") == 0, "setup");
+	passed = client_rounds(6, 1200);
+	CHECK(passed == 6 * IDLE_CLIENTS, "%u of %u history packets passed", passed,
+	      6 * IDLE_CLIENTS);
+	sleep_ms(1500);
+	flood_of(IDLE_FLOOD);
+	passed = client_rounds(1, 0);
+	counters_now(&fx, c);
+	printf("  %u of %d idle clients passed after the flood; %llu reclaims (%llu established),"
+	       " %llu refused, %lld slots live\n", passed, IDLE_CLIENTS,
+	       (unsigned long long)events_now(SLUICE_EV_SOURCE_RECLAIMED),
+	       (unsigned long long)events_now(SLUICE_EV_ESTABLISHED_RECLAIMED),
+	       (unsigned long long)events_now(SLUICE_EV_SOURCE_REFUSED),
+	       (long long)src_stat_now(SLUICE_SRC_STAT_LIVE));
+	CHECK(passed >= 48, "%u of %d clients' next packets passed (no_bucket drops: %llu)",
+	      passed, IDLE_CLIENTS, (unsigned long long)c[SLUICE_R_NO_BUCKET].packets);
+	CHECK(src_stat_now(SLUICE_SRC_STAT_ESTABLISHED) == IDLE_CLIENTS,
+	      "%lld established, want %d", (long long)src_stat_now(SLUICE_SRC_STAT_ESTABLISHED),
+	      IDLE_CLIENTS);
+	CHECK(events_now(SLUICE_EV_ESTABLISHED_RECLAIMED) == 0,
+	      "%llu established slots reclaimed by fresh sources",
+	      (unsigned long long)events_now(SLUICE_EV_ESTABLISHED_RECLAIMED));
+	CHECK(events_now(SLUICE_EV_SOURCE_RECLAIMED) > 0, "the flood churned no probation slot");
+	CHECK(src_stat_now(SLUICE_SRC_STAT_LIVE) ==
+	      (__s64)(srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET),
+	      "%lld slots live, want the whole table", (long long)src_stat_now(SLUICE_SRC_STAT_LIVE));
+}
+
+/* The same clients, now idle for longer than the table's idle time (1 s
+ * here): the flood takes their slots (before any probation slot in debt),
+ * each counted once as an established slot reclaimed. */
+static void established_idle_past_time_reclaimed(void)
+{
+	__u64 est_reclaimed;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1 --burst 1") == 0, "setup");
+	CHECK(set_idle_ns(SLUICE_EST_IDLE_NS_MIN) == 0, "idle time");
+	CHECK(client_rounds(2, 1200) == 2 * IDLE_CLIENTS, "history");
+	CHECK(src_stat_now(SLUICE_SRC_STAT_ESTABLISHED) == IDLE_CLIENTS, "%lld established",
+	      (long long)src_stat_now(SLUICE_SRC_STAT_ESTABLISHED));
+	sleep_ms(2500);		/* their last TAT, 1 s after their last packet, + 1 s */
+	flood_of(IDLE_FLOOD / 2);
+	est_reclaimed = events_now(SLUICE_EV_ESTABLISHED_RECLAIMED);
+	printf("  %llu of %d established slots idle past the idle time reclaimed\n",
+	       (unsigned long long)est_reclaimed, IDLE_CLIENTS);
+	CHECK(est_reclaimed == IDLE_CLIENTS, "%llu established slots reclaimed, want %d",
+	      (unsigned long long)est_reclaimed, IDLE_CLIENTS);
+	CHECK(src_stat_now(SLUICE_SRC_STAT_ESTABLISHED) == 0, "%lld still counted established",
+	      (long long)src_stat_now(SLUICE_SRC_STAT_ESTABLISHED));
+}
+
+/* Clients at 10 packets a second under a 100/s rule, established in a
+ * first second, beside a flood of fresh sources at full speed through
+ * `limit new-sources --rate 1000 --burst 100`, into a table of 1,024
+ * sources (1,600 slots) that the flood fills in under two seconds: the
+ * clients are known, so the budget never charges them, and their slots,
+ * idle 90 % of the time, are never the flood's: all of their packets
+ * pass. A table that reclaims idle slots for the flood makes each client
+ * win a budget token (the flood spends them) to come back. */
+#define BUDGET_ROUNDS	40	/* rounds of 100 ms: 4 s of flood */
+#define BUDGET_FLOOD	64U	/* fresh sources between two looks at the clock */
+
+static void clients_beside_budgeted_flood(void)
+{
+	unsigned int passed = 0, sent = 0, n = 0;
+	struct timespec t0, t;
+	long ms;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 100 --burst 100") == 0, "setup");
+	CHECK(new_sources_write(&fx.m, 1000, SLUICE_PERIOD_SEC, 100) == 0, "budget");
+	CHECK(client_rounds(10, 100) == 10 * IDLE_CLIENTS, "a first second");
+	for (unsigned int r = 0; r < BUDGET_ROUNDS; r++) {
+		/* 100 ms (at least) of fresh sources as fast as they go (far
+		 * over the budget: it is spent all the time), then one packet
+		 * of each client */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			flood6_of_from(n, BUDGET_FLOOD);
+			n += BUDGET_FLOOD;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		} while (ms < 100);
+		passed += client_rounds(1, 0);
+		sent += IDLE_CLIENTS;
+	}
+	printf("  clients passed %u of %u packets beside a flood of %u fresh sources "
+	       "(%lld slots live, %llu reclaims)\n", passed, sent, n,
+	       (long long)src_stat_now(SLUICE_SRC_STAT_LIVE),
+	       (unsigned long long)events_now(SLUICE_EV_SOURCE_RECLAIMED));
+	CHECK(passed * 100 >= sent * 95, "clients passed %u of %u packets (%u %%)", passed, sent,
+	      passed * 100 / sent);
+	CHECK(src_stat_now(SLUICE_SRC_STAT_LIVE) ==
+	      (__s64)(srctab_buckets(TINY_TABLE) * SLUICE_SLOTS_PER_BUCKET),
+	      "the flood did not fill the table: %lld slots live",
+	      (long long)src_stat_now(SLUICE_SRC_STAT_LIVE));
 }
 
 /* Never-seen sources of a rule that leaves them idle within a microsecond
@@ -376,6 +592,9 @@ int main(void)
 	RUN(l4_rule_keeps_home_state);
 	RUN(clients_in_debt_keep_slots);
 	RUN(budget_bounds_the_flood);
+	RUN(idle_clients_after_flood);
+	RUN(established_idle_past_time_reclaimed);
+	RUN(clients_beside_budgeted_flood);
 	RUN(reclaim_keeps_debt_of_deleted_rule);
 	RUN(reclaim_keeps_debt_of_stricter_rule);
 	RUN(unwritten_entry_is_not_allow);

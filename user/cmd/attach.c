@@ -37,6 +37,7 @@ struct attach_options {
 	int mode;
 	__u64 max_sources;
 	__u64 max_bans;
+	__u64 est_idle;		/* seconds */
 	const char *group;	/* NULL: SLUICE_PIN_GROUP, created if missing */
 	bool force;		/* a mode change, with its moment unprotected */
 };
@@ -45,9 +46,11 @@ static const struct attach_options attach_defaults = {
 	.mode = ATTACH_AUTO,
 	.max_sources = SLUICE_MAX_SOURCES_DEFAULT,
 	.max_bans = SLUICE_MAX_BANS_DEFAULT,
+	.est_idle = SLUICE_EST_IDLE_NS_DEFAULT / SLUICE_NS_PER_SEC,
 };
 
-enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_MAX_BANS, ATTACH_GROUP, ATTACH_FORCE };
+enum { ATTACH_MODE, ATTACH_MAX_SOURCES, ATTACH_MAX_BANS, ATTACH_EST_IDLE, ATTACH_GROUP,
+       ATTACH_FORCE };
 
 static const struct cli_opt attach_opts[] = {
 	[ATTACH_MODE] = CLI_ENUM("mode", 0, "native|skb|auto",
@@ -60,6 +63,12 @@ static const struct cli_opt attach_opts[] = {
 				    "prefixes the ban table holds (ban add, ban load)",
 				    struct attach_options, max_bans, SLUICE_MAX_BANS_MIN,
 				    SLUICE_MAX_BANS_MAX, "prefixes"),
+	[ATTACH_EST_IDLE] = CLI_U64("established-idle", 0, "SECONDS",
+				    "idle time after which an established source's slot may be "
+				    "reused",
+				    struct attach_options, est_idle,
+				    SLUICE_EST_IDLE_NS_MIN / SLUICE_NS_PER_SEC,
+				    SLUICE_EST_IDLE_NS_MAX / SLUICE_NS_PER_SEC, "seconds"),
 	[ATTACH_GROUP] = CLI_STR("group", 0, "NAME",
 				 "group that may read the pins (default 'sluice', created if missing)",
 				 struct attach_options, group),
@@ -252,6 +261,8 @@ static int attach_open(struct attach_job *job, const struct attach_options *o,
 	job->sizes.bans = o->max_bans;
 	job->sizes.sources_given = a->val[ATTACH_MAX_SOURCES] != NULL;
 	job->sizes.bans_given = a->val[ATTACH_MAX_BANS] != NULL;
+	job->sizes.est_idle_ns = o->est_idle * SLUICE_NS_PER_SEC;
+	job->sizes.est_idle_given = a->val[ATTACH_EST_IDLE] != NULL;
 	err = prepare_maps(job->skel, job->dir, job->iface, &job->sizes);
 	if (!err && job->had_pins)
 		err = upgrade_plan(job->skel, job->dir, job->iface, &job->up);

@@ -82,6 +82,21 @@ int srctab_init(const struct sluice_maps *m, __u64 max_sources)
 	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
 }
 
+int srctab_set_idle(const struct sluice_maps *m, __u64 idle_ns)
+{
+	struct sluice_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
+		return -errno;
+	if (!idle_ns)
+		idle_ns = cfg.src_idle_ns ? cfg.src_idle_ns : SLUICE_EST_IDLE_NS_DEFAULT;
+	if (cfg.src_idle_ns == idle_ns)
+		return 0;
+	cfg.src_idle_ns = idle_ns;
+	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
 __u32 srctab_capacity(const struct sluice_maps *m)
 {
 	struct sluice_config cfg;

@@ -38,6 +38,12 @@ int srctab_seed(const struct sluice_maps *m, __u64 *seed);
 /* A fresh seed at random into the src_seed map at fd, for a table made
  * anew, before the program places any source in it. 0, or -errno. */
 int srctab_seed_new(int fd);
+/* The idle time after which an established source's slot may be reused
+ * (--established-idle): idle_ns when nonzero, else the table's own, or
+ * SLUICE_EST_IDLE_NS_DEFAULT for a table that has none. Written under the
+ * maps lock, and only when it changes (the datapath changes another word
+ * of the config, the budget's, meanwhile). 0, or -errno. */
+int srctab_set_idle(const struct sluice_maps *m, __u64 idle_ns);
 /* --max-sources of m's table, from the config map (0 if unset). */
 __u32 srctab_capacity(const struct sluice_maps *m);
 

@@ -509,6 +509,10 @@ int write_meta(const char *iface, int ifindex, enum xdp_attach_mode mode,
 		err = runtime_err("cannot set up the source table: %s", strerror(errno));
 		goto out;
 	}
+	if (srctab_set_idle(&m, sz->est_idle_given ? sz->est_idle_ns : 0)) {
+		err = runtime_err("cannot set the source table's idle time: %s", strerror(errno));
+		goto out;
+	}
 	if (bantab_init(&m, sz->bans)) {
 		err = runtime_err("cannot set up the ban table: %s", strerror(errno));
 		goto out;

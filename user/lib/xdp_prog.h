@@ -58,11 +58,13 @@ void remove_pins(const char *dir);
 /* libxdp's and libbpf's logs, as debug lines (-vv, or SLUICE_DEBUG). */
 int libxdp_quiet(enum libxdp_print_level level, const char *fmt, va_list ap);
 int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap);
-/* The tables attach sizes (--max-sources, --max-bans), and whether each
- * was given on the command line. */
+/* The tables attach sizes (--max-sources, --max-bans), the source table's
+ * idle time for established sources (--established-idle), and whether
+ * each was given on the command line. */
 struct table_sizes {
 	__u64 sources, bans;
-	bool sources_given, bans_given;
+	__u64 est_idle_ns;	/* --established-idle, ns */
+	bool sources_given, bans_given, est_idle_given;
 };
 /* Point every map at its pin so libbpf reuses existing state, and size the
  * source and ban tables: the pinned ones' sizes win unless an option
