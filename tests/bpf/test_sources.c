@@ -40,6 +40,19 @@ static __u64 events_now(__u32 ev)
 	return sum;
 }
 
+/* A count the datapath keeps (enum sluice_src_stat): its per-CPU deltas
+ * summed. */
+static __u64 src_stat(__u32 stat)
+{
+	__u64 *v = calloc((size_t)fx.m.ncpus, sizeof(*v)), sum = 0;
+
+	if (v && !bpf_map_lookup_elem(fx.m.src_stats, &stat, v))
+		for (int c = 0; c < fx.m.ncpus; c++)
+			sum += v[c];
+	free(v);
+	return sum;
+}
+
 /* The budget admits exactly its burst of new sources; the rest are dropped
  * as new_source_limited and take no entry. */
 static void budget_admits_its_burst(void)
@@ -365,20 +378,111 @@ static void unwritten_entry_is_not_allow(void)
 	CHECK(a == 0, "%llu of 2 passed: the banned source got a full bucket", (unsigned long long)a);
 }
 
-int main(void)
+/* The n-th source of a keyed flood: distinct for n < 2^16, all in
+ * 198.19.0.0/16, away from the debtors of 198.18.0.0/16. */
+static void keyed_flood_source(unsigned int n, char *buf, size_t len)
+{
+	snprintf(buf, len, "198.19.%u.%u", n >> 8 & 0xff, n & 0xff);
+}
+
+#define KEYED_FLOOD	40000U	/* never-seen sources, 39 x the table */
+#define KEYED_DEBTORS	20U
+#define FLOOD_RULE	"limit set 198.19.0.0/16 --proto udp --rate 1/h --burst 1"
+
+/* The i-th debtor of a keyed-debt case, as the source of its `nth`
+ * packet: one /24 per debtor, so --per /24 gives each its own bucket; a
+ * /24's packets come from one address after another when `roam`. */
+static void keyed_debtor(unsigned int i, unsigned int nth, int roam, char *buf, size_t len)
+{
+	snprintf(buf, len, "198.18.%u.%u", i, 7 + (roam ? nth : 0));
+}
+
+/*
+ * Debtors of a keyed rule (policy: the rule, then FLOOD_RULE) spend
+ * `spend` packets each (all within the rule's burst), then KEYED_FLOOD
+ * never-seen sources, one packet each under FLOOD_RULE (another keyed
+ * rule), then each debtor sends 3 more (from other addresses of its /24
+ * when roam): none of them may pass. The flood
+ * takes what is left of the table and is refused the rest (no_bucket); no
+ * debt is forgotten to make room.
+ */
+static int keyed_debts_case(const char *what, const char *policy, unsigned int spend, int roam)
+{
+	__u64 refused0 = events_now(SLUICE_EV_SOURCE_REFUSED), passed = 0, keyed;
+	struct frame f;
+	char src[32];
+
+	CHECK_OR(-1, setup(TINY_TABLE, policy) == 0, "%s: setup", what);
+	for (unsigned int i = 0; i < KEYED_DEBTORS; i++)
+		for (unsigned int k = 0; k < spend; k++) {
+			keyed_debtor(i, k, roam, src, sizeof(src));
+			frame_udp_from(&f, src);
+			CHECK_OR(-1, run_frame(&fx, &f, 1, NULL) == XDP_PASS,
+				 "%s: debtor %u's packet %u within the burst", what, i, k);
+		}
+	refused0 = events_now(SLUICE_EV_SOURCE_REFUSED);
+	for (unsigned int n = 0; n < KEYED_FLOOD; n++) {
+		keyed_flood_source(n, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	for (unsigned int i = 0; i < KEYED_DEBTORS; i++)
+		for (unsigned int k = 0; k < 3; k++) {
+			keyed_debtor(i, spend + k, roam, src, sizeof(src));
+			frame_udp_from(&f, src);
+			passed += run_frame(&fx, &f, 1, NULL) == XDP_PASS;
+		}
+	CHECK_OR(-1, passed == 0, "%s: %llu of %u debtors' packets passed after a flood of %u "
+		 "keyed sources, want 0", what, (unsigned long long)passed, 3 * KEYED_DEBTORS,
+		 KEYED_FLOOD);
+	keyed = src_stat(SLUICE_SRC_STAT_KEYED);
+	printf("  %s: %llu keyed slots held, %llu flood sources refused\n", what,
+	       (unsigned long long)keyed,
+	       (unsigned long long)(events_now(SLUICE_EV_SOURCE_REFUSED) - refused0));
+	CHECK_OR(-1, (long)keyed == table_sources(&fx.m), "%s: %llu keyed slots counted, %ld held",
+		 what, (unsigned long long)keyed, table_sources(&fx.m));
+	return 0;
+}
+
+/* Keyed buckets keep their debts through a flood of never-seen sources
+ * under another keyed rule: per source under an L4 rule, per /24, per
+ * rule. */
+static void keyed_debts_l4_rule(void)
+{
+	keyed_debts_case("--proto udp", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --proto udp --rate 1/h --burst 3;" FLOOD_RULE, 3, 0);
+}
+
+static void keyed_debts_per_prefix(void)
+{
+	keyed_debts_case("--per /24", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --rate 1/h --burst 3 --per /24;" FLOOD_RULE, 3, 1);
+}
+
+static void keyed_debts_per_rule(void)
+{
+	keyed_debts_case("--per rule", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --rate 1/h --burst 20 --per rule;" FLOOD_RULE, 1, 1);
+}
+
+int main(int argc, char **argv)
 {
 	int err = fixture_main_open(&fx);
 
 	if (err)
 		return err;
-	RUN(budget_admits_its_burst);
-	RUN(budget_spares_allow_and_deny);
-	RUN(l4_rule_keeps_home_state);
-	RUN(clients_in_debt_keep_slots);
-	RUN(budget_bounds_the_flood);
-	RUN(reclaim_keeps_debt_of_deleted_rule);
-	RUN(reclaim_keeps_debt_of_stricter_rule);
-	RUN(unwritten_entry_is_not_allow);
+	harness_select(argc, argv);
+	RUN_SELECTED(budget_admits_its_burst);
+	RUN_SELECTED(budget_spares_allow_and_deny);
+	RUN_SELECTED(l4_rule_keeps_home_state);
+	RUN_SELECTED(clients_in_debt_keep_slots);
+	RUN_SELECTED(budget_bounds_the_flood);
+	RUN_SELECTED(reclaim_keeps_debt_of_deleted_rule);
+	RUN_SELECTED(reclaim_keeps_debt_of_stricter_rule);
+	RUN_SELECTED(unwritten_entry_is_not_allow);
+	RUN_SELECTED(keyed_debts_l4_rule);
+	RUN_SELECTED(keyed_debts_per_prefix);
+	RUN_SELECTED(keyed_debts_per_rule);
 	fixture_close(&fx);
 	return check_summary();
 }
