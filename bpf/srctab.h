@@ -16,11 +16,12 @@
 #endif
 
 
-/* Where a source may live: its hash and its two buckets. */
+/* Where a bucket (a source's home one, or a keyed one) may live: its
+ * hash and its two buckets. */
 struct src_place {
 	__u64 h;
-	__u64 a0, a1;		/* the address, as two words */
-	__u64 fam;		/* SLUICE_SLOT_V6 or 0 */
+	__u64 a0, a1;		/* the slot's address, as two words */
+	__u64 id;		/* whose a live slot is (srctab_key) */
 	__u32 b[2];
 };
 
@@ -32,18 +33,18 @@ struct src_place {
 #define SRC_FULL	(-1)	/* every candidate holds a live source in debt */
 #define SRC_BUSY	(-2)	/* its stripe stayed locked, or no table */
 
-/* The place of key; 0, or -1 when the table is not set up. */
+/* The place of key (a home key, or a keyed one); 0, or -1 when the table
+ * is not set up. */
 static __always_inline int src_locate(struct sluice_config *cfg, const struct sluice_src_key *k,
 				      struct src_place *w)
 {
 	__u32 n = READ_ONCE(cfg->src_buckets);
+	__u64 tag;
 
 	if (n < 2)
 		return -1;
-	__builtin_memcpy(&w->a0, k->a, sizeof(w->a0));
-	__builtin_memcpy(&w->a1, k->a + sizeof(w->a0), sizeof(w->a1));
-	w->fam = k->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
-	w->h = srctab_hash(w->a0, w->a1, k->family, READ_ONCE(cfg->src_seed));
+	srctab_key(k, &w->a0, &w->a1, &tag, &w->id);
+	w->h = srctab_hash(w->a0, w->a1, tag, READ_ONCE(cfg->src_seed));
 	srctab_pick(w->h, n, &w->b[0], &w->b[1]);
 	return 0;
 }
@@ -53,17 +54,18 @@ static __always_inline int src_locate(struct sluice_config *cfg, const struct sl
 #define SLOT_A1(s) (*(__u64 *)&(s)->a[8])
 
 /*
- * The live slot of w's source, or NULL; *at is its index (bucket *
+ * The live slot of w's bucket, or NULL; *at is its index (bucket *
  * SLUICE_SLOTS_PER_BUCKET + slot) and *id the slot bits of its ctl. A slot
- * is the source's when two reads of its ctl, before and after its address
- * is compared, show the same claim of a live slot of the source's family.
+ * is w's when two reads of its ctl, before and after its address is
+ * compared, show the same claim of a live slot with w's identity (family,
+ * home or keyed, and a keyed bucket's policy, srctab_id_mask).
  */
 static __always_inline struct sluice_slot *src_find(const struct src_place *w, __u32 *at,
 						    __u64 *id)
 {
 	struct sluice_slot_bucket *sb;
 	struct sluice_slot *s;
-	__u64 c;
+	__u64 c, mask = srctab_id_mask(w->id);
 	int i, j;
 
 #pragma unroll
@@ -75,8 +77,7 @@ static __always_inline struct sluice_slot *src_find(const struct src_place *w, _
 		for (i = 0; i < (int)SLUICE_SLOTS_PER_BUCKET; i++) {
 			s = &sb->s[i];
 			c = READ_ONCE(s->ctl);
-			if ((c & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) !=
-			    (SLUICE_SLOT_LIVE | w->fam) ||
+			if ((c & mask) != (SLUICE_SLOT_LIVE | w->id) ||
 			    READ_ONCE(SLOT_A1(s)) != w->a1 || READ_ONCE(SLOT_A0(s)) != w->a0)
 				continue;
 			barrier();
@@ -90,8 +91,8 @@ static __always_inline struct sluice_slot *src_find(const struct src_place *w, _
 	return NULL;
 }
 
-/* The slot of key's source when it has a live one: its index, with *id its
- * slot bits; -1 when it has none, -2 when the table is not set up. Global,
+/* The live slot of key (a home key, or a keyed one): its index, with *id
+ * its slot bits; -1 when it has none, -2 when the table is not set up. Global,
  * so that the slot is a pointer the verifier knows one way only (its
  * offset unknown): the rest of the packet's path is checked once, not once
  * for each of the eight slots it might be. */
@@ -162,14 +163,18 @@ __noinline __u32 slot_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
 
 /* slot_rule, or SLOT_RULE_L4 when that rule keys its buckets by less than
  * the whole source (--per): either way the slot does not serve the
- * source's packets; with SLOT_RULE_PREV_USED. Global, for slot_idle's
- * stack, as slot_rule. */
+ * source's packets; with SLOT_RULE_PREV_USED. A keyed slot serves its own
+ * rule only, its bound index, whatever its address resolves to (it is not
+ * a source's address). Global, for slot_idle's stack, as slot_rule. */
 __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
 {
 	struct sluice_policy *p;
-	__u32 idx = slot_rule(s, c, slot), key;
+	__u32 idx, key;
 	__u32 used = policy_used(!slot, SLUICE_BOUND_IDX(c)) ? SLOT_RULE_PREV_USED : 0;
 
+	if (c & SLUICE_SLOT_KEYED)
+		return SLUICE_BOUND_IDX(c) | used;
+	idx = slot_rule(s, c, slot);
 	if (idx >= SLUICE_MAX_POLICIES)
 		return SLOT_RULE_L4 | used;
 	key = (slot & 1) * SLUICE_MAX_POLICIES + idx;
@@ -191,8 +196,9 @@ __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot
  * moved to a stricter rule, keeps its debt and its slot. When its packets
  * now go to keyed buckets (an L4 rule covers it, or --per), its state
  * serves the bound rule only (a keyed bucket of that rule starts from it,
- * carry_home), which judges it. Global, so the verifier checks it once
- * for the eight candidates.
+ * carry_home), which judges it; so is a keyed slot judged, always (a
+ * rule deleted since leaves it idle: no packet comes back to it). Global,
+ * so the verifier checks it once for the eight candidates.
  */
 __noinline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c, __u64 *t,
 			 __u64 rule)
@@ -260,14 +266,15 @@ __noinline __u64 slot_fresh(__u32 algo, __u64 window, __u32 bits)
  * Take slot s for a new source: an empty one, or with reclaim an idle one
  * (slot_idle). One CAS of ctl takes the slot from whatever else reads or
  * claims it; then one CAS of the state, from the value judged idle to a
- * fresh one (fresh: the limit's srctab_fresh_nonzero, read before), decides
- * between the reclaim and an admission of the old source that read ctl
- * before it changed: exactly one of them wins, and when the admission
- * does, the slot is given back untouched. Returns the claimed ctl (state
- * claiming), or 0.
+ * fresh one (fresh: the limit's srctab_fresh_nonzero, read before; or
+ * carry, srctab_fresh_state), decides between the reclaim and an admission
+ * of the old source that read ctl before it changed: exactly one of them
+ * wins, and when the admission does, the slot is given back untouched.
+ * Returns the claimed ctl (state claiming), or 0; *reclaimed is 0 for an
+ * empty slot, 1 for a home one reclaimed, 2 for a keyed one.
  */
 static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_slot *s,
-				       __u64 fresh, int reclaim, int *reclaimed)
+				       __u64 fresh, __u64 carry, int reclaim, int *reclaimed)
 {
 	__u64 c = READ_ONCE(s->ctl), t = 0, claim, gs;
 
@@ -280,7 +287,7 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 		    !slot_idle(cfg, s, c, &t,
 			       gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs))))
 			return 0;
-		*reclaimed = 1;
+		*reclaimed = (c & SLUICE_SLOT_KEYED) ? 2 : 1;
 	} else if ((c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
 		t = READ_ONCE(s->tat);
 		*reclaimed = 0;
@@ -290,7 +297,7 @@ static __always_inline __u64 slot_take(struct sluice_config *cfg, struct sluice_
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
-	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, t)) != t) {
+	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, carry, t)) != t) {
 		WRITE_ONCE(s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
@@ -418,17 +425,19 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w)
 }
 
 /*
- * A slot for a new source, key, whose home bucket is bound by word bound
- * (the new-source budget already passed), under the stripe lock of its
- * hash, so two CPUs never give one source two slots: found again if
- * another CPU claimed one meanwhile, else an empty or idle slot of its two
- * buckets (empty ones first), claimed (slot_take), zeroed and published with its address and
- * bound word. Returns the slot's index with *id its slot bits, SRC_FULL
- * when every candidate holds a source in debt (the packet is dropped, and
- * counted), or SRC_BUSY. Global, so the verifier checks it once.
+ * A slot for a new bucket, key (a source's home key, or a keyed one),
+ * bound by word bound (the new-source budget already passed), under the
+ * stripe lock of its hash, so two CPUs never give one key two slots: found
+ * again if another CPU claimed one meanwhile, else an empty or idle slot
+ * of its two buckets (empty ones first), claimed (slot_take) with a fresh
+ * state or carry (srctab_fresh_state), zeroed and published with its
+ * address and bound word. Returns the slot's index with *id its slot bits,
+ * SRC_FULL when every candidate holds a bucket in debt (the packet is
+ * dropped, and counted), or SRC_BUSY. Global, so the verifier checks it
+ * once.
  */
 __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key *key, __u64 bound,
-			 __u64 *id)
+			 __u64 carry, __u64 *id)
 {
 	struct sluice_slot_count *n;
 	struct sluice_slot *s = NULL;
@@ -456,7 +465,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 		s = src_slot(at);
 		if (s)
-			claim = slot_take(cfg, s, fresh, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
+			claim = slot_take(cfg, s, fresh, carry, k >= 2 * SLUICE_SLOTS_PER_BUCKET,
 					  &reclaimed);
 	}
 	if (!claim || !s)
@@ -467,11 +476,13 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	WRITE_ONCE(SLOT_A0(s), w.a0);
 	WRITE_ONCE(SLOT_A1(s), w.a1);
 	barrier();
-	*id = SLUICE_SLOT_LIVE | w.fam | (claim & SLUICE_SLOT_VER_MASK);
+	*id = SLUICE_SLOT_LIVE | (w.id & SLUICE_SLOT_ID_MASK) | (claim & SLUICE_SLOT_VER_MASK);
 	WRITE_ONCE(s->ctl, (bound & ~SLUICE_SLOT_ID_MASK) | *id);
 	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
 	if (reclaimed)
 		count_event(SLUICE_EV_SOURCE_RECLAIMED);
+	if ((w.id & SLUICE_SLOT_KEYED) != (reclaimed > 1 ? SLUICE_SLOT_KEYED : 0))
+		src_stat_add(SLUICE_SRC_STAT_KEYED, (w.id & SLUICE_SLOT_KEYED) ? 1 : -1);
 	r = (int)(at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);

@@ -18,8 +18,6 @@
 #include "parse.h"
 #include "sluice.skel.h"
 
-#define WALK_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
-
 void pin_dir(const char *iface, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", pin_root(), iface);
@@ -142,7 +140,6 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 #undef OPEN_PIN
 #define CHECK_PIN(name)							\
 	if (!err && !pin_matches(m->name, skel->maps.name,		\
-				 m->name == m->src_buckets ||		\
 				 m->name == m->src_table ||		\
 				 m->name == m->src_counts) && !stale)	\
 		stale = bpf_map__name(skel->maps.name);
@@ -282,40 +279,6 @@ bool maps_still_current(const struct sluice_maps *m)
 		return false;	/* detached, or pins of another version */
 	maps_close(&now);
 	return maps_current(m);
-}
-
-long walk_keyed(int fd, bucket_fn fn, void *ctx)
-{
-	struct sluice_src_key *keys = calloc(WALK_BATCH, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));
-	struct sluice_src_key in, next;
-	void *inp = NULL;
-	long total = 0;
-
-	if (!keys || !vals) {
-		total = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		__u32 count = WALK_BATCH;
-		int r = bpf_map_lookup_batch(fd, inp, &next, keys, vals, &count, NULL);
-
-		if (r && errno != ENOENT) {
-			total = -errno;
-			break;
-		}
-		for (__u32 i = 0; i < count; i++, total++)
-			if (fn && fn(&keys[i], &vals[i], ctx))
-				goto out;
-		if (r)
-			break;
-		in = next;
-		inp = &in;
-	}
-out:
-	free(keys);
-	free(vals);
-	return total;
 }
 
 static int sum_percpu(int fd, __u32 key, int ncpus, size_t words, __u64 *out)

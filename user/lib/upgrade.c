@@ -48,7 +48,7 @@ static struct bpf_map *skel_map(struct sluice_bpf *skel, int i)
 static bool per_source(int i)
 {
 	return i == SLUICE_MAPI_src_table || i == SLUICE_MAPI_src_counts ||
-	       i == SLUICE_MAPI_src_locks || i == SLUICE_MAPI_src_buckets ||
+	       i == SLUICE_MAPI_src_locks ||
 	       i == SLUICE_MAPI_src_stats ||
 	       i == SLUICE_MAPI_leases || i == SLUICE_MAPI_cluster_hot;
 }
@@ -407,6 +407,8 @@ int upgrade_pin(struct sluice_bpf *skel, const struct upgrade *u, const char *di
 			return runtime_err("cannot pin map %s at %s: %s", map_names[i], path,
 					   strerror(errno));
 	}
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_RETIRED_PIN);
+	unlink(path);	/* an earlier version's map, none of this one's */
 	return 0;
 }
 
