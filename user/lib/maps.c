@@ -18,6 +18,15 @@
 #include "parse.h"
 #include "sluice.skel.h"
 
+/* Whether dir holds a pin named name. */
+static bool pin_present(const char *dir, const char *name)
+{
+	char path[SLUICE_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
 void pin_dir(const char *iface, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", pin_root(), iface);
@@ -145,6 +154,8 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 		stale = bpf_map__name(skel->maps.name);
 	SLUICE_MAPS(CHECK_PIN)
 #undef CHECK_PIN
+	if (!err && !stale && pin_present(m->dir, SLUICE_RETIRED_PIN))
+		stale = SLUICE_RETIRED_PIN;	/* a version whose slots read otherwise */
 	if (stale && !err) {
 		maps_close(m);
 		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "

@@ -234,6 +234,14 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 		if (!same_map(&oi[i], u->old_btf[i], skel_map(skel, i), bpf_object__btf(skel->obj)))
 			u->fate[i] = UPGRADE_REPLACED;
 	}
+	/* Pins of a version that kept keyed buckets in a map of their own
+	 * (SLUICE_RETIRED_PIN): its slots' ctl words mean other things, so
+	 * the per-source state starts fresh whatever its layout. */
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_RETIRED_PIN);
+	if (access(path, F_OK) == 0)
+		for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
+			if (per_source(i) && u->fate[i] == UPGRADE_KEPT)
+				u->fate[i] = UPGRADE_REPLACED;
 	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_KEPT && !ban_trie_same(u, &bans))
 		u->fate[SLUICE_MAPI_ban_trie] = UPGRADE_REPLACED;
 	/* A policy re-committed flips the generation in the config: not in
