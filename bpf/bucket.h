@@ -69,19 +69,26 @@ static __always_inline void carry_home(const struct sluice_bucket *home, __u32 i
 	*bound = hb & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_ID_MASK);
 }
 
-/* The slot of keyed bucket key (its index, *id its slot bits), taken with
- * a fresh state bound by word bound if there is none and the new-source
- * budget allows; -1 otherwise, with *reason saying why. home: the
- * source's home bucket when it has one: the source is known, so the budget
- * does not apply, and a per-source key of the rule home was judged by
- * starts from home's state (carry_home). */
+/*
+ * The slot of bucket key (its index, *id its slot bits): a source's home
+ * bucket (not looked up again: the caller missed it) or a keyed one,
+ * looked up first. Taken with a fresh state bound by word bound if there
+ * is none and the new-source budget allows; -1 otherwise, with *reason
+ * saying why (over the budget, its candidates full of buckets in debt, or
+ * its stripe busy). home: a keyed key's source's home bucket when it has
+ * one: the source is known, so the budget does not apply, and a
+ * per-source key of the rule home was judged by starts from home's state
+ * (carry_home).
+ */
 static __always_inline int take_bucket(struct sluice_config *cfg, const struct sluice_src_key *key,
 				       __u64 bound, const struct sluice_bucket *home, __u64 *id,
 				       __u32 *reason)
 {
 	__u64 carry = 0;
-	int at = src_lookup(cfg, key, id);
+	int at = -1;
 
+	if (key->policy != SLUICE_KEY_HOME)
+		at = src_lookup(cfg, key, id);
 	if (at >= 0)
 		return at;
 	if (at < -1) {
@@ -96,25 +103,6 @@ static __always_inline int take_bucket(struct sluice_config *cfg, const struct s
 		return -1;
 	}
 	at = src_claim(cfg, key, bound, carry, id);
-	if (at < 0)
-		*reason = SLUICE_R_NO_BUCKET;
-	return at;
-}
-
-/* A slot of the source table for a new source, key, bound by word bound:
- * its index and *id its slot bits, or -1 with *reason saying why (over
- * the new-source budget, its buckets full of sources in debt, or its
- * stripe busy). */
-static __always_inline int take_slot(struct sluice_config *cfg, const struct sluice_src_key *key,
-				     __u64 bound, __u64 *id, __u32 *reason)
-{
-	int at;
-
-	if (!new_source_admitted(cfg)) {
-		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
-		return -1;
-	}
-	at = src_claim(cfg, key, bound, 0, id);
 	if (at < 0)
 		*reason = SLUICE_R_NO_BUCKET;
 	return at;

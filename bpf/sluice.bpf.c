@@ -196,7 +196,7 @@ static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
 	__u32 lead = SLUICE_POLICY_DEFAULT;
 	struct sluice_src_key key;
 	struct verdict v;
-	__u64 gen_slot;
+	__u64 gen_slot, bound;
 	int direct, tries;
 
 	/* Resolve the packet's rule; a commit meanwhile means once more. Allow
@@ -243,25 +243,23 @@ static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
 		return -1;
 	}
 	*reason = SLUICE_R_NO_BUCKET;
+	key = p->src;
+	bound = SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx);
 	if (served_at_home(direct, &v)) {
 		/* A stale home bucket is rebound by judge_step. */
 		if (home->b) {
 			*out = *home;
 			return 0;
 		}
-		out->id = 0;
-		out->at = take_slot(cfg, &p->src, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx) |
-						  SLUICE_BOUND_DIRECT, &out->id, reason);
+		bound |= SLUICE_BOUND_DIRECT;
 	} else {
-		key = p->src;
 		key.key_len = v.key_len;
 		key.policy = (__u16)*idx;
 		mask_addr(key.a, v.key_len);
 		p->kidx = *idx;
-		out->id = 0;
-		out->at = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx), home->b,
-				      &out->id, reason);
 	}
+	out->id = 0;
+	out->at = take_bucket(cfg, &key, bound, home->b, &out->id, reason);
 	out->b = out->at < 0 ? NULL : (struct sluice_bucket *)src_slot((__u32)out->at);
 	if (out->b)
 		return 0;
