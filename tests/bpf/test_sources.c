@@ -465,6 +465,79 @@ static void keyed_debts_per_rule(void)
 			 "limit set 198.18.0.0/16 --rate 1/h --burst 20 --per rule;" FLOOD_RULE, 1, 1);
 }
 
+/* Keeps each bucket walk_buckets meets (up to 8). */
+struct seen {
+	struct sluice_src_key k[8];
+	struct sluice_bucket b[8];
+	int n;
+};
+
+static int keep_bucket(const struct sluice_src_key *k, const struct sluice_bucket *b, void *ctx)
+{
+	struct seen *s = ctx;
+
+	if (s->n < 8) {
+		s->k[s->n] = *k;
+		s->b[s->n] = *b;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Whether key k is keyed, key_len long, and holds the address of text. */
+static int key_is(const struct sluice_src_key *k, const char *text, __u8 key_len)
+{
+	struct sluice_src_key want;
+
+	return !parse_source(text, &want) && k->family == want.family &&
+	       k->key_len == key_len && k->policy != SLUICE_KEY_HOME &&
+	       !memcmp(k->a, want.a, sizeof(k->a));
+}
+
+/* Keyed slots read back as the keys they hold, for each way a key's length
+ * is kept (a sentinel bit within the address, in the first and the second
+ * word; none for a whole address): an IPv6 /56, an IPv4 /24 and a whole
+ * IPv4 address under an L4 rule. Each key a walk gives finds its slot
+ * again, with its source's packet counted. */
+static void keyed_slots_read_back(void)
+{
+	static const struct { const char *src, *key; __u8 len; } want[] = {
+		{ "2001:2:0:12ff::1", "2001:2:0:1200::", 56 },
+		{ "198.19.3.4", "198.19.3.0", 96 + 24 },
+		{ "198.18.0.9", "198.18.0.9", 128 },
+	};
+	struct sluice_bucket b;
+	struct seen seen = { .n = 0 };
+	struct frame f;
+	int found;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 5;"
+		    "limit set 2001:2::/48 --rate 1/h --burst 5 --per /56;"
+		    "limit set 198.19.0.0/16 --rate 1/h --burst 5 --per /24;"
+		    "limit set 198.18.0.0/16 --proto udp --rate 1/h --burst 5") == 0, "setup");
+	for (size_t i = 0; i < 3; i++) {
+		frame_udp_from(&f, want[i].src);
+		CHECK(run_frame(&fx, &f, 1, NULL) == XDP_PASS, "%s's packet", want[i].src);
+	}
+	CHECK(walk_buckets(&fx.m, keep_bucket, &seen) == 3 && seen.n == 3,
+	      "%d buckets in the table, want 3 keyed ones", seen.n);
+	CHECK(src_stat(SLUICE_SRC_STAT_KEYED) == 3, "%llu keyed slots counted, want 3",
+	      (unsigned long long)src_stat(SLUICE_SRC_STAT_KEYED));
+	for (size_t i = 0; i < 3; i++) {
+		found = -1;
+		for (int j = 0; j < seen.n && j < 8; j++)
+			if (key_is(&seen.k[j], want[i].key, want[i].len))
+				found = j;
+		CHECK(found >= 0, "no bucket read back as %s/%u", want[i].key, want[i].len);
+		if (found < 0)
+			continue;
+		CHECK(seen.b[found].passed == 1, "%s's bucket passed %u, want 1", want[i].src,
+		      seen.b[found].passed);
+		CHECK(bucket_lookup(&fx.m, &seen.k[found], &b) == 0 && b.passed == 1,
+		      "the key read back as %s/%u does not find its slot", want[i].key, want[i].len);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int err = fixture_main_open(&fx);
@@ -483,6 +556,7 @@ int main(int argc, char **argv)
 	RUN_SELECTED(keyed_debts_l4_rule);
 	RUN_SELECTED(keyed_debts_per_prefix);
 	RUN_SELECTED(keyed_debts_per_rule);
+	RUN_SELECTED(keyed_slots_read_back);
 	fixture_close(&fx);
 	return check_summary();
 }

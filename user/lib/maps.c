@@ -100,8 +100,7 @@ _Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
 /* Whether the pinned map fd is the map this build of sluice declares: a
  * pin left by another version (a detach skipped on upgrade) may differ in
  * layout, and would be read wrong. The source table's size is the
- * operator's (--max-sources): its slots, their counts and the keyed
- * buckets. */
+ * operator's (--max-sources): its slots and their counts. */
 static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach)
 {
 	struct bpf_map_info info;
