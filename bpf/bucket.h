@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The source table: bucket keys, the new-source budget, and taking a
- * bucket for a source. Part of sluice.bpf.c, included by it after
+ * slot for a source's home bucket or a keyed one. Part of sluice.bpf.c, included by it after
  * counters.h. */
 #ifndef SLUICE_BPF_BUCKET_H
 #define SLUICE_BPF_BUCKET_H
@@ -51,69 +51,58 @@ static __always_inline int new_source_admitted(struct sluice_config *cfg)
  * A per-source keyed bucket of rule idx for a source whose home bucket
  * home last judged it by the same rule (an L4 rule now covers the source,
  * so its packets need keyed buckets): it starts as the home bucket's state
- * and generation, so its first packet re-binds it by the usual rules and
- * the source keeps what it had spent. Left as it is when home says
- * otherwise or changes under the read.
+ * (*carry) and generation (*bound), so its first packet re-binds it by the
+ * usual rules and the source keeps what it had spent. Left as they are
+ * when home says otherwise or changes under the read.
  */
-static __always_inline void carry_home(const struct sluice_bucket *home, __u32 idx,
-				       struct sluice_bucket *fresh)
+static __always_inline void carry_home(const struct sluice_bucket *home, __u32 idx, __u64 *carry,
+				       __u64 *bound)
 {
-	__u64 bound = READ_ONCE(home->bound), tat;
+	__u64 hb = READ_ONCE(home->bound), tat;
 
 	tat = READ_ONCE(home->tat);
 	barrier();
-	if (!(bound & SLUICE_BOUND_DIRECT) || (bound & SLUICE_BOUND_PENDING) ||
-	    SLUICE_BOUND_IDX(bound) != idx || READ_ONCE(home->bound) != bound)
+	if (!(hb & SLUICE_BOUND_DIRECT) || (hb & SLUICE_BOUND_PENDING) ||
+	    SLUICE_BOUND_IDX(hb) != idx || READ_ONCE(home->bound) != hb)
 		return;
-	fresh->tat = tat;
-	fresh->bound = bound & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_KEEP_MASK);
+	*carry = tat;
+	*bound = hb & ~(SLUICE_BOUND_DIRECT | SLUICE_SLOT_KEEP_MASK);
 }
 
-/* The keyed bucket at key, taken with a full burst bound to (gen, idx) if
- * there is none and the new-source budget allows; NULL otherwise, with
- * *reason saying why. home: the source's home bucket when it has one: the
- * source is known, so the budget does not apply, and a per-source key of
- * the rule home was judged by starts from home's state (carry_home). */
-static __always_inline struct sluice_bucket *take_bucket(struct sluice_config *cfg,
-							 const struct sluice_src_key *key,
-							 __u64 bound,
-							 const struct sluice_bucket *home,
-							 __u32 *reason)
+/*
+ * The slot of bucket key (its index, *id its slot bits): a source's home
+ * bucket (not looked up again: the caller missed it) or a keyed one,
+ * looked up first. Taken with a fresh state bound by word bound if there
+ * is none and the new-source budget allows; -1 otherwise, with *reason
+ * saying why (over the budget, its candidates full of buckets in debt, or
+ * its stripe busy). home: a keyed key's source's home bucket when it has
+ * one: the source is known, so the budget does not apply, and a
+ * per-source key of the rule home was judged by starts from home's state
+ * (carry_home).
+ */
+static __always_inline int take_bucket(struct sluice_config *cfg, const struct sluice_src_key *key,
+				       __u64 bound, const struct sluice_bucket *home, __u64 *id,
+				       __u32 *reason)
 {
-	struct sluice_bucket *b, fresh = { .bound = bound };
+	__u64 carry = 0;
+	int at = -1;
 
-	b = bpf_map_lookup_elem(&src_buckets, key);
-	if (b)
-		return b;
+	if (key->policy != SLUICE_KEY_HOME)
+		at = src_lookup(cfg, key, id);
+	if (at >= 0)
+		return at;
+	if (at < -1) {
+		*reason = SLUICE_R_NO_BUCKET;
+		return -1;
+	}
 	if (home) {
 		if (key->key_len >= SLUICE_KEY_LEN_SOURCE)
-			carry_home(home, SLUICE_BOUND_IDX(bound), &fresh);
+			carry_home(home, SLUICE_BOUND_IDX(bound), &carry, &bound);
 	} else if (!new_source_admitted(cfg)) {
-		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
-		return NULL;
-	}
-	if (!SLUICE_NEW_BUCKET(&src_buckets, key, &fresh))
-		count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
-	b = bpf_map_lookup_elem(&src_buckets, key);
-	if (!b)	/* no memory, or evicted at once by another CPU */
-		*reason = SLUICE_R_NO_BUCKET;
-	return b;
-}
-
-/* A slot of the source table for a new source, key, bound by word bound:
- * its index and *id its slot bits, or -1 with *reason saying why (over
- * the new-source budget, its buckets full of sources in debt, or its
- * stripe busy). */
-static __always_inline int take_slot(struct sluice_config *cfg, const struct sluice_src_key *key,
-				     __u64 bound, __u64 *id, __u32 *reason)
-{
-	int at;
-
-	if (!new_source_admitted(cfg)) {
 		*reason = SLUICE_R_NEW_SOURCE_LIMITED;
 		return -1;
 	}
-	at = src_claim(cfg, key, bound, id);
+	at = src_claim(cfg, key, bound, carry, id);
 	if (at < 0)
 		*reason = SLUICE_R_NO_BUCKET;
 	return at;

@@ -9,8 +9,8 @@
 #include "sluice/sluice.h"
 #include "sluice/srctab.h"
 
-/* The source table (include/sluice/srctab.h, bpf/srctab.h): every home
- * bucket, in slots the program manages itself; mmapable, so its values are
+/* The source table (include/sluice/srctab.h, bpf/srctab.h): every bucket,
+ * home or keyed, in slots the program manages itself; mmapable, so its values are
  * page-aligned and userspace reads it in place. Sized by attach. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -54,15 +54,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } src_stats SEC(".maps");
-
-/* Keyed buckets: --per /LEN, --per rule, and sources whose rules match on
- * L4. Few, so the kernel's LRU hash keeps them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SLUICE_MAX_KEYED);	/* min(--max-sources, this), by attach */
-	__type(key, struct sluice_src_key);
-	__type(value, struct sluice_bucket);
-} src_buckets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

@@ -49,18 +49,23 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
  * the most specific rule that matches on L4 (an l4_unreadable drop is
  * counted on it). A later fragment whose first was not seen (an orphan:
  * L4_LATER_FRAG left set by frag_facts) has no port and no SYN to match,
- * nor an IPv6 protocol; whether that matters, orphan_rule tells.
+ * nor an IPv6 protocol; whether that matters, orphan_rule tells. Global,
+ * so the verifier walks its candidates once, not once in each caller's
+ * every path (rebind's walk of the rest of a re-bind would repeat for
+ * each way out of the loop).
  */
-static __always_inline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
+__noinline __u32 resolve(const struct pkt *p, __u32 slot, int *direct, __u32 *lead)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
 		.slot = (__u8)slot,
-		.family = p->src.family,
 	};
 	struct sluice_lpm_val *hit;
 	__u32 i, n;
 
+	if (!p || !direct || !lead)
+		return SLUICE_POLICY_DEFAULT;
+	key.family = p->src.family;
 	*direct = 1;
 	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
 	hit = bpf_map_lookup_elem(&policy_lpm, &key);

@@ -14,11 +14,6 @@
 #ifndef SLUICE_CAS
 #define SLUICE_CAS(ptr, old, new) __sync_val_compare_and_swap(ptr, old, new)
 #endif
-/* Taking a new bucket; tests/bpf swaps in one that always fails, to show
- * that a source without a bucket is never passed unjudged. */
-#ifndef SLUICE_NEW_BUCKET
-#define SLUICE_NEW_BUCKET(map, key, val) bpf_map_update_elem(map, key, val, BPF_NOEXIST)
-#endif
 /* The clocks the rules are judged by (policy_clock), both
  * CLOCK_MONOTONIC; tests/bpf swaps in ones that read as the first hour
  * after boot, window 0 of a 1 h window, whatever the machine's uptime. */
@@ -178,8 +173,8 @@ static __always_inline int source_banned(const struct pkt *p, __u32 *idx)
 	return 1;
 }
 
-/* The bucket a packet is judged in: a slot of the source table (at >= 0,
- * whose slot bits were id) or a keyed bucket (at < 0, id 0). */
+/* The bucket a packet is judged in: a slot of the source table, home or
+ * keyed, at index at (< 0: none), whose slot bits were id. */
 struct bref {
 	struct sluice_bucket *b;
 	__u64 id;
@@ -189,7 +184,8 @@ struct bref {
 /*
  * The bucket packet p is judged in when its home bucket (home->b, or NULL)
  * does not serve it in this generation: its rule resolved, then the home
- * bucket, a new slot of the source table or a keyed bucket of the rule, taken if need be. 0 with *out set; -1 when
+ * bucket, or a new home slot, or a keyed bucket of the rule, taken if need
+ * be. 0 with *out set; -1 when
  * the packet is decided without one, with *idx and *reason set; r is the
  * parser's result.
  */
@@ -200,7 +196,7 @@ static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
 	__u32 lead = SLUICE_POLICY_DEFAULT;
 	struct sluice_src_key key;
 	struct verdict v;
-	__u64 gen_slot;
+	__u64 gen_slot, bound;
 	int direct, tries;
 
 	/* Resolve the packet's rule; a commit meanwhile means once more. Allow
@@ -247,27 +243,24 @@ static __always_inline int rule_bucket(struct sluice_config *cfg, struct pkt *p,
 		return -1;
 	}
 	*reason = SLUICE_R_NO_BUCKET;
+	key = p->src;
+	bound = SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx);
 	if (served_at_home(direct, &v)) {
 		/* A stale home bucket is rebound by judge_step. */
 		if (home->b) {
 			*out = *home;
 			return 0;
 		}
-		out->id = 0;
-		out->at = take_slot(cfg, &p->src, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx) |
-						  SLUICE_BOUND_DIRECT, &out->id, reason);
-		out->b = out->at < 0 ? NULL : (struct sluice_bucket *)src_slot((__u32)out->at);
+		bound |= SLUICE_BOUND_DIRECT;
 	} else {
-		key = p->src;
 		key.key_len = v.key_len;
 		key.policy = (__u16)*idx;
 		mask_addr(key.a, v.key_len);
 		p->kidx = *idx;
-		out->b = take_bucket(cfg, &key, SLUICE_BOUND(SLUICE_GEN(gen_slot), *idx), home->b,
-				     reason);
-		out->id = 0;
-		out->at = -1;
 	}
+	out->id = 0;
+	out->at = take_bucket(cfg, &key, bound, home->b, &out->id, reason);
+	out->b = out->at < 0 ? NULL : (struct sluice_bucket *)src_slot((__u32)out->at);
 	if (out->b)
 		return 0;
 	/* Over the new-source budget, or no entry to be had: fail closed, and
@@ -338,7 +331,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (rule_bucket(cfg, &p, &home, r, &idx, &reason, &br))
 		goto counted;
 judge:
-	n = br.at >= 0 ? src_count((__u32)br.at) : (struct sluice_slot_count *)&br.b->passed;
+	n = src_count((__u32)br.at);
 	p.id = br.id;
 	reason = judge_bucket(cfg, br.b, n, &p, &idx);
 	if (reason == JUDGE_REBIND) {

@@ -16,11 +16,12 @@
 #endif
 
 
-/* Where a source may live: its hash and its two buckets. */
+/* Where a bucket (a source's home one, or a keyed one) may live: its
+ * hash and its two buckets. */
 struct src_place {
 	__u64 h;
-	__u64 a0, a1;		/* the address, as two words */
-	__u64 fam;		/* SLUICE_SLOT_V6 or 0 */
+	__u64 a0, a1;		/* the slot's address, as two words */
+	__u64 id;		/* whose a live slot is (srctab_key) */
 	__u32 b[2];
 };
 
@@ -32,7 +33,8 @@ struct src_place {
 #define SRC_FULL	(-1)	/* every candidate holds an established source */
 #define SRC_BUSY	(-2)	/* its stripe stayed locked, or no table */
 
-/* The place of key; 0, or -1 when the table is not set up. The seed is
+/* The place of key (a home key, or a keyed one); 0, or -1 when the table
+ * is not set up. The seed is
  * root's alone (struct sluice_src_seed): a lookup with a constant key in a
  * one-entry array, which the verifier inlines. */
 static __always_inline int src_locate(struct sluice_config *cfg, const struct sluice_src_key *k,
@@ -40,13 +42,12 @@ static __always_inline int src_locate(struct sluice_config *cfg, const struct sl
 {
 	__u32 n = READ_ONCE(cfg->src_buckets), zero = 0;
 	struct sluice_src_seed *seed = bpf_map_lookup_elem(&src_seed, &zero);
+	__u64 tag;
 
 	if (n < 2 || !seed)
 		return -1;
-	__builtin_memcpy(&w->a0, k->a, sizeof(w->a0));
-	__builtin_memcpy(&w->a1, k->a + sizeof(w->a0), sizeof(w->a1));
-	w->fam = k->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
-	w->h = srctab_hash(w->a0, w->a1, k->family, READ_ONCE(seed->seed));
+	srctab_key(k, &w->a0, &w->a1, &tag, &w->id);
+	w->h = srctab_hash(w->a0, w->a1, tag, READ_ONCE(seed->seed));
 	srctab_pick(w->h, n, &w->b[0], &w->b[1]);
 	return 0;
 }
@@ -84,18 +85,19 @@ static __always_inline __u64 dep0(__u64 x)
 #define after(p, x) ((typeof(p))((char *)(p) + dep0(x)))
 
 /*
- * The live slot of w's source, or NULL; *at is its index (bucket *
+ * The live slot of w's bucket, or NULL; *at is its index (bucket *
  * SLUICE_SLOTS_PER_BUCKET + slot) and *id the slot bits of its ctl. A slot
- * is the source's when two reads of its ctl, before and after its address
- * is read (ordered as above), show the same claim of a live slot of the
- * source's family.
+ * is w's when two reads of its ctl, before and after its address is read
+ * (ordered as above), show the same claim of a live slot with w's
+ * identity (family, home or keyed, and a keyed bucket's policy,
+ * srctab_id_mask).
  */
 static __always_inline struct sluice_slot *src_find(const struct src_place *w, __u32 *at,
 						    __u64 *id)
 {
 	struct sluice_slot_bucket *sb;
 	struct sluice_slot *s, *d;
-	__u64 c, a0, a1;
+	__u64 c, a0, a1, mask = srctab_id_mask(w->id);
 	int i, j;
 
 #pragma unroll
@@ -107,8 +109,7 @@ static __always_inline struct sluice_slot *src_find(const struct src_place *w, _
 		for (i = 0; i < (int)SLUICE_SLOTS_PER_BUCKET; i++) {
 			s = &sb->s[i];
 			c = READ_ONCE(s->ctl);
-			if ((c & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) !=
-			    (SLUICE_SLOT_LIVE | w->fam))
+			if ((c & mask) != (SLUICE_SLOT_LIVE | w->id))
 				continue;
 			d = after(s, c);
 			a1 = READ_ONCE(SLOT_A1(d));
@@ -126,8 +127,8 @@ static __always_inline struct sluice_slot *src_find(const struct src_place *w, _
 	return NULL;
 }
 
-/* The slot of key's source when it has a live one: its index, with *id its
- * slot bits; -1 when it has none, -2 when the table is not set up. Global,
+/* The live slot of key (a home key, or a keyed one): its index, with *id
+ * its slot bits; -1 when it has none, -2 when the table is not set up. Global,
  * so that the slot is a pointer the verifier knows one way only (its
  * offset unknown): the rest of the packet's path is checked once, not once
  * for each of the eight slots it might be. */
@@ -204,14 +205,18 @@ __noinline __u32 slot_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
 
 /* slot_rule, or SLOT_RULE_L4 when that rule keys its buckets by less than
  * the whole source (--per): either way the slot does not serve the
- * source's packets; with SLOT_RULE_PREV_USED. Global, for slot_idle's
- * stack, as slot_rule. */
+ * source's packets; with SLOT_RULE_PREV_USED. A keyed slot serves its own
+ * rule only, its bound index, whatever its address resolves to (it is not
+ * a source's address). Global, for slot_idle's stack, as slot_rule. */
 __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot)
 {
 	struct sluice_policy *p;
-	__u32 idx = slot_rule(s, c, slot), key;
+	__u32 idx, key;
 	__u32 used = policy_used(!slot, SLUICE_BOUND_IDX(c)) ? SLOT_RULE_PREV_USED : 0;
 
+	if (c & SLUICE_SLOT_KEYED)
+		return SLUICE_BOUND_IDX(c) | used;
+	idx = slot_rule(s, c, slot);
 	if (idx >= SLUICE_MAX_POLICIES)
 		return SLOT_RULE_L4 | used;
 	key = (slot & 1) * SLUICE_MAX_POLICIES + idx;
@@ -238,7 +243,9 @@ __noinline __u32 slot_home_rule(const struct sluice_slot *s, __u64 c, __u32 slot
  * moved to a stricter rule, keeps its debt and its slot. When its packets
  * now go to keyed buckets (an L4 rule covers it, or --per), its state
  * serves the bound rule only (a keyed bucket of that rule starts from it,
- * carry_home), which judges it. Inline in slot_rank.
+ * carry_home), which judges it; so is a keyed slot judged, always (a
+ * rule deleted since leaves it idle: no packet comes back to it). Inline
+ * in slot_rank.
  */
 static __always_inline int slot_idle(struct sluice_config *cfg, struct sluice_slot *s, __u64 c,
 				     __u64 *t, __u64 rule)
@@ -310,26 +317,31 @@ __noinline __u64 slot_fresh(__u32 algo, __u64 window, __u32 bits)
 
 /*
  * Take slot s, whose ctl was c and state t when src_claim chose it, for a
- * new source. One CAS of ctl takes the slot from whatever else reads or
+ * new bucket. One CAS of ctl takes the slot from whatever else reads or
  * claims it (and fails if anything in ctl moved since: a re-bind, the
  * source becoming established, another claim); then one CAS of the state,
  * from t to a fresh one (srctab_fresh_state of fresh, the claim's
- * srctab_fresh_claim), decides between the claim and an admission of the
+ * srctab_fresh_claim, or of carry, a keyed bucket's state carried from its
+ * source's home slot), decides between the claim and an admission of the
  * old source that read ctl before it changed: exactly one of them wins,
  * and when the admission does, the slot is given back untouched. Returns
  * the claimed ctl (state claiming), or 0.
  */
-static __always_inline __u64 slot_take(struct sluice_slot *s, __u64 c, __u64 t, __u64 fresh)
+static __always_inline __u64 slot_take(struct sluice_slot *s, __u64 c, __u64 t, __u64 fresh,
+				       __u64 carry)
 {
 	__u64 claim;
 
 #ifdef SLUICE_TABLE_OFF
-	return 0;	/* tests/bpf: a table that never gives a slot */
+	/* tests/bpf: a table that never gives a slot; carry stays used, or
+	 * clang drops it from src_claim's callers but not its prototype. */
+	asm volatile("" : : "r"(carry));
+	return 0;
 #endif
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
-	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, t)) != t) {
+	if (__sync_val_compare_and_swap(&s->tat, t, srctab_fresh_state(fresh, carry, t)) != t) {
 		__sync_lock_test_and_set(&s->ctl, c);	/* its source was admitted meanwhile */
 		return 0;
 	}
@@ -432,8 +444,8 @@ __noinline int slot_owner(const struct sluice_slot *s, const struct src_place *w
 		return 0;
 	if ((c & SLUICE_SLOT_STATE_MASK) != SLUICE_SLOT_LIVE || ((c ^ c2) & SLUICE_SLOT_ID_MASK))
 		return SLOT_MAYBE;
-	if ((c & SLUICE_SLOT_V6) != w->fam)
-		return 0;	/* the other family's */
+	if ((c & srctab_id_mask(w->id)) != (SLUICE_SLOT_LIVE | w->id))
+		return 0;	/* another family's, or another key's */
 	*id = c & SLUICE_SLOT_ID_MASK;
 	return SLOT_OWN;
 }
@@ -581,20 +593,21 @@ __noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64
 }
 
 /*
- * A slot for a new source, key, whose home bucket is bound by word bound
- * (the new-source budget already passed), under the stripe lock of its
- * hash, so two CPUs never give one source two slots: found again if
- * another CPU claimed one meanwhile (src_enter), else the best candidate
- * of its two buckets by rank (empty ones in the emptier bucket first:
- * balanced, two choices fill the table evenly), claimed (slot_take),
- * zeroed and published with its address and bound word. Returns the
+ * A slot for a new bucket, key (a source's home key, or a keyed one),
+ * bound by word bound (the new-source budget already passed), under the
+ * stripe lock of its hash, so two CPUs never give one key two slots: found
+ * again if another CPU claimed one meanwhile (src_enter), else the best
+ * candidate of its two buckets by rank (empty ones in the emptier bucket
+ * first: balanced, two choices fill the table evenly), claimed (slot_take)
+ * with a fresh state or carry (srctab_fresh_state), zeroed and published
+ * with its address and bound word. Returns the
  * slot's index with *id its slot bits, SRC_FULL when no candidate may be
  * taken (every one holds an established source not idle for the table's
  * idle time; the packet is dropped, and counted), or SRC_BUSY. Global, so
  * the verifier checks it once.
  */
 __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key *key, __u64 bound,
-			 __u64 *id)
+			 __u64 carry, __u64 *id)
 {
 	struct sluice_slot_count *n;
 	struct src_pick best;
@@ -651,7 +664,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
 	     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
 	s = src_slot(at);
-	claim = s ? slot_take(s, best.c, best.t, fresh) : 0;
+	claim = s ? slot_take(s, best.c, best.t, fresh, carry) : 0;
 	if (!claim || !s) {
 		r = SRC_BUSY;	/* it changed since it was ranked */
 		goto out;
@@ -661,7 +674,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		WRITE_ONCE(*(__u64 *)n, 0);
 	WRITE_ONCE(SLOT_A0(s), w.a0);
 	WRITE_ONCE(SLOT_A1(s), w.a1);
-	*id = SLUICE_SLOT_LIVE | w.fam | (claim & SLUICE_SLOT_VER_MASK);
+	*id = SLUICE_SLOT_LIVE | (w.id & SLUICE_SLOT_ID_MASK) | (claim & SLUICE_SLOT_VER_MASK);
 	/* Published by an xchg, fully ordered: after the address and counts. */
 	__sync_lock_test_and_set(&s->ctl, (bound & ~SLUICE_SLOT_KEEP_MASK) | *id);
 	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
@@ -674,6 +687,10 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
 		}
 	}
+	/* The keyed count: an empty slot held no bucket, keyed or not. */
+	c = (best.c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY ? 0 : best.c;
+	if ((w.id ^ c) & SLUICE_SLOT_KEYED)
+		src_stat_add(SLUICE_SRC_STAT_KEYED, (w.id & SLUICE_SLOT_KEYED) ? 1 : -1);
 	r = (int)(at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);

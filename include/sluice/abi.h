@@ -400,8 +400,8 @@ struct sluice_ban_state {
  * policy (tokens carried over), and for a home bucket the direct bit while
  * it serves its source. A ban is kept in tat: a banned bucket's TAT lies
  * more than its tolerance ahead of now. The source table's slots (struct
- * sluice_slot) begin with the same two words; keyed buckets (--per /LEN,
- * --per rule, L4 rules) are this struct in an LRU hash.
+ * sluice_slot), home and keyed, begin with the same two words; userspace
+ * reads a slot and its counts as this struct.
  */
 struct sluice_bucket {
 	__u64 tat;		/* the algorithm's state word: a token bucket's
@@ -431,8 +431,8 @@ struct sluice_bucket {
 #define SLUICE_BOUND_IDX(w)		((__u32)((w) & SLUICE_BOUND_IDX_MASK))
 
 /*
- * The source table: every home bucket (a source judged by a per-source
- * rule), in an open-addressing table that the XDP program manages inside
+ * The source table: every bucket, home (a source judged by a per-source
+ * rule) or keyed (SLUICE_SLOT_KEYED), in an open-addressing table that the XDP program manages inside
  * an mmapable array (include/sluice/srctab.h has the hash and the rules;
  * doc/design.md the protocol). A slot is 32 bytes; its ctl word is the
  * bucket's bound word with the slot's state, the address's family and a
@@ -476,11 +476,19 @@ _Static_assert(sizeof(struct sluice_slot_bucket) == 128, "a bucket is two cache 
  * cleared by the next claim. Not a slot bit of SLUICE_SLOT_ID_MASK: it
  * changes while the slot stays its source's. */
 #define SLUICE_SLOT_ESTABLISHED		(1ULL << 21)
-/* Bits 22-23 are the keyed bucket's identity. */
+/* A keyed bucket's slot (struct sluice_src_key with a policy, not
+ * SLUICE_KEY_HOME): its key's policy is the slot's bound index, and its
+ * address is the key's masked address with a sentinel bit just past the
+ * mask (bit key_len of the 128-bit form), which tells the key length;
+ * a key of the whole address (key_len 128) has no room for one and has
+ * SLUICE_SLOT_KEY_FULL instead. */
+#define SLUICE_SLOT_KEYED		(1ULL << 22)
+#define SLUICE_SLOT_KEY_FULL		(1ULL << 23)
+#define SLUICE_SLOT_KEY_MASK		(SLUICE_SLOT_KEYED | SLUICE_SLOT_KEY_FULL)
 #define SLUICE_SLOT_VER_ONE		(1ULL << 24)	/* the version, bumped at */
 #define SLUICE_SLOT_VER_MASK		(0xffULL << 24)	/* each claim */
 #define SLUICE_SLOT_ID_MASK		(SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6 | \
-					 SLUICE_SLOT_VER_MASK)
+					 SLUICE_SLOT_KEY_MASK | SLUICE_SLOT_VER_MASK)
 /* What a re-bind of a slot keeps of its ctl: its slot bits and its class. */
 #define SLUICE_SLOT_KEEP_MASK		(SLUICE_SLOT_ID_MASK | SLUICE_SLOT_ESTABLISHED)
 

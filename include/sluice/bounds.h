@@ -25,9 +25,6 @@
 #define SLUICE_MAX_SOURCES_DEFAULT	262144U
 #define SLUICE_MAX_SOURCES_MIN		1024U
 #define SLUICE_MAX_SOURCES_MAX		16777216U
-/* Keyed buckets (--per /LEN, --per rule, L4 rules) live in an LRU hash of
- * --max-sources entries, at most this many. */
-#define SLUICE_MAX_KEYED		65536U
 /* Fragmented datagrams in flight whose first fragment's L4 facts the
  * fragment table (struct sluice_frag_key) keeps, least recently used
  * forgotten first; Cilium's default size. */

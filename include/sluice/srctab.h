@@ -4,12 +4,13 @@
  * and userspace (user/lib/srctab.c): its size, where a source may live,
  * and when a slot may change hands without changing any decision.
  *
- * A source lives in one of the SLUICE_SLOTS_PER_BUCKET slots of one of two
- * buckets, chosen by a hash of its address seeded at random when the table
- * is made (struct sluice_src_seed, root's alone), so nobody outside can aim
- * a flood at one bucket. The table has --max-sources / SLUICE_SRC_LOAD
- * slots, so 40 bytes a slot (the slot and its counts) cost 62.5 bytes a
- * source.
+ * A bucket, a source's home one or a keyed one (--per /LEN, --per rule, or
+ * a rule that matches on L4), lives in one of the SLUICE_SLOTS_PER_BUCKET
+ * slots of one of two buckets of the table, chosen by a hash of its key
+ * seeded at random when the table is made (struct sluice_src_seed,
+ * root's alone), so nobody outside can aim a flood at one bucket. The table
+ * has --max-sources / SLUICE_SRC_LOAD slots, so 40 bytes a slot (the slot
+ * and its counts) cost 62.5 bytes a bucket, home or keyed.
  */
 #ifndef SLUICE_SRCTAB_H
 #define SLUICE_SRCTAB_H
@@ -41,12 +42,67 @@ SLUICE_INLINE __u64 srctab_mix(__u64 x)
 	return x;
 }
 
-/* 64 bits of hash of an address (as two words) and family, seeded; the two
- * halves pick the two buckets. Each word is mixed whole: an IPv4 address
- * (IPv4-mapped) sits in the high half of a1. */
-SLUICE_INLINE __u64 srctab_hash(__u64 a0, __u64 a1, __u32 family, __u64 seed)
+/* 64 bits of hash of an address (as two words) and its tag (srctab_key),
+ * seeded; the two halves pick the two buckets. Each word is mixed whole: an
+ * IPv4 address (IPv4-mapped) sits in the high half of a1. */
+SLUICE_INLINE __u64 srctab_hash(__u64 a0, __u64 a1, __u64 tag, __u64 seed)
 {
-	return srctab_mix(a1 ^ srctab_mix(a0 ^ seed ^ family));
+	return srctab_mix(a1 ^ srctab_mix(a0 ^ seed ^ tag));
+}
+
+/* A keyed key's hash tag: its family, key length and policy, apart from
+ * every home key's (its family alone), so a source's home slot and its
+ * keyed ones land apart. */
+#define SRCTAB_TAG_KEYED		(1ULL << 32)
+#define SRCTAB_TAG_LEN_SHIFT		40
+#define SRCTAB_TAG_POLICY_SHIFT		48
+
+/*
+ * Key k as the table stores it: *a0 and *a1 the slot's address words, *tag
+ * its hash tag, and *id the bits of a live slot's ctl that say whose it is
+ * (SLUICE_SLOT_V6, SLUICE_SLOT_KEY_MASK, and a keyed key's policy, which is
+ * its slot's bound index). A keyed key shorter than the address carries a
+ * sentinel bit at bit key_len of the 128-bit form (its masked address is 0
+ * there), so keys of one address and two lengths differ.
+ */
+SLUICE_INLINE void srctab_key(const struct sluice_src_key *k, __u64 *a0, __u64 *a1, __u64 *tag,
+			      __u64 *id)
+{
+	__u32 len = k->key_len, byte = len / 8, shift;
+	__u64 bit;
+
+	__builtin_memcpy(a0, k->a, sizeof(*a0));
+	__builtin_memcpy(a1, k->a + sizeof(*a0), sizeof(*a1));
+	*tag = k->family;
+	*id = k->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
+	if (k->policy == SLUICE_KEY_HOME)
+		return;
+	*tag |= SRCTAB_TAG_KEYED | (__u64)k->key_len << SRCTAB_TAG_LEN_SHIFT |
+		(__u64)k->policy << SRCTAB_TAG_POLICY_SHIFT;
+	*id |= SLUICE_SLOT_KEYED | (k->policy & SLUICE_BOUND_IDX_MASK);
+	if (len >= SLUICE_KEY_LEN_SOURCE) {
+		*id |= SLUICE_SLOT_KEY_FULL;
+		return;
+	}
+	/* Byte `byte` of the address, within its word in memory order. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	shift = (byte & 7) * 8;
+#else
+	shift = (7 - (byte & 7)) * 8;
+#endif
+	bit = (__u64)(0x80U >> (len & 7)) << shift;
+	if (byte < 8)
+		*a0 |= bit;
+	else
+		*a1 |= bit;
+}
+
+/* The ctl bits a live slot of a key whose srctab_key id is id must match:
+ * its state and id, and for a keyed key its bound index. */
+SLUICE_INLINE __u64 srctab_id_mask(__u64 id)
+{
+	return SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6 | SLUICE_SLOT_KEY_MASK |
+	       ((id & SLUICE_SLOT_KEYED) ? SLUICE_BOUND_IDX_MASK : 0);
 }
 
 /* The two candidate buckets of hash h in a table of n buckets (n > 1):
@@ -117,11 +173,16 @@ SLUICE_INLINE __u64 srctab_fresh_nonzero(const struct sluice_limit *l, __u64 now
 /*
  * The state a claim writes over a slot's old state old, fresh the value
  * srctab_fresh_claim gave: itself when it differs from old, else another
- * empty value (0, or 1 over 0). It must differ from old: a CAS of the
- * old source's packet that read old then fails (slot_take).
+ * empty value (0, or 1 over 0). With carry, a state carried from
+ * elsewhere (a keyed bucket started from its source's home slot,
+ * carry_home): that, or one unit more debt where it equals old (as a
+ * re-bind's conversion does). It must differ from old: a CAS of the old
+ * source's packet that read old then fails (slot_take).
  */
-SLUICE_INLINE __u64 srctab_fresh_state(__u64 fresh, __u64 old)
+SLUICE_INLINE __u64 srctab_fresh_state(__u64 fresh, __u64 carry, __u64 old)
 {
+	if (carry)
+		return carry != old ? carry : carry == ~0ULL ? carry - 1 : carry + 1;
 	return fresh != old ? fresh : !old;
 }
 

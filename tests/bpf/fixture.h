@@ -68,8 +68,7 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 		return -errno;
 	if (!max_sources)
 		max_sources = SLUICE_MAX_SOURCES_DEFAULT;
-	err = srctab_size(fx->skel->maps.src_table, fx->skel->maps.src_counts,
-			  fx->skel->maps.src_buckets, max_sources);
+	err = srctab_size(fx->skel->maps.src_table, fx->skel->maps.src_counts, max_sources);
 	if (err)
 		return err;
 	err = sluice_bpf__load(fx->skel);

@@ -66,20 +66,26 @@ static void *hammer(void *arg)
 	return NULL;
 }
 
+/* Keeps the first bucket walk_buckets meets. */
+static int first_bucket(const struct sluice_src_key *k, const struct sluice_bucket *b, void *ctx)
+{
+	(void)k;
+	*(struct sluice_bucket *)ctx = *b;
+	return 1;
+}
+
 /* The bucket the run charged: the source's own, or the one bucket of an
  * aggregate (the only one in the table). */
 static int race_bucket(struct sluice_bucket *b)
 {
-	struct sluice_src_key k;
+	long n;
 
 	if (race_spread == SPREAD_ONE_SOURCE)
 		return bucket_of(&fx, "198.18.0.77", b);
-	if (bpf_map_get_next_key(fx.m.src_buckets, NULL, &k) ||
-	    bpf_map_lookup_elem(fx.m.src_buckets, &k, b))
-		return -ENOENT;
-	if (!bpf_map_get_next_key(fx.m.src_buckets, &k, &k))
-		return -EEXIST;	/* more than one bucket: not an aggregate */
-	return 0;
+	n = table_sources(&fx.m);
+	if (n != 1)
+		return n ? -EEXIST : -ENOENT;	/* more than one: not an aggregate */
+	return walk_buckets(&fx.m, first_bucket, b) == 1 ? 0 : -ENOENT;
 }
 
 /* One contended run: a fresh program of open_skel under policy, every CPU

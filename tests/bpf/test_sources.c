@@ -44,6 +44,8 @@ static __u64 events_now(__u32 ev)
 	return sum;
 }
 
+/* A count the datapath keeps (enum sluice_src_stat): its per-CPU deltas
+ * summed. */
 static __s64 src_stat_now(__u32 stat)
 {
 	__u64 *v = calloc((size_t)fx.m.ncpus, sizeof(*v));
@@ -581,23 +583,188 @@ static void unwritten_entry_is_not_allow(void)
 	CHECK(a == 0, "%llu of 2 passed: the banned source got a full bucket", (unsigned long long)a);
 }
 
-int main(void)
+/* The n-th source of a keyed flood: distinct for n < 2^16, all in
+ * 198.19.0.0/16, away from the debtors of 198.18.0.0/16. */
+static void keyed_flood_source(unsigned int n, char *buf, size_t len)
+{
+	snprintf(buf, len, "198.19.%u.%u", n >> 8 & 0xff, n & 0xff);
+}
+
+#define KEYED_FLOOD	40000U	/* never-seen sources, 39 x the table */
+#define KEYED_DEBTORS	20U
+#define FLOOD_RULE	"limit set 198.19.0.0/16 --proto udp --rate 1/h --burst 1"
+
+/* The i-th debtor of a keyed-debt case, as the source of its `nth`
+ * packet: one /24 per debtor, so --per /24 gives each its own bucket; a
+ * /24's packets come from one address after another when `roam`. */
+static void keyed_debtor(unsigned int i, unsigned int nth, int roam, char *buf, size_t len)
+{
+	snprintf(buf, len, "198.18.%u.%u", i, 7 + (roam ? nth : 0));
+}
+
+/*
+ * Debtors of a keyed rule (policy: the rule, then FLOOD_RULE) spend
+ * `spend` packets each (all within the rule's burst), then KEYED_FLOOD
+ * never-seen sources, one packet each under FLOOD_RULE (another keyed
+ * rule), then each debtor sends 3 more (from other addresses of its /24
+ * when roam): none of them may pass. The flood
+ * takes what is left of the table and is refused the rest (no_bucket); no
+ * debt is forgotten to make room.
+ */
+static int keyed_debts_case(const char *what, const char *policy, unsigned int spend, int roam)
+{
+	__u64 refused0 = events_now(SLUICE_EV_SOURCE_REFUSED), passed = 0, keyed;
+	struct frame f;
+	char src[32];
+
+	CHECK_OR(-1, setup(TINY_TABLE, policy) == 0, "%s: setup", what);
+	for (unsigned int i = 0; i < KEYED_DEBTORS; i++)
+		for (unsigned int k = 0; k < spend; k++) {
+			keyed_debtor(i, k, roam, src, sizeof(src));
+			frame_udp_from(&f, src);
+			CHECK_OR(-1, run_frame(&fx, &f, 1, NULL) == XDP_PASS,
+				 "%s: debtor %u's packet %u within the burst", what, i, k);
+		}
+	refused0 = events_now(SLUICE_EV_SOURCE_REFUSED);
+	for (unsigned int n = 0; n < KEYED_FLOOD; n++) {
+		keyed_flood_source(n, src, sizeof(src));
+		frame_udp_from(&f, src);
+		run_frame(&fx, &f, 1, NULL);
+	}
+	for (unsigned int i = 0; i < KEYED_DEBTORS; i++)
+		for (unsigned int k = 0; k < 3; k++) {
+			keyed_debtor(i, spend + k, roam, src, sizeof(src));
+			frame_udp_from(&f, src);
+			passed += run_frame(&fx, &f, 1, NULL) == XDP_PASS;
+		}
+	CHECK_OR(-1, passed == 0, "%s: %llu of %u debtors' packets passed after a flood of %u "
+		 "keyed sources, want 0", what, (unsigned long long)passed, 3 * KEYED_DEBTORS,
+		 KEYED_FLOOD);
+	keyed = (__u64)src_stat_now(SLUICE_SRC_STAT_KEYED);
+	printf("  %s: %llu keyed slots held, %llu flood sources refused\n", what,
+	       (unsigned long long)keyed,
+	       (unsigned long long)(events_now(SLUICE_EV_SOURCE_REFUSED) - refused0));
+	CHECK_OR(-1, (long)keyed == table_sources(&fx.m), "%s: %llu keyed slots counted, %ld held",
+		 what, (unsigned long long)keyed, table_sources(&fx.m));
+	return 0;
+}
+
+/* Keyed buckets keep their debts through a flood of never-seen sources
+ * under another keyed rule: per source under an L4 rule, per /24, per
+ * rule. */
+static void keyed_debts_l4_rule(void)
+{
+	keyed_debts_case("--proto udp", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --proto udp --rate 1/h --burst 3;" FLOOD_RULE, 3, 0);
+}
+
+static void keyed_debts_per_prefix(void)
+{
+	keyed_debts_case("--per /24", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --rate 1/h --burst 3 --per /24;" FLOOD_RULE, 3, 1);
+}
+
+static void keyed_debts_per_rule(void)
+{
+	keyed_debts_case("--per rule", "limit default --rate 1/h --burst 3;"
+			 "limit set 198.18.0.0/16 --rate 1/h --burst 20 --per rule;" FLOOD_RULE, 1, 1);
+}
+
+/* Keeps each bucket walk_buckets meets (up to 8). */
+struct seen {
+	struct sluice_src_key k[8];
+	struct sluice_bucket b[8];
+	int n;
+};
+
+static int keep_bucket(const struct sluice_src_key *k, const struct sluice_bucket *b, void *ctx)
+{
+	struct seen *s = ctx;
+
+	if (s->n < 8) {
+		s->k[s->n] = *k;
+		s->b[s->n] = *b;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Whether key k is keyed, key_len long, and holds the address of text. */
+static int key_is(const struct sluice_src_key *k, const char *text, __u8 key_len)
+{
+	struct sluice_src_key want;
+
+	return !parse_source(text, &want) && k->family == want.family &&
+	       k->key_len == key_len && k->policy != SLUICE_KEY_HOME &&
+	       !memcmp(k->a, want.a, sizeof(k->a));
+}
+
+/* Keyed slots read back as the keys they hold, for each way a key's length
+ * is kept (a sentinel bit within the address, in the first and the second
+ * word; none for a whole address): an IPv6 /56, an IPv4 /24 and a whole
+ * IPv4 address under an L4 rule. Each key a walk gives finds its slot
+ * again, with its source's packet counted. */
+static void keyed_slots_read_back(void)
+{
+	static const struct { const char *src, *key; __u8 len; } want[] = {
+		{ "2001:2:0:12ff::1", "2001:2:0:1200::", 56 },
+		{ "198.19.3.4", "198.19.3.0", 96 + 24 },
+		{ "198.18.0.9", "198.18.0.9", 128 },
+	};
+	struct sluice_bucket b;
+	struct seen seen = { .n = 0 };
+	struct frame f;
+	int found;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 5;"
+		    "limit set 2001:2::/48 --rate 1/h --burst 5 --per /56;"
+		    "limit set 198.19.0.0/16 --rate 1/h --burst 5 --per /24;"
+		    "limit set 198.18.0.0/16 --proto udp --rate 1/h --burst 5") == 0, "setup");
+	for (size_t i = 0; i < 3; i++) {
+		frame_udp_from(&f, want[i].src);
+		CHECK(run_frame(&fx, &f, 1, NULL) == XDP_PASS, "%s's packet", want[i].src);
+	}
+	CHECK(walk_buckets(&fx.m, keep_bucket, &seen) == 3 && seen.n == 3,
+	      "%d buckets in the table, want 3 keyed ones", seen.n);
+	CHECK(src_stat_now(SLUICE_SRC_STAT_KEYED) == 3, "%lld keyed slots counted, want 3",
+	      (long long)src_stat_now(SLUICE_SRC_STAT_KEYED));
+	for (size_t i = 0; i < 3; i++) {
+		found = -1;
+		for (int j = 0; j < seen.n && j < 8; j++)
+			if (key_is(&seen.k[j], want[i].key, want[i].len))
+				found = j;
+		CHECK(found >= 0, "no bucket read back as %s/%u", want[i].key, want[i].len);
+		if (found < 0)
+			continue;
+		CHECK(seen.b[found].passed == 1, "%s's bucket passed %u, want 1", want[i].src,
+		      seen.b[found].passed);
+		CHECK(bucket_lookup(&fx.m, &seen.k[found], &b) == 0 && b.passed == 1,
+		      "the key read back as %s/%u does not find its slot", want[i].key, want[i].len);
+	}
+}
+
+int main(int argc, char **argv)
 {
 	int err = fixture_main_open(&fx);
 
 	if (err)
 		return err;
-	RUN(budget_admits_its_burst);
-	RUN(budget_spares_allow_and_deny);
-	RUN(l4_rule_keeps_home_state);
-	RUN(clients_in_debt_keep_slots);
-	RUN(budget_bounds_the_flood);
-	RUN(idle_clients_after_flood);
-	RUN(established_idle_past_time_reclaimed);
-	RUN(clients_beside_budgeted_flood);
-	RUN(reclaim_keeps_debt_of_deleted_rule);
-	RUN(reclaim_keeps_debt_of_stricter_rule);
-	RUN(unwritten_entry_is_not_allow);
+	harness_select(argc, argv);
+	RUN_SELECTED(budget_admits_its_burst);
+	RUN_SELECTED(budget_spares_allow_and_deny);
+	RUN_SELECTED(l4_rule_keeps_home_state);
+	RUN_SELECTED(clients_in_debt_keep_slots);
+	RUN_SELECTED(budget_bounds_the_flood);
+	RUN_SELECTED(idle_clients_after_flood);
+	RUN_SELECTED(established_idle_past_time_reclaimed);
+	RUN_SELECTED(clients_beside_budgeted_flood);
+	RUN_SELECTED(reclaim_keeps_debt_of_deleted_rule);
+	RUN_SELECTED(reclaim_keeps_debt_of_stricter_rule);
+	RUN_SELECTED(unwritten_entry_is_not_allow);
+	RUN_SELECTED(keyed_debts_l4_rule);
+	RUN_SELECTED(keyed_debts_per_prefix);
+	RUN_SELECTED(keyed_debts_per_rule);
+	RUN_SELECTED(keyed_slots_read_back);
 	fixture_close(&fx);
 	return check_summary();
 }

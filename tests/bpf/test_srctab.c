@@ -73,8 +73,7 @@ static int churn_fixture(churn_open_fn open_skel)
 	if (!churn)
 		return -errno;
 	fx.skel = (struct sluice_bpf *)churn;	/* for fixture_close */
-	err = srctab_size(churn->maps.src_table, churn->maps.src_counts, churn->maps.src_buckets,
-			  CHURN_TABLE);
+	err = srctab_size(churn->maps.src_table, churn->maps.src_counts, CHURN_TABLE);
 	if (!err)
 		err = sluice_churn_bpf__load(churn);
 	if (err)

@@ -382,46 +382,6 @@ static void sources_have_their_own_buckets(void)
 	CHECK(count_sources(&fx.m) == 100, "%ld sources tracked, want 100", count_sources(&fx.m));
 }
 
-/* count_sources walks a table of up to 16384 sources and asks the kernel's
- * element counter (the iterator) past that: exact on both sides of the
- * switch, equal to a full walk. The entries are written from userspace. */
-static void source_count_both_sides_of_the_walk(void)
-{
-	static const long sizes[] = { 0, 1, 16383, 16384, 16385, 20000 };
-	struct sluice_bucket b = { 0 };
-	struct sluice_src_key k;
-	struct src_counter *c;
-	long have = 0, n, w;
-
-	CHECK(setup("limit default --rate 1 --burst 2") == 0, "setup");
-	c = src_counter_open();
-	printf("  the iterator: %s\n", c ? "loaded" : strerror(errno));
-	src_counter_close(c);
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		for (; have < sizes[i]; have++) {
-			memset(&k, 0, sizeof(k));
-			k.a[0] = 0x20;	/* 2001:2::/48 */
-			k.a[1] = 0x01;
-			k.a[3] = 0x02;
-			k.a[13] = (__u8)(have >> 16);
-			k.a[14] = (__u8)(have >> 8);
-			k.a[15] = (__u8)have;
-			k.family = SLUICE_FAMILY_V6;
-			k.key_len = SLUICE_KEY_LEN_SOURCE;
-			k.policy = SLUICE_KEY_HOME;
-			if (bpf_map_update_elem(fx.m.src_buckets, &k, &b, BPF_NOEXIST))
-				break;
-		}
-		n = count_sources(&fx.m);
-		w = sources_walk(fx.m.src_buckets);
-		printf("  %ld sources: counted %ld, walked %ld\n", sizes[i], n, w);
-		CHECK(have == sizes[i], "wrote %ld sources of %ld: %s", have, sizes[i],
-		      strerror(errno));
-		CHECK(n == sizes[i] && w == sizes[i], "%ld sources: counted %ld, walked %ld",
-		      sizes[i], n, w);
-	}
-}
-
 /* A source whose rule was deleted, idle across one more commit: its old
  * limit is unknown (its index is free, not "unchanged since"), so it
  * starts its new rule spent, never with a fresh budget. */
@@ -770,7 +730,6 @@ int main(void)
 	RUN(coarse_rule_reads_the_coarse_clock);
 	RUN(coarse_clock_only_where_a_tick_is_one_packet);
 	RUN(sources_have_their_own_buckets);
-	RUN(source_count_both_sides_of_the_walk);
 	RUN(deleted_rule_idle_source_starts_spent);
 	RUN(policy_change_reaches_known_sources);
 	RUN(initial_policy_limits_nothing);

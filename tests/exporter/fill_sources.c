@@ -5,8 +5,8 @@
  *   fill_sources fill DIR N    puts 2001:2::/48 sources 1..N into free slots
  *                              of the source table pinned under DIR (fresh
  *                              buckets); prints how many found one
- *   fill_sources count DIR     prints the live slots and keyed buckets,
- *                              slot by slot and key by key
+ *   fill_sources count DIR     prints the live slots (home and keyed
+ *                              buckets), slot by slot
  * Only the table changes: no traffic, no policy. The slots are written in
  * place, through an mmap of the pinned array, as the XDP program's claim
  * writes them (include/sluice/srctab.h gives the two candidate buckets). */
@@ -25,7 +25,6 @@ struct table {
 	size_t len;
 	__u32 n;
 	__u64 seed;
-	int keyed;	/* the keyed buckets' LRU hash */
 };
 
 static int open_pin(const char *dir, const char *name)
@@ -49,8 +48,7 @@ static int table_open(const char *dir, struct table *t)
 	struct sluice_src_seed seed;
 	struct sluice_config cfg;
 
-	t->keyed = open_pin(dir, "src_buckets");
-	if (cfd < 0 || tfd < 0 || sfd < 0 || t->keyed < 0 ||
+	if (cfd < 0 || tfd < 0 || sfd < 0 ||
 	    bpf_map_lookup_elem(cfd, &zero, &cfg) || bpf_map_lookup_elem(sfd, &zero, &seed) ||
 	    bpf_obj_get_info_by_fd(tfd, &info, &len))
 		return -1;
@@ -131,26 +129,15 @@ static int fill(struct table *t, __u32 n)
 	return 0;
 }
 
-/* Slot by slot and key by key, the slow way: independent of sluice's own
+/* Slot by slot, the slow way: independent of sluice's own
  * counting. */
 static int count(struct table *t)
 {
-	struct sluice_src_key cur, next;
 	unsigned long n = 0;
-	void *prev = NULL;
 
 	for (__u32 b = 0; b < t->n; b++)
 		for (__u32 k = 0; k < SLUICE_SLOTS_PER_BUCKET; k++)
 			n += (t->tab[b].s[k].ctl & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_LIVE;
-	while (!bpf_map_get_next_key(t->keyed, prev, &next)) {
-		cur = next;
-		prev = &cur;
-		n++;
-	}
-	if (errno != ENOENT) {
-		fprintf(stderr, "fill_sources: get_next_key: %s\n", strerror(errno));
-		return 1;
-	}
 	printf("%lu\n", n);
 	return 0;
 }

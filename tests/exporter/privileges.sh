@@ -12,7 +12,7 @@
 # the program pin and the writers' lock not at all; `sluice limit default` fails and changes
 # nothing while `sluice stats` works. Every map descriptor it holds is
 # read-only (/proc/PID/fdinfo, and the BPF_F_RDONLY of each map a scrape
-# opens, traced), but its own iterator's frozen data. An interface attached after the
+# opens, traced). An interface attached after the
 # exporter started is exported in full; a root-only pin directory (pins
 # from before they had a group) is skipped, with a warning at startup. An unknown --user or --group, and
 # uid 0 or gid 0, are usage errors (exit 2, one line); a missing default
@@ -162,8 +162,7 @@ as_exporter "$SLUICE" -i "$IF_RX" -j stats | jq -e '.interface' >/dev/null ||
 ok "'sluice stats' works with the exporter's credentials"
 
 # --- the map descriptors it holds: none writable ---
-# Its own iterator's read-only data is a frozen map; every descriptor of a
-# pinned map is read-only. Between scrapes it holds none (fdinfo); a scrape
+# Every descriptor of a pinned map is read-only. Between scrapes it holds none (fdinfo); a scrape
 # holds them for milliseconds, so its bpf(2) calls are traced (strace).
 writable_unfrozen() { awk '$3 == "rw" && $4 != 1'; }
 assert_eq "$(map_fds "$EXPORTER_PID" | writable_unfrozen | wc -l)" 0 \

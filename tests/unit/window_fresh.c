@@ -62,7 +62,7 @@ static void check_limit(const struct sluice_limit *l, const char *what)
 		at = times[c];
 		olds[2] = limit_state_with(l, at, 0);
 		for (o = 0; o < ARRAY_LEN(olds); o++) {
-			st = srctab_fresh_state(srctab_fresh_nonzero(l, at), olds[o]);
+			st = srctab_fresh_state(srctab_fresh_nonzero(l, at), 0, olds[o]);
 			snprintf(ctx, sizeof(ctx), "%s: old %llu, claimed at %llu (window %llu)",
 				 what, (ull)olds[o], (ull)at, (ull)(at / W));
 			CHECK(st != olds[o], "%s: the word did not move", ctx);

@@ -399,12 +399,9 @@ static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_k
 }
 
 /* Lift one ban: the bucket becomes spent as of now (a token bucket empty,
- * refilling at its rate; a window full for the rest of this window). A
- * slot of the source table moves by CAS, as the datapath's do: a lift
- * that loses to a packet is read and tried again. A keyed bucket cannot be
- * CASed from userspace: it is written back whole if it exists (BPF_EXIST),
- * so a packet judged between the read and the write may still see the
- * ban, and its own state update (and count) is overwritten by the lift. */
+ * refilling at its rate; a window full for the rest of this window). Its
+ * slot of the source table (home or keyed) moves by CAS, as the
+ * datapath's do: a lift that loses to a packet is read and tried again. */
 /* Lifts that lose CAS after CAS to the datapath: the source sends that hard. */
 #define LIFT_TRIES 64
 

@@ -44,7 +44,7 @@ struct iface_status {
 	enum run_state run;
 	struct elsewhere where;	/* RUN_ELSEWHERE */
 	struct sluice_meta meta;
-	long sources;		/* held: live slots and keyed buckets */
+	long sources;		/* held: live slots, home and keyed */
 	long slots_live;	/* live slots of the source table */
 	__u64 slots;		/* the source table's slots */
 	__u64 refused;		/* new sources refused: slots all in debt */

@@ -40,22 +40,11 @@ static const char index_page[] =
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
 
-/* Live slots of the source table, and keyed buckets: the kernel's count of
- * them where the iterator is loaded, else a walk. */
+/* Live slots of the source table: home and keyed buckets alike. */
 static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
 {
-	long slots = table_sources(m), n = -ENOENT;
-	__u32 id;
-
-	if (slots < 0)
-		return slots;
-	if (ex->srcs) {
-		id = map_id(m->src_buckets);
-		n = id ? src_counter_get(ex->srcs, id) : -ENOENT;
-	}
-	if (n < 0)
-		n = sources_walk(m->src_buckets);
-	return n < 0 ? n : slots + n;
+	(void)ex;
+	return table_sources(m);
 }
 
 static void rule_sample(const struct rule *r, bool is_default, struct prom_rule *out)
@@ -356,34 +345,28 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	if (err)
 		return err;
 
-	/* What needs privilege first: the socket (a port below 1024) and the
-	 * source-counting iterator; then down to USER for good. */
+	/* What needs privilege first: the socket (a port below 1024); then
+	 * down to USER for good. */
 	fd = httpd_listen(listen_spec, &ss, sslen, LISTEN_DEFAULT, bound, sizeof(bound));
 	if (fd < 0)
 		return EXIT_RUNTIME;
-	ex.srcs = src_counter_open();
 	err = run_as_switch(&ra, privs, sizeof(privs));
 	if (err) {
 		close(fd);
-		src_counter_close(ex.srcs);
 		return err;
 	}
 	/* Server threads inherit this mask; only sigwait() below sees them. */
 	httpd_block_signals(&stop);
 	err = httpd_start(&ex.http, fd, HTTP_THREADS, bound);
-	if (err) {
-		src_counter_close(ex.srcs);
+	if (err)
 		return err;
-	}
 	httpd_serving(&ex.http);
 	/* One scrape up front: permission problems show now, not at the first
 	 * Prometheus scrape. */
 	body = render_metrics(&ex, &len, &nifaces, &nskipped);
 	free(body);
 	printf("sluice exporter %s: serving http://%s/metrics for %u interface%s "
-	       "(sources counted by %s; %s)\n", SLUICE_VERSION, bound, nifaces,
-	       nifaces == 1 ? "" : "s",
-	       ex.srcs ? "the kernel's element counter" : "walking the table", privs);
+	       "(%s)\n", SLUICE_VERSION, bound, nifaces, nifaces == 1 ? "" : "s", privs);
 	fflush(stdout);
 	notify_ready("serving http://%s/metrics for %u interface%s", bound, nifaces,
 		     nifaces == 1 ? "" : "s");
@@ -399,7 +382,6 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	exporter_loop(&ex, &stop);
 	notify_stopping("stopping");
 	httpd_stop(&ex.http);
-	src_counter_close(ex.srcs);
 	return 0;
 }
 

@@ -7,17 +7,14 @@
 
 #include "httpd.h"
 
-struct src_counter;
-
-/* Shared by every server thread: srcs is set before the server starts
- * and only read afterwards; log_requests is switched off once, atomically. */
+/* Shared by every server thread; log_requests is switched off once,
+ * atomically. */
 struct exporter {
-	struct src_counter *srcs;	/* NULL: count by walking the table */
 	struct httpd http;
 };
 
 /* ex->http answers with the exporter's pages, read from the pins at each
- * request (name, handler, cls and the 405's body set); ex->srcs NULL. */
+ * request (name, handler, cls and the 405's body set). */
 void exporter_http_init(struct exporter *ex);
 
 #endif /* SLUICE_EXPORTER_H */

@@ -18,7 +18,14 @@
 #include "parse.h"
 #include "sluice.skel.h"
 
-#define WALK_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
+/* Whether dir holds a pin named name. */
+static bool pin_present(const char *dir, const char *name)
+{
+	char path[SLUICE_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
 
 void pin_dir(const char *iface, char *buf, size_t len)
 {
@@ -93,8 +100,7 @@ _Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
 /* Whether the pinned map fd is the map this build of sluice declares: a
  * pin left by another version (a detach skipped on upgrade) may differ in
  * layout, and would be read wrong. The source table's size is the
- * operator's (--max-sources): its slots, their counts and the keyed
- * buckets. */
+ * operator's (--max-sources): its slots and their counts. */
 static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach)
 {
 	struct bpf_map_info info;
@@ -152,12 +158,13 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 #define CHECK_PIN(name)							\
 	if (!err && m->name >= 0 &&					\
 	    !pin_matches(m->name, skel->maps.name,			\
-				 m->name == m->src_buckets ||		\
 				 m->name == m->src_table ||		\
 				 m->name == m->src_counts) && !stale)	\
 		stale = bpf_map__name(skel->maps.name);
 	SLUICE_MAPS(CHECK_PIN)
 #undef CHECK_PIN
+	if (!err && !stale && pin_present(m->dir, SLUICE_RETIRED_PIN))
+		stale = SLUICE_RETIRED_PIN;	/* a version whose slots read otherwise */
 	if (stale && !err) {
 		maps_close(m);
 		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "
@@ -292,40 +299,6 @@ bool maps_still_current(const struct sluice_maps *m)
 		return false;	/* detached, or pins of another version */
 	maps_close(&now);
 	return maps_current(m);
-}
-
-long walk_keyed(int fd, bucket_fn fn, void *ctx)
-{
-	struct sluice_src_key *keys = calloc(WALK_BATCH, sizeof(*keys));
-	struct sluice_bucket *vals = calloc(WALK_BATCH, sizeof(*vals));
-	struct sluice_src_key in, next;
-	void *inp = NULL;
-	long total = 0;
-
-	if (!keys || !vals) {
-		total = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		__u32 count = WALK_BATCH;
-		int r = bpf_map_lookup_batch(fd, inp, &next, keys, vals, &count, NULL);
-
-		if (r && errno != ENOENT) {
-			total = -errno;
-			break;
-		}
-		for (__u32 i = 0; i < count; i++, total++)
-			if (fn && fn(&keys[i], &vals[i], ctx))
-				goto out;
-		if (r)
-			break;
-		in = next;
-		inp = &in;
-	}
-out:
-	free(keys);
-	free(vals);
-	return total;
 }
 
 static int sum_percpu(int fd, __u32 key, int ncpus, size_t words, __u64 *out)

@@ -15,7 +15,6 @@
 	X(src_table)							\
 	X(src_counts)							\
 	X(src_locks)							\
-	X(src_buckets)							\
 	X(src_stats)							\
 	X(src_seed)							\
 	X(policy_lpm)							\
@@ -81,11 +80,8 @@ __u32 map_id(int fd);
  * detached, or detached and attached afresh, since): the daemons stop when
  * it has not. */
 bool maps_still_current(const struct sluice_maps *m);
-/* Calls fn (if any) for each keyed bucket (the LRU hash at fd), read in
- * batches, until fn returns non-zero. Returns the buckets visited, or
- * -errno. walk_buckets (srctab.h) walks every bucket. */
+/* Called for each bucket by walk_buckets (srctab.h); non-zero stops it. */
 typedef int (*bucket_fn)(const struct sluice_src_key *key, const struct sluice_bucket *b,
 			 void *ctx);
-long walk_keyed(int fd, bucket_fn fn, void *ctx);
 
 #endif /* SLUICE_MAPS_H */

@@ -19,6 +19,10 @@
  * policy. The pin directory itself is readable by the pins' group, and a
  * lock any reader can open is one any reader can hold. */
 #define SLUICE_LOCK_PIN		"lock"
+/* The pin of a map earlier versions had and this one has not (keyed
+ * buckets now live in the source table): an upgrade and a detach remove
+ * it. */
+#define SLUICE_RETIRED_PIN	"src_buckets"
 /* The group that may read the pins when attach is given no --group. */
 #define SLUICE_PIN_GROUP	"sluice"
 #define SLUICE_BPFFS_ARG_MAX	128	/* longest --bpffs DIR */

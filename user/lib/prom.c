@@ -230,7 +230,7 @@ static void put_refused(FILE *f, const struct family *fam, const struct prom_ifa
 }
 
 /* Entries taken less those still tracked: slots reclaimed from idle
- * sources, and keyed buckets the LRU evicted. */
+ * buckets, home or keyed. */
 static void put_evictions(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
 	long tracked = i->sources > 0 ? i->sources : 0;
@@ -412,7 +412,7 @@ static const struct family families[] = {
 	  "Entries the source table took for sources (or keyed prefixes) never seen before.",
 	  .each = put_new_sources },
 	{ "sluice_source_evictions_total", "counter",
-	  "Entries given to new sources: idle sources' slots reclaimed, keyed buckets evicted.",
+	  "Entries given to new sources: slots of idle sources and idle keyed buckets reclaimed.",
 	  .each = put_evictions },
 	{ "sluice_new_sources_refused_total", "counter",
 	  "New sources dropped because every slot they may take held a source in debt.",

@@ -16,14 +16,11 @@
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 #define SRCTAB_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
 
-int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *keyed,
-		__u64 max_sources)
+int srctab_size(struct bpf_map *table, struct bpf_map *counts, __u64 max_sources)
 {
 	__u32 nb = srctab_buckets(max_sources);
-	__u32 nk = max_sources < SLUICE_MAX_KEYED ? (__u32)max_sources : SLUICE_MAX_KEYED;
 
-	if (bpf_map__set_max_entries(table, nb) || bpf_map__set_max_entries(counts, nb) ||
-	    bpf_map__set_max_entries(keyed, nk))
+	if (bpf_map__set_max_entries(table, nb) || bpf_map__set_max_entries(counts, nb))
 		return -EINVAL;
 	return 0;
 }
@@ -235,6 +232,31 @@ static __u64 slot_snapshot(const struct srctab *t, __u32 at, struct sluice_slot 
 	return 0;
 }
 
+/* The key of live slot s (the inverse of srctab_key): a home key, or a
+ * keyed one whose length is told by its sentinel bit, the last bit set. */
+static void slot_key(const struct sluice_slot *s, struct sluice_src_key *key)
+{
+	int i, bit;
+
+	memset(key, 0, sizeof(*key));
+	memcpy(key->a, s->a, sizeof(key->a));
+	key->family = (s->ctl & SLUICE_SLOT_V6) ? SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4;
+	key->key_len = SLUICE_KEY_LEN_SOURCE;
+	key->policy = SLUICE_KEY_HOME;
+	if (!(s->ctl & SLUICE_SLOT_KEYED))
+		return;
+	key->policy = (__u16)SLUICE_BOUND_IDX(s->ctl);
+	if (s->ctl & SLUICE_SLOT_KEY_FULL)
+		return;
+	for (i = SLUICE_ADDR_LEN - 1; i >= 0 && !key->a[i]; i--)
+		;
+	if (i < 0)
+		return;	/* no sentinel: cannot be */
+	bit = __builtin_ctz(key->a[i]);
+	key->key_len = (__u8)(i * 8 + 7 - bit);
+	key->a[i] &= (__u8)~(1U << bit);
+}
+
 bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 		 struct sluice_bucket *b)
 {
@@ -244,11 +266,7 @@ bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 	if (!t->tab || !t->cnt || at >= t->nbuckets * SLUICE_SLOTS_PER_BUCKET ||
 	    !slot_snapshot(t, at, &s))
 		return false;
-	memset(key, 0, sizeof(*key));
-	memcpy(key->a, s.a, sizeof(key->a));
-	key->family = (s.ctl & SLUICE_SLOT_V6) ? SLUICE_FAMILY_V6 : SLUICE_FAMILY_V4;
-	key->key_len = SLUICE_KEY_LEN_SOURCE;
-	key->policy = SLUICE_KEY_HOME;
+	slot_key(&s, key);
 	n = &t->cnt[at / SLUICE_SLOTS_PER_BUCKET].c[at % SLUICE_SLOTS_PER_BUCKET];
 	b->tat = s.tat;
 	b->bound = s.ctl;
@@ -257,39 +275,59 @@ bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 	return true;
 }
 
-/* The live slot of key anywhere in the table: a reader without the seed. */
-static long srctab_walk_find(const struct srctab *t, const struct sluice_src_key *key)
+/* Where key's slot may be: its two candidate buckets in a table of n
+ * buckets seeded with seed, and the address words and id a live slot of
+ * it has (srctab_key). */
+struct key_place {
+	__u64 a0, a1, id;
+	__u32 bk[2];
+};
+
+static void key_place(const struct sluice_src_key *key, __u64 seed, __u32 n, struct key_place *kp)
 {
-	struct sluice_src_key k;
-	struct sluice_bucket b;
+	__u64 tag;
+
+	srctab_key(key, &kp->a0, &kp->a1, &tag, &kp->id);
+	srctab_pick(srctab_hash(kp->a0, kp->a1, tag, seed), n, &kp->bk[0], &kp->bk[1]);
+}
+
+/* Whether copied slot s holds key, whose place is kp. */
+static bool slot_holds(const struct sluice_slot *s, const struct key_place *kp)
+{
+	__u64 a0, a1;
+
+	memcpy(&a0, s->a, sizeof(a0));
+	memcpy(&a1, s->a + sizeof(a0), sizeof(a1));
+	return (s->ctl & srctab_id_mask(kp->id)) == (SLUICE_SLOT_LIVE | kp->id) &&
+	       a0 == kp->a0 && a1 == kp->a1;
+}
+
+/* The live slot of key anywhere in the table: a reader without the seed. */
+static long srctab_walk_find(const struct srctab *t, const struct key_place *kp)
+{
+	struct sluice_slot s;
 
 	for (__u32 at = 0; at < t->nbuckets * SLUICE_SLOTS_PER_BUCKET; at++)
-		if (srctab_read(t, at, &k, &b) && k.family == key->family &&
-		    !memcmp(k.a, key->a, sizeof(k.a)))
+		if (slot_snapshot(t, at, &s) && slot_holds(&s, kp))
 			return at;
 	return -1;
 }
 
 long srctab_find(const struct srctab *t, const struct sluice_src_key *key)
 {
-	struct sluice_src_key k;
-	struct sluice_bucket b;
-	__u64 a0, a1;
-	__u32 bk[2];
+	struct key_place kp;
+	struct sluice_slot s;
 
-	if (t->nbuckets < 2)
+	if (t->nbuckets < 2 || !t->tab)
 		return -1;
+	key_place(key, t->seed, t->nbuckets, &kp);
 	if (!t->seeded)
-		return srctab_walk_find(t, key);
-	memcpy(&a0, key->a, sizeof(a0));
-	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
-	srctab_pick(srctab_hash(a0, a1, key->family, t->seed), t->nbuckets, &bk[0], &bk[1]);
+		return srctab_walk_find(t, &kp);
 	for (int j = 0; j < 2; j++)
 		for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET; i++) {
-			__u32 at = bk[j] * SLUICE_SLOTS_PER_BUCKET + i;
+			__u32 at = kp.bk[j] * SLUICE_SLOTS_PER_BUCKET + i;
 
-			if (srctab_read(t, at, &k, &b) && k.family == key->family &&
-			    !memcmp(k.a, key->a, sizeof(k.a)))
+			if (slot_snapshot(t, at, &s) && slot_holds(&s, &kp))
 				return at;
 		}
 	return -1;
@@ -306,17 +344,12 @@ long srctab_live(const struct srctab *t)
 	return n;
 }
 
-static bool is_home(const struct sluice_src_key *key)
-{
-	return key->policy == SLUICE_KEY_HOME && key->key_len >= SLUICE_KEY_LEN_SOURCE;
-}
-
 long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
 {
 	struct sluice_src_key k;
 	struct sluice_bucket b;
 	struct srctab t;
-	long total = 0, r;
+	long total = 0;
 	int err = srctab_open(m, &t);
 
 	if (err)
@@ -331,19 +364,15 @@ long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
 		}
 	}
 	srctab_close(&t);
-	r = walk_keyed(m->src_buckets, fn, ctx);
-	return r < 0 ? r : total + r;
+	return total;
 }
 
-/* A copied slot sl and its counts n, read as a bucket of key: true when it is
- * live and holds key. */
+/* A copied slot sl and its counts n, read as a bucket of the key whose
+ * place is kp: true when it is live and holds the key. */
 static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count *n,
-		    const struct sluice_src_key *key, struct sluice_bucket *b)
+		    const struct key_place *kp, struct sluice_bucket *b)
 {
-	__u64 fam = key->family == SLUICE_FAMILY_V6 ? SLUICE_SLOT_V6 : 0;
-
-	if ((sl->ctl & (SLUICE_SLOT_STATE_MASK | SLUICE_SLOT_V6)) != (SLUICE_SLOT_LIVE | fam) ||
-	    memcmp(sl->a, key->a, sizeof(sl->a)) != 0)
+	if (!slot_holds(sl, kp))
 		return false;
 	b->tat = sl->tat;
 	b->bound = sl->ctl;
@@ -352,10 +381,10 @@ static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count
 	return true;
 }
 
-/* A home key's bucket found by a walk of the table, read in batches and
+/* A key's bucket found by a walk of the table, read in batches and
  * dropped as it goes: what a reader of the group, who may not read the
  * seed, pays (the whole table's reads, a batch's memory). */
-static int slot_walk_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
+static int slot_walk_lookup(const struct sluice_maps *m, const struct key_place *kp,
 			    struct sluice_bucket *b)
 {
 	struct sluice_slot_bucket *sb = calloc(SRCTAB_BATCH, sizeof(*sb));
@@ -377,7 +406,7 @@ static int slot_walk_lookup(const struct sluice_maps *m, const struct sluice_src
 		}
 		for (__u32 j = 0; j < count && err == -ENOENT; j++)
 			for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET && err == -ENOENT; i++) {
-				if (!slot_is(&sb[j].s[i], &none, key, b))
+				if (!slot_is(&sb[j].s[i], &none, kp, b))
 					continue;
 				if (bpf_map_lookup_elem(m->src_counts, &keys[j], &sc))
 					err = -errno;
@@ -396,7 +425,7 @@ static int slot_walk_lookup(const struct sluice_maps *m, const struct sluice_src
 	return err;
 }
 
-/* A home key's bucket, from copies of its two candidate buckets (each read
+/* A key's bucket, from copies of its two candidate buckets (each read
  * whole by the kernel): no mapping, so root pays two lookups, not a copy
  * of the table. */
 static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
@@ -405,8 +434,9 @@ static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key 
 	struct sluice_slot_bucket sb;
 	struct sluice_slot_counts sc;
 	struct sluice_config cfg;
-	__u32 zero = 0, bk[2];
-	__u64 a0, a1, seed = 0;
+	struct key_place kp;
+	__u32 zero = 0;
+	__u64 seed = 0;
 	int err;
 
 	if (bpf_map_lookup_elem(m->config, &zero, &cfg))
@@ -414,19 +444,17 @@ static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key 
 	if (cfg.src_buckets < 2)
 		return -ENOENT;
 	err = srctab_seed(m, &seed);
-	if (err == -EACCES)
-		return slot_walk_lookup(m, key, b);
-	if (err)
+	if (err && err != -EACCES)
 		return err;
-	memcpy(&a0, key->a, sizeof(a0));
-	memcpy(&a1, key->a + sizeof(a0), sizeof(a1));
-	srctab_pick(srctab_hash(a0, a1, key->family, seed), cfg.src_buckets, &bk[0], &bk[1]);
+	key_place(key, seed, cfg.src_buckets, &kp);
+	if (err)
+		return slot_walk_lookup(m, &kp, b);
 	for (int j = 0; j < 2; j++) {
-		if (bpf_map_lookup_elem(m->src_table, &bk[j], &sb) ||
-		    bpf_map_lookup_elem(m->src_counts, &bk[j], &sc))
+		if (bpf_map_lookup_elem(m->src_table, &kp.bk[j], &sb) ||
+		    bpf_map_lookup_elem(m->src_counts, &kp.bk[j], &sc))
 			return -errno;
 		for (__u32 i = 0; i < SLUICE_SLOTS_PER_BUCKET; i++)
-			if (slot_is(&sb.s[i], &sc.c[i], key, b))
+			if (slot_is(&sb.s[i], &sc.c[i], &kp, b))
 				return 0;
 	}
 	return -ENOENT;
@@ -435,26 +463,17 @@ static int slot_lookup(const struct sluice_maps *m, const struct sluice_src_key 
 int bucket_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
 		  struct sluice_bucket *b)
 {
-	if (!is_home(key))
-		return bpf_map_lookup_elem(m->src_buckets, key, b) ? -errno : 0;
 	return slot_lookup(m, key, b);
 }
 
 int bucket_set_state(const struct sluice_maps *m, const struct sluice_src_key *key,
 		     const struct sluice_bucket *b, __u64 tat)
 {
-	struct sluice_bucket nb = *b;
 	struct sluice_slot *s;
 	struct srctab t;
 	long at;
 	int err, r = 0;
 
-	if (!is_home(key)) {
-		nb.tat = tat;
-		if (map_update(m->src_buckets, key, &nb, BPF_EXIST))
-			return errno == ENOENT ? 0 : -errno;
-		return 1;
-	}
 	err = srctab_open(m, &t);
 	if (err)
 		return err;

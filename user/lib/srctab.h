@@ -24,10 +24,9 @@ struct srctab {
 	bool tab_copied, cnt_copied;	/* a read-only descriptor's copies */
 };
 
-/* Size the table for max_sources before the object is loaded: the slots,
- * their counts, and the keyed buckets (at most SLUICE_MAX_KEYED). */
-int srctab_size(struct bpf_map *table, struct bpf_map *counts, struct bpf_map *keyed,
-		__u64 max_sources);
+/* Size the table for max_sources before the object is loaded: the slots
+ * (home and keyed buckets alike) and their counts. */
+int srctab_size(struct bpf_map *table, struct bpf_map *counts, __u64 max_sources);
 /* After the load: a table that has no seed yet gets one at random (the
  * src_seed map), then its size in the config map. 0, or -errno. */
 int srctab_init(const struct sluice_maps *m, __u64 max_sources);
@@ -55,22 +54,20 @@ void srctab_close(struct srctab *t);
 /* Slot at, read as a bucket of key: true when it holds a live source. */
 bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 		 struct sluice_bucket *b);
-/* The live slot of key (a home key), or -1: in its two buckets, or by a
- * walk of the whole table when t has no seed. */
+/* The live slot of key (a home key or a keyed one), or -1: in its two
+ * buckets, or by a walk of the whole table when t has no seed. */
 long srctab_find(const struct srctab *t, const struct sluice_src_key *key);
 /* Live slots. */
 long srctab_live(const struct srctab *t);
 
-/* Calls fn (if any) for every bucket of m, the table's slots first, then
- * the keyed buckets, until fn returns non-zero. Returns the buckets
- * visited, or -errno. */
+/* Calls fn (if any) for every bucket of m (every live slot, home or keyed)
+ * until fn returns non-zero. Returns the buckets visited, or -errno. */
 long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx);
 /* The bucket of key: 0, -ENOENT, or another -errno. */
 int bucket_lookup(const struct sluice_maps *m, const struct sluice_src_key *key,
 		  struct sluice_bucket *b);
-/* Move the bucket of key from state b->tat, bound b->bound, to state tat:
- * by CAS for a slot (1 if it moved, 0 if the slot changed meanwhile), by a
- * whole write for a keyed bucket (BPF_EXIST: 1, or 0 if it is gone).
+/* Move the bucket of key from state b->tat, bound b->bound, to state tat,
+ * by CAS: 1 if it moved, 0 if the slot changed meanwhile (or is gone);
  * -errno on failure. */
 int bucket_set_state(const struct sluice_maps *m, const struct sluice_src_key *key,
 		     const struct sluice_bucket *b, __u64 tat);

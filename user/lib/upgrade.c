@@ -57,7 +57,7 @@ static bool table_part(int i)
 /* Per-source state: bound to the rules of its generation, started fresh. */
 static bool per_source(int i)
 {
-	return table_part(i) || i == SLUICE_MAPI_src_buckets ||
+	return table_part(i) ||
 	       i == SLUICE_MAPI_leases || i == SLUICE_MAPI_cluster_hot;
 }
 
@@ -260,6 +260,14 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 		if (!same_map(&oi[i], u->old_btf[i], skel_map(skel, i), bpf_object__btf(skel->obj)))
 			u->fate[i] = UPGRADE_REPLACED;
 	}
+	/* Pins of a version that kept keyed buckets in a map of their own
+	 * (SLUICE_RETIRED_PIN): its slots' ctl words mean other things, so
+	 * the per-source state starts fresh whatever its layout. */
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_RETIRED_PIN);
+	if (access(path, F_OK) == 0)
+		for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
+			if (per_source(i) && u->fate[i] == UPGRADE_KEPT)
+				u->fate[i] = UPGRADE_REPLACED;
 	if (u->fate[SLUICE_MAPI_ban_trie] == UPGRADE_KEPT && !ban_trie_same(u, &bans))
 		u->fate[SLUICE_MAPI_ban_trie] = UPGRADE_REPLACED;
 	table_together(u);
@@ -442,6 +450,8 @@ int upgrade_pin(struct sluice_bpf *skel, const struct upgrade *u, const char *di
 			return runtime_err("cannot pin map %s at %s: %s", map_names[i], path,
 					   strerror(errno));
 	}
+	snprintf(path, sizeof(path), "%s/%s", dir, SLUICE_RETIRED_PIN);
+	unlink(path);	/* an earlier version's map, none of this one's */
 	return 0;
 }
 

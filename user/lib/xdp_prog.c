@@ -361,7 +361,8 @@ const char *restore_old(int old_fd, int ifindex, enum xdp_attach_mode mode)
 
 void remove_pins(const char *dir)
 {
-	static const char *const extra[] = { SLUICE_PROG_PIN, SLUICE_PROG_PIN_NEW };
+	static const char *const extra[] = { SLUICE_PROG_PIN, SLUICE_PROG_PIN_NEW,
+					     SLUICE_RETIRED_PIN };
 	struct sluice_bpf *skel = sluice_bpf__open();
 	struct bpf_map *map;
 	char path[SLUICE_PATH_MAX];
@@ -404,8 +405,7 @@ int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 /* The maps attach sizes, set to the sizes of their pins under dir. */
 static int pinned_sizes(struct sluice_bpf *skel, const char *dir)
 {
-	struct bpf_map *sized[] = { skel->maps.src_table, skel->maps.src_counts,
-				    skel->maps.src_buckets };
+	struct bpf_map *sized[] = { skel->maps.src_table, skel->maps.src_counts };
 	char path[SLUICE_PATH_MAX];
 	__u32 cap;
 	int fd;
@@ -469,8 +469,7 @@ int prepare_maps(struct sluice_bpf *skel, const char *dir, const char *iface,
 		/* The pins are reused: sized as they are, or libbpf refuses them. */
 		return pinned_sizes(skel, dir);
 	}
-	if (srctab_size(skel->maps.src_table, skel->maps.src_counts, skel->maps.src_buckets,
-			sz->sources))
+	if (srctab_size(skel->maps.src_table, skel->maps.src_counts, sz->sources))
 		return runtime_err("cannot size the source table");
 	return 0;
 }

@@ -123,7 +123,7 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 			e->want = 1;
 		e->idle = 0;
 	} else {
-		/* A bucket evicted and made anew counts from 0. */
+		/* A bucket reclaimed and made anew counts from 0. */
 		dpass = b.passed >= e->last_passed ? b.passed - e->last_passed : b.passed;
 		ddrop = b.dropped >= e->last_dropped ? b.dropped - e->last_dropped : b.dropped;
 		e->passed += dpass;
