@@ -470,6 +470,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	*id = SLUICE_SLOT_LIVE | w.fam | (claim & SLUICE_SLOT_VER_MASK);
 	WRITE_ONCE(s->ctl, (bound & ~SLUICE_SLOT_ID_MASK) | *id);
 	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
+	src_stat_add(SLUICE_SRC_STAT_LIVE, !reclaimed);	/* an empty slot is held now */
 	if (reclaimed)
 		count_event(SLUICE_EV_SOURCE_RECLAIMED);
 	r = (int)(at & SLUICE_SRC_AT_MAX);

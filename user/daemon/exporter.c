@@ -40,15 +40,15 @@ static const char index_page[] =
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
 
-/* Live slots of the source table, and keyed buckets: the kernel's count of
- * them where the iterator is loaded, else a walk. */
-static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
+/* Live slots of the source table (occ, the counters the datapath keeps:
+ * the table is never read), and keyed buckets: the kernel's count of them
+ * where the iterator is loaded, else a walk of their LRU. */
+static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m,
+			    const struct src_occupancy *occ)
 {
-	long slots = table_sources(m), n = -ENOENT;
+	long slots = (long)occ->live, n = -ENOENT;
 	__u32 id;
 
-	if (slots < 0)
-		return slots;
 	if (ex->srcs) {
 		id = map_id(m->src_buckets);
 		n = id ? src_counter_get(ex->srcs, id) : -ENOENT;
@@ -156,8 +156,29 @@ static int sample_bans(const struct sluice_maps *m, struct prom_iface *s)
 	return 0;
 }
 
+/* The source table's counts and events: counters the datapath keeps, so
+ * a scrape costs the same at any --max-sources. 0 or -1. */
+static int sample_table(const struct exporter *ex, const struct sluice_maps *m,
+			struct prom_iface *s)
+{
+	struct src_occupancy occ;
+
+	if (src_occupancy_read(m, &occ))
+		return -1;
+	s->sources = tracked_sources(ex, m, &occ);
+	s->established = occ.established;
+	s->probation = occ.live - occ.established;
+	s->capacity = srctab_capacity(m);
+	return s->sources < 0 || read_event(m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
+	       read_event(m, SLUICE_EV_SOURCE_RECLAIMED, &s->reclaimed) ||
+	       read_event(m, SLUICE_EV_ESTABLISHED_RECLAIMED, &s->established_reclaimed) ||
+	       read_event(m, SLUICE_EV_LOCK_GAVE_UP, &s->lock_gave_up) ||
+	       read_event(m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ? -1 : 0;
+}
+
 /* Everything about one interface, or -1 if its pins could not be read
- * (detached meanwhile, say): then it is left out of this scrape. */
+ * (detached meanwhile, made by another version, a map unreadable): then
+ * only its sluice_interface_up 0 is in this scrape, beside the others. */
 static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s)
 {
 	struct sluice_counter c[SLUICE_R_MAX];
@@ -179,10 +200,7 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 		s->reasons[r].drop = sluice_reason_is_drop(r);
 		s->reasons[r].c = c[r];
 	}
-	s->sources = tracked_sources(ex, &m);
-	s->capacity = srctab_capacity(&m);
-	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
-	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ||
+	if (sample_table(ex, &m, s) ||
 	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
 		goto out;
 	if (sample_bans(&m, s))
@@ -193,8 +211,10 @@ out:
 	maps_close(&m);
 	if (err) {
 		free(s->rules);
-		s->rules = NULL;
+		memset(s, 0, sizeof(*s));
+		snprintf(s->name, sizeof(s->name), "%s", iface);
 	}
+	s->read_ok = !err;
 	return err;
 }
 
@@ -228,10 +248,8 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	for (int i = 0; i < count; i++) {
 		if (opts.iface && strcmp(opts.iface, names[i]) != 0)
 			continue;
-		if (sample_iface(ex, names[i], &s[n]))
-			skipped++;
-		else
-			n++;
+		if (sample_iface(ex, names[i], &s[n++]))
+			skipped++;	/* only its sluice_interface_up 0 */
 	}
 	f = open_memstream(&body, len);
 	if (!f)
@@ -246,7 +264,7 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 		body = NULL;
 	}
 	if (nifaces)
-		*nifaces = (unsigned int)n;
+		*nifaces = (unsigned int)n - skipped;
 	if (nskipped)
 		*nskipped = skipped;
 out:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Tracked-source counts from the kernel's per-map element counter, read
- * through a BPF iterator, with a batched walk of the table for small tables
- * and as the fallback. */
+/* Tracked-source counts: the source table's from the counters the datapath
+ * keeps (src_stats); the keyed buckets' from the kernel's per-map element
+ * counter, read through a BPF iterator, with a batched walk for small
+ * tables and as the fallback. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -151,17 +152,48 @@ long sources_count(int map_fd)
 	return n >= 0 ? n : sources_walk(map_fd);
 }
 
+/* The sum over the CPUs of stat's deltas, clamped to [0, max]. */
+static int src_stat_sum(const struct sluice_maps *m, __u32 stat, __u64 max, __u64 *out)
+{
+	__u64 *vals = calloc((size_t)m->ncpus, sizeof(*vals));
+	__u64 sum = 0;
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->src_stats, &stat, vals)) {
+		err = -errno;
+	} else {
+		for (int c = 0; c < m->ncpus; c++)
+			sum += vals[c];	/* modulo 2^64: a CPU's deltas may sum below 0 */
+		*out = (__s64)sum < 0 ? 0 : sum > max ? max : sum;
+	}
+	free(vals);
+	return err;
+}
+
+int src_occupancy_read(const struct sluice_maps *m, struct src_occupancy *o)
+{
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->slots = (__u64)map_capacity(m->src_table) * SLUICE_SLOTS_PER_BUCKET;
+	if (!o->slots)
+		return -EINVAL;
+	err = src_stat_sum(m, SLUICE_SRC_STAT_LIVE, o->slots, &o->live);
+	if (!err)
+		err = src_stat_sum(m, SLUICE_SRC_STAT_ESTABLISHED, o->live, &o->established);
+	if (!err)
+		err = src_stat_sum(m, SLUICE_SRC_STAT_KEYED, o->live, &o->keyed);
+	return err;
+}
+
 long table_sources(const struct sluice_maps *m)
 {
-	struct srctab t;
-	long n;
-	int err = srctab_open(m, &t);
+	struct src_occupancy o;
+	int err = src_occupancy_read(m, &o);
 
-	if (err)
-		return err;
-	n = srctab_live(&t);
-	srctab_close(&t);
-	return n;
+	return err ? err : (long)o.live;
 }
 
 long count_sources(const struct sluice_maps *m)
