@@ -53,6 +53,15 @@ static bool per_source(int i)
 	       i == SLUICE_MAPI_leases || i == SLUICE_MAPI_cluster_hot;
 }
 
+/* The source table and what counts it: its slots' counts, and the
+ * occupancy the datapath keeps of it (src_stats), which is right only for
+ * the slots it has seen taken. One made anew makes the others anew. */
+static bool table_group(int i)
+{
+	return i == SLUICE_MAPI_src_table || i == SLUICE_MAPI_src_counts ||
+	       i == SLUICE_MAPI_src_stats;
+}
+
 /* Made from the policy: re-committed, not copied. */
 static bool from_policy(int i)
 {
@@ -241,6 +250,14 @@ int upgrade_plan(struct sluice_bpf *skel, const char *dir, const char *iface,
 	if (u->fate[SLUICE_MAPI_policy_lpm] == UPGRADE_REPLACED ||
 	    u->fate[SLUICE_MAPI_policy_table] == UPGRADE_REPLACED)
 		u->fate[SLUICE_MAPI_config] = UPGRADE_REPLACED;
+	/* A table kept with its occupancy made fresh (pins of a version that
+	 * kept none) would count its held slots as free, for good; and the
+	 * other way round: the table goes only with its counters. */
+	for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
+		if (table_group(i) && u->fate[i] != UPGRADE_KEPT)
+			for (int k = 0; k < SLUICE_MAPI_COUNT; k++)
+				if (table_group(k) && u->fate[k] == UPGRADE_KEPT)
+					u->fate[k] = UPGRADE_REPLACED;
 	for (int i = 0; i < SLUICE_MAPI_COUNT; i++)
 		u->any |= u->fate[i] != UPGRADE_KEPT;
 	if (!u->any)
