@@ -142,13 +142,28 @@ fail:
 	return NULL;
 }
 
-/* The array at fd mapped in place, writable when fd is; else a copy. */
-static void *map_in(int fd, size_t len, __u32 n, size_t vsz, bool *writable, bool *copied)
+/* The array at fd (pinned at dir/name) mapped in place, writable when fd
+ * is, or when the pin opens writable (root reading through a read-only
+ * descriptor: the kernel maps an array only writable); else a copy. */
+static void *map_in(int fd, const char *dir, const char *name, size_t len, __u32 n, size_t vsz,
+		    bool *writable, bool *copied)
 {
+	char path[SLUICE_PATH_MAX];
 	void *p = map_mmap(fd, len);
+	int wfd;
 
-	*writable = p != MAP_FAILED;
 	*copied = false;
+	if (p == MAP_FAILED && (errno == EACCES || errno == EPERM)) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		wfd = bpf_obj_get(path);
+		if (wfd >= 0) {
+			p = map_mmap(wfd, len);
+			close(wfd);
+		}
+		if (p == MAP_FAILED)
+			errno = EACCES;
+	}
+	*writable = p != MAP_FAILED;
 	if (p != MAP_FAILED || (errno != EACCES && errno != EPERM))
 		return p;	/* mapped, or a failure a copy would hide */
 	p = copy_in(fd, n, vsz);
@@ -171,12 +186,12 @@ int srctab_open(const struct sluice_maps *m, struct srctab *t)
 	t->seed = cfg.src_seed;
 	t->tab_len = page_round((size_t)t->nbuckets * sizeof(*t->tab));
 	t->cnt_len = page_round((size_t)t->nbuckets * sizeof(*t->cnt));
-	t->tab = map_in(m->src_table, t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
+	t->tab = map_in(m->src_table, m->dir, "src_table", t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
 	if (t->tab == MAP_FAILED) {
 		t->tab = NULL;
 		return -errno;
 	}
-	t->cnt = map_in(m->src_counts, t->cnt_len, t->nbuckets, sizeof(*t->cnt), &w2,
+	t->cnt = map_in(m->src_counts, m->dir, "src_counts", t->cnt_len, t->nbuckets, sizeof(*t->cnt), &w2,
 			&t->cnt_copied);
 	if (t->cnt == MAP_FAILED) {
 		int err = -errno;
