@@ -5,7 +5,8 @@
  * an established client keeps its slot through any flood (idle, in debt,
  * or beside a budgeted flood), the flood churns only probation slots, an
  * established slot is reused only after the table's idle time, and the
- * budget bounds what a flood holds. Tests that need time between packets
+ * budget bounds what a flood holds, and the occupancy the datapath counts
+ * is what a walk of the table finds. Tests that need time between packets
  * sleep for at least it (never at most), so a slow machine passes too. */
 #include <time.h>
 #include <unistd.h>
@@ -556,6 +557,54 @@ static void reclaim_keeps_debt_of_stricter_rule(void)
 	CHECK(0, "the machine took a second or more for each of 4 commits");
 }
 
+/* The slots held as the datapath counts them (src_stats LIVE, its per-CPU
+ * deltas summed, not clamped), and as a walk of the table finds them. */
+static __s64 held_counted(void)
+{
+	__u64 *v = calloc((size_t)fx.m.ncpus, sizeof(*v)), sum = 0;
+	__u32 stat = SLUICE_SRC_STAT_LIVE;
+
+	if (v && !bpf_map_lookup_elem(fx.m.src_stats, &stat, v))
+		for (int c = 0; c < fx.m.ncpus; c++)
+			sum += v[c];
+	free(v);
+	return (__s64)sum;
+}
+
+static long held_walked(void)
+{
+	struct srctab t;
+	long n;
+
+	if (srctab_open(&fx.m, &t))
+		return -1;
+	n = srctab_live(&t);
+	srctab_close(&t);
+	return n;
+}
+
+/* status and scrapes read the occupancy the datapath keeps: it equals a
+ * walk of the table after new sources took empty slots, and after a flood
+ * 20 x the table that reclaimed idle slots over and over (a reclaim holds
+ * no more slots than before), beside clients in debt. */
+static void occupancy_counts_what_a_walk_finds(void)
+{
+	__u64 reclaims;
+
+	CHECK(setup(TINY_TABLE, "limit default --rate 1/h --burst 1;" FAST_RULE) == 0, "setup");
+	prime_clients();
+	CHECK(held_counted() == 8 && held_walked() == 8, "after 8 clients: %lld counted, %ld walked",
+	      (long long)held_counted(), held_walked());
+	reclaims = reclaiming_flood();
+	CHECK(reclaims > 1000, "%llu reclaims: the flood did not churn",
+	      (unsigned long long)reclaims);
+	CHECK(held_counted() == held_walked(),
+	      "after a flood that reclaimed %llu slots: %lld counted, %ld walked",
+	      (unsigned long long)reclaims, (long long)held_counted(), held_walked());
+	printf("  %ld slots held, %llu reclaims: counted as walked\n", held_walked(),
+	       (unsigned long long)reclaims);
+}
+
 /* A policy entry never written (both slots zeroed, as a table made anew,
  * then the policy committed into it: the commits before the carried-over
  * table) is no allow: a source banned by a --ban rule, whose rule now has
@@ -765,6 +814,7 @@ int main(int argc, char **argv)
 	RUN_SELECTED(keyed_debts_per_prefix);
 	RUN_SELECTED(keyed_debts_per_rule);
 	RUN_SELECTED(keyed_slots_read_back);
+	RUN_SELECTED(occupancy_counts_what_a_walk_finds);
 	fixture_close(&fx);
 	return check_summary();
 }

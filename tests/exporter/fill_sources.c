@@ -9,7 +9,10 @@
  *                              buckets), slot by slot
  * Only the table changes: no traffic, no policy. The slots are written in
  * place, through an mmap of the pinned array, as the XDP program's claim
- * writes them (include/sluice/srctab.h gives the two candidate buckets). */
+ * writes them (include/sluice/srctab.h gives the two candidate buckets),
+ * and counted as it counts them: the slots it took empty are added to
+ * src_stats' LIVE (on the first CPU; a read-modify-write, so the table
+ * must be quiet meanwhile). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "sluice/sluice.h"
 #include "sluice/srctab.h"
 
@@ -25,6 +29,7 @@ struct table {
 	size_t len;
 	__u32 n;
 	__u64 seed;
+	int stats;	/* src_stats */
 };
 
 static int open_pin(const char *dir, const char *name)
@@ -48,7 +53,8 @@ static int table_open(const char *dir, struct table *t)
 	struct sluice_src_seed seed;
 	struct sluice_config cfg;
 
-	if (cfd < 0 || tfd < 0 || sfd < 0 ||
+	t->stats = open_pin(dir, "src_stats");
+	if (cfd < 0 || tfd < 0 || sfd < 0 || t->stats < 0 ||
 	    bpf_map_lookup_elem(cfd, &zero, &cfg) || bpf_map_lookup_elem(sfd, &zero, &seed) ||
 	    bpf_obj_get_info_by_fd(tfd, &info, &len))
 		return -1;
@@ -119,12 +125,35 @@ static int put(struct table *t, __u32 i)
 	return 0;
 }
 
+/* n more slots held, in src_stats' LIVE, as the XDP program counts them. */
+static int count_held(struct table *t, unsigned long n)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	__u32 key = SLUICE_SRC_STAT_LIVE;
+	__u64 *v;
+	int r = 1;
+
+	if (ncpus <= 0)
+		return 1;
+	v = calloc((size_t)ncpus, sizeof(*v));
+	if (v && !bpf_map_lookup_elem(t->stats, &key, v)) {
+		v[0] += n;
+		r = bpf_map_update_elem(t->stats, &key, v, BPF_EXIST) ? 1 : 0;
+	}
+	if (r)
+		fprintf(stderr, "fill_sources: src_stats: %s\n", strerror(errno));
+	free(v);
+	return r;
+}
+
 static int fill(struct table *t, __u32 n)
 {
 	unsigned long put_in = 0;
 
 	for (__u32 i = 1; i <= n; i++)
 		put_in += put(t, i);
+	if (count_held(t, put_in))
+		return 1;
 	printf("%lu\n", put_in);
 	return 0;
 }

@@ -51,6 +51,7 @@ static void iface_init(struct prom_iface *ifc, const char *name, __u32 prog_id)
 {
 	memset(ifc, 0, sizeof(*ifc));
 	snprintf(ifc->name, sizeof(ifc->name), "%s", name);
+	ifc->read_ok = true;
 	ifc->mode = "native";
 	ifc->prog_id = prog_id;
 	ifc->capacity = 262144;
@@ -156,13 +157,14 @@ static void case_one_iface(void)
 	check_golden("one_iface", &s);
 }
 
-/* Two interfaces in the order given; one skipped; the second in skb mode
- * under libxdp's dispatcher, with the default never set (allow). */
+/* Two interfaces in the order given, and a third that could not be read
+ * (only its sluice_interface_up 0); the second in skb mode under libxdp's
+ * dispatcher, with the default never set (allow). */
 static void case_two_ifaces(void)
 {
 	struct prom_rule r0[2] = { rule_limit("default", 5, 5), rule_deny("198.18.0.0/16") };
 	struct prom_rule r1[1] = { rule_allow("default") };
-	struct prom_iface ifc[2];
+	struct prom_iface ifc[3];
 	struct prom_scrape s;
 
 	counts(&r0[0], 18446744073709551615ULL, 1);
@@ -170,9 +172,15 @@ static void case_two_ifaces(void)
 	iface_init(&ifc[0], "eth1", 7);
 	fill_reasons(&ifc[0], 10);
 	ifc[0].sources = 262144;
-	/* a full table that has turned over: 300000 taken, 37856 evicted;
-	 * a budget of 600 a minute (10 per second) */
+	/* a full table that has turned over: 300000 taken, 37856 reclaimed
+	 * (100 of them established sources idle past their time), most of it
+	 * established; a budget of 600 a minute (10 per second) */
 	ifc[0].new_sources = 300000;
+	ifc[0].reclaimed = 37856;
+	ifc[0].established_reclaimed = 100;
+	ifc[0].established = 200000;
+	ifc[0].probation = 62144;
+	ifc[0].lock_gave_up = 2;
 	ifc[0].refused = 4321;
 	ifc[0].budget_rate = 600;
 	ifc[0].budget_period = SLUICE_PERIOD_MIN;
@@ -196,7 +204,9 @@ static void case_two_ifaces(void)
 	fill_reasons(&ifc[1], 0);
 	ifc[1].rules = r1;
 	ifc[1].nrules = ARRAY_LEN(r1);
-	s = scrape_of(ifc, 2);
+	memset(&ifc[2], 0, sizeof(ifc[2]));
+	snprintf(ifc[2].name, sizeof(ifc[2].name), "eth3");
+	s = scrape_of(ifc, 3);
 	s.skipped = 1;
 	s.duration_s = 1.5;
 	check_golden("two_ifaces", &s);

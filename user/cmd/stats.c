@@ -137,6 +137,59 @@ static int top_cmp(const void *a, const void *b)
 	return memcmp(&x->key, &y->key, sizeof(x->key));
 }
 
+/* The best rows of a walk by top_cmp, at most cap of them, kept as a heap
+ * whose root is the last of them: a table of millions costs its walk, not
+ * a copy and a sort of all of its rows. */
+struct top_keep {
+	struct bucket_row *rows;
+	size_t n, cap;
+};
+
+static void top_swap(struct bucket_row *a, struct bucket_row *b)
+{
+	struct bucket_row t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void top_sift_down(struct top_keep *k, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, last = i;
+
+		if (l < k->n && top_cmp(&k->rows[l], &k->rows[last]) > 0)
+			last = l;
+		if (r < k->n && top_cmp(&k->rows[r], &k->rows[last]) > 0)
+			last = r;
+		if (last == i)
+			return;
+		top_swap(&k->rows[i], &k->rows[last]);
+		i = last;
+	}
+}
+
+static int top_keep_row(const struct sluice_src_key *key, const struct sluice_bucket *b,
+			void *ctx)
+{
+	struct top_keep *k = ctx;
+	struct bucket_row row = { .key = *key, .b = *b };
+	size_t i;
+
+	if (k->n < k->cap) {
+		i = k->n++;
+		k->rows[i] = row;
+		while (i && top_cmp(&k->rows[i], &k->rows[(i - 1) / 2]) > 0) {
+			top_swap(&k->rows[i], &k->rows[(i - 1) / 2]);
+			i = (i - 1) / 2;
+		}
+	} else if (k->cap && top_cmp(&row, &k->rows[0]) < 0) {
+		k->rows[0] = row;
+		top_sift_down(k, 0);
+	}
+	return 0;
+}
+
 /* The trie entry covering src in the live slot; false when none does. */
 static bool lpm_entry(const struct sluice_maps *m, __u64 gen_slot,
 		      const struct sluice_src_key *src, struct sluice_lpm_val *v)
@@ -302,21 +355,29 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 	struct sluice_maps m;
 	struct policy *p = NULL;
 	__u64 limit = CLI_OPTIONS(a, struct top_options)->n;
+	struct top_keep keep = { .cap = (size_t)limit };
 	size_t n = 0;
 	struct json j;
+	long walked;
 	int err;
 
 	(void)cmd;
 	err = open_policy(&m, &p, false);
 	if (err)
 		return err;
-	err = read_buckets(&m, &rows, &n);
-	if (err)
+	rows = keep.rows = calloc(keep.cap ? keep.cap : 1, sizeof(*rows));
+	if (!rows) {
+		err = runtime_err("out of memory");
 		goto out;
+	}
+	walked = walk_buckets(&m, top_keep_row, &keep);
+	if (walked < 0) {
+		err = runtime_err("cannot read the source table: %s", strerror((int)-walked));
+		goto out;
+	}
+	n = keep.n;
 	if (n)
 		qsort(rows, n, sizeof(*rows), top_cmp);
-	if (n > limit)
-		n = limit;
 	live_config(&m, &cfg);
 	now = mono_now_ns();
 	if (opts.json) {

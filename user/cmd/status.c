@@ -45,9 +45,11 @@ struct iface_status {
 	struct elsewhere where;	/* RUN_ELSEWHERE */
 	struct sluice_meta meta;
 	long sources;		/* held: live slots, home and keyed */
-	long slots_live;	/* live slots of the source table */
-	__u64 slots;		/* the source table's slots */
+	struct src_occupancy occ;	/* the source table's slots, held, established */
 	__u64 refused;		/* new sources refused: slots all in debt */
+	__u64 reclaimed;	/* slots taken from another source, any kind */
+	__u64 established_reclaimed;	/* ... from an established one, idle past its time */
+	__u64 lock_gave_up;	/* claims that gave up on a held stripe lock */
 	__u32 capacity;
 	unsigned int rules;
 	unsigned int monitor_rules;	/* --monitor: a dry run, dropping nothing */
@@ -59,14 +61,26 @@ struct iface_status {
 };
 
 /* A table this full (percent of its slots), which has refused new
- * sources, is under pressure: it is full of sources in debt. */
+ * sources, is under pressure: it is full of sources in debt, or of
+ * established ones, which fresh sources never displace. */
 #define STATUS_FULL_PCT		90
+
+static bool table_full(const struct iface_status *st)
+{
+	return st->refused && st->occ.slots &&
+	       st->occ.live * 100 >= st->occ.slots * STATUS_FULL_PCT;
+}
+
+/* Full, and nearly all of it established: it refuses newcomers until an
+ * established source has been idle past its time. */
+static bool full_of_established(const struct iface_status *st)
+{
+	return table_full(st) && st->occ.established * 100 >= st->occ.slots * STATUS_FULL_PCT;
+}
 
 static bool under_pressure(const struct iface_status *st)
 {
-	return st->budget_spent ||
-	       (st->refused && st->slots && st->slots_live > 0 &&
-		(__u64)st->slots_live * 100 >= st->slots * STATUS_FULL_PCT);
+	return st->budget_spent || table_full(st);
 }
 
 /* Whether this process may look at programs (by id) and other namespaces. */
@@ -157,9 +171,15 @@ static int gather_status(const char *iface, struct iface_status *st)
 		else
 			snprintf(st->group, sizeof(st->group), "%u", (unsigned int)sb.st_gid);
 	}
+	/* Counters the datapath keeps: the table itself is never read. */
 	st->sources = count_sources(&m);
-	st->slots_live = table_sources(&m);
-	st->slots = (__u64)map_capacity(m.src_table) * SLUICE_SLOTS_PER_BUCKET;
+	err = src_occupancy_read(&m, &st->occ);
+	if (st->sources < 0 || err) {
+		free(p);
+		maps_close(&m);
+		return runtime_err("cannot read the source table's counters of %s: %s", iface,
+				   strerror(err ? -err : (int)-st->sources));
+	}
 	st->capacity = srctab_capacity(&m);
 	st->rules = p->n;
 	st->def = p->def;
@@ -171,6 +191,9 @@ static int gather_status(const char *iface, struct iface_status *st)
 	if (budget_state(&m, &st->budget_spent) ||
 	    read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &st->new_admitted) ||
 	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &st->refused) ||
+	    read_event(&m, SLUICE_EV_SOURCE_RECLAIMED, &st->reclaimed) ||
+	    read_event(&m, SLUICE_EV_ESTABLISHED_RECLAIMED, &st->established_reclaimed) ||
+	    read_event(&m, SLUICE_EV_LOCK_GAVE_UP, &st->lock_gave_up) ||
 	    read_counters(&m, c)) {
 		maps_close(&m);
 		return EXIT_RUNTIME;
@@ -200,11 +223,18 @@ static void print_status_json(struct json *j, const struct iface_status *st)
 	json_u64(j, "attached_at", st->meta.attached_at);
 	json_u64(j, "tracked_sources", st->sources > 0 ? (__u64)st->sources : 0);
 	json_u64(j, "capacity", st->capacity);
-	json_u64(j, "slots", st->slots);
-	json_u64(j, "slots_live", st->slots_live > 0 ? (__u64)st->slots_live : 0);
+	json_u64(j, "slots", st->occ.slots);
+	json_u64(j, "slots_live", st->occ.live);
+	json_u64(j, "slots_established", st->occ.established);
+	json_u64(j, "slots_probation", st->occ.live - st->occ.established);
+	json_u64(j, "slots_keyed", st->occ.keyed);
 	json_u64(j, "refused_sources", st->refused);
+	json_u64(j, "reclaimed_sources", st->reclaimed);
+	json_u64(j, "reclaimed_established", st->established_reclaimed);
+	json_u64(j, "lock_gave_up", st->lock_gave_up);
 	json_str(j, "group", st->group);
 	json_bool(j, "under_pressure", under_pressure(st));
+	json_bool(j, "full_of_established", full_of_established(st));
 	json_obj_open(j, "new_sources");
 	if (st->budget.rate) {
 		json_u64(j, "rate", st->budget.rate);
@@ -263,12 +293,17 @@ static void print_status_text(const struct iface_status *st)
 	       mode_name(st->meta.xdp_mode),
 	       st->meta.multiprog ? "libxdp dispatcher" : "single program",
 	       st->meta.prog_id, when);
-	printf("  sources: %ld tracked, --max-sources %u; %ld of %llu slots held (%.0f%%), "
-	       "%llu new sources refused\n", st->sources, st->capacity, st->slots_live,
-	       (unsigned long long)st->slots,
-	       st->slots ? 100.0 * (double)(st->slots_live > 0 ? st->slots_live : 0) /
-				   (double)st->slots : 0.0,
+	printf("  sources: %ld tracked, --max-sources %u; %llu of %llu slots held (%.0f%%: "
+	       "%llu established, %llu on probation), %llu new sources refused\n", st->sources,
+	       st->capacity, (unsigned long long)st->occ.live, (unsigned long long)st->occ.slots,
+	       100.0 * (double)st->occ.live / (double)st->occ.slots,
+	       (unsigned long long)st->occ.established,
+	       (unsigned long long)(st->occ.live - st->occ.established),
 	       (unsigned long long)st->refused);
+	printf("  slots reclaimed: %llu (%llu of established sources idle past their time); "
+	       "%llu claims gave up on a held lock\n", (unsigned long long)st->reclaimed,
+	       (unsigned long long)st->established_reclaimed,
+	       (unsigned long long)st->lock_gave_up);
 	if (st->budget.rate) {
 		char rate[32];
 
@@ -283,6 +318,9 @@ static void print_status_text(const struct iface_status *st)
 	if (under_pressure(st))
 		printf("  UNDER PRESSURE: %s\n", st->budget_spent ?
 		       "the new-source budget is spent; new sources are dropped as new_source_limited" :
+		       full_of_established(st) ?
+		       "the source table is full of established sources and refuses newcomers "
+		       "(dropped as no_bucket); attach --max-sources N makes it larger" :
 		       "the source table is full of sources over their rate; new sources are "
 		       "dropped as no_bucket");
 	if (st->def.action == SLUICE_ACT_LIMIT)

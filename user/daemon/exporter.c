@@ -40,11 +40,11 @@ static const char index_page[] =
 	"<p><a href=\"/metrics\">/metrics</a>: counters of every interface sluice is attached to.</p>\n"
 	"</body></html>\n";
 
-/* Live slots of the source table: home and keyed buckets alike. */
-static long tracked_sources(const struct exporter *ex, const struct sluice_maps *m)
+/* Live slots of the source table, home and keyed buckets alike: occ, the
+ * counters the datapath keeps (the table is never read). */
+static long tracked_sources(const struct src_occupancy *occ)
 {
-	(void)ex;
-	return table_sources(m);
+	return (long)occ->live;
 }
 
 static void rule_sample(const struct rule *r, bool is_default, struct prom_rule *out)
@@ -145,9 +145,29 @@ static int sample_bans(const struct sluice_maps *m, struct prom_iface *s)
 	return 0;
 }
 
+/* The source table's counts and events: counters the datapath keeps, so
+ * a scrape costs the same at any --max-sources. 0 or -1. */
+static int sample_table(const struct sluice_maps *m, struct prom_iface *s)
+{
+	struct src_occupancy occ;
+
+	if (src_occupancy_read(m, &occ))
+		return -1;
+	s->sources = tracked_sources(&occ);
+	s->established = occ.established;
+	s->probation = occ.live - occ.established;
+	s->capacity = srctab_capacity(m);
+	return s->sources < 0 || read_event(m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
+	       read_event(m, SLUICE_EV_SOURCE_RECLAIMED, &s->reclaimed) ||
+	       read_event(m, SLUICE_EV_ESTABLISHED_RECLAIMED, &s->established_reclaimed) ||
+	       read_event(m, SLUICE_EV_LOCK_GAVE_UP, &s->lock_gave_up) ||
+	       read_event(m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ? -1 : 0;
+}
+
 /* Everything about one interface, or -1 if its pins could not be read
- * (detached meanwhile, say): then it is left out of this scrape. */
-static int sample_iface(const struct exporter *ex, const char *iface, struct prom_iface *s)
+ * (detached meanwhile, made by another version, a map unreadable): then
+ * only its sluice_interface_up 0 is in this scrape, beside the others. */
+static int sample_iface(const char *iface, struct prom_iface *s)
 {
 	struct sluice_counter c[SLUICE_R_MAX];
 	struct sluice_maps m;
@@ -168,10 +188,7 @@ static int sample_iface(const struct exporter *ex, const char *iface, struct pro
 		s->reasons[r].drop = sluice_reason_is_drop(r);
 		s->reasons[r].c = c[r];
 	}
-	s->sources = tracked_sources(ex, &m);
-	s->capacity = srctab_capacity(&m);
-	if (s->sources < 0 || read_event(&m, SLUICE_EV_NEW_SOURCE_ADMITTED, &s->new_sources) ||
-	    read_event(&m, SLUICE_EV_SOURCE_REFUSED, &s->refused) ||
+	if (sample_table(&m, s) ||
 	    new_sources_read(&m, &s->budget_rate, &s->budget_period, &s->budget_burst))
 		goto out;
 	if (sample_bans(&m, s))
@@ -182,8 +199,10 @@ out:
 	maps_close(&m);
 	if (err) {
 		free(s->rules);
-		s->rules = NULL;
+		memset(s, 0, sizeof(*s));
+		snprintf(s->name, sizeof(s->name), "%s", iface);
 	}
+	s->read_ok = !err;
 	return err;
 }
 
@@ -193,8 +212,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The whole /metrics body, malloc()ed; NULL when out of memory. */
-static char *render_metrics(const struct exporter *ex, size_t *len,
-			    unsigned int *nifaces, unsigned int *nskipped)
+static char *render_metrics(size_t *len, unsigned int *nifaces, unsigned int *nskipped)
 {
 	char (*names)[IF_NAMESIZE] = calloc(MAX_IFACES, sizeof(*names));
 	struct prom_scrape scrape = { .version = SLUICE_VERSION };
@@ -217,10 +235,8 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 	for (int i = 0; i < count; i++) {
 		if (opts.iface && strcmp(opts.iface, names[i]) != 0)
 			continue;
-		if (sample_iface(ex, names[i], &s[n]))
-			skipped++;
-		else
-			n++;
+		if (sample_iface(names[i], &s[n++]))
+			skipped++;	/* only its sluice_interface_up 0 */
 	}
 	f = open_memstream(&body, len);
 	if (!f)
@@ -235,7 +251,7 @@ static char *render_metrics(const struct exporter *ex, size_t *len,
 		body = NULL;
 	}
 	if (nifaces)
-		*nifaces = (unsigned int)n;
+		*nifaces = (unsigned int)n - skipped;
 	if (nskipped)
 		*nskipped = skipped;
 out:
@@ -248,9 +264,10 @@ out:
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url)
 {
-	struct exporter *ex = cls;
 	size_t len;
 	char *body;
+
+	(void)cls;	/* the pages are read from the pins at each request */
 
 	if (!strcmp(url, "/"))
 		return httpd_reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8", index_page,
@@ -258,7 +275,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(url, "/metrics") != 0)
 		return httpd_reply_text(conn, MHD_HTTP_NOT_FOUND,
 					"404 not found: metrics are at /metrics\n", NULL);
-	body = render_metrics(ex, &len, NULL, NULL);
+	body = render_metrics(&len, NULL, NULL);
 	return httpd_reply_page(conn, metrics_type, body, len);
 }
 
@@ -363,7 +380,7 @@ static int exporter_run(const struct cli_cmd *c, struct cli_args *a)
 	httpd_serving(&ex.http);
 	/* One scrape up front: permission problems show now, not at the first
 	 * Prometheus scrape. */
-	body = render_metrics(&ex, &len, &nifaces, &nskipped);
+	body = render_metrics(&len, &nifaces, &nskipped);
 	free(body);
 	printf("sluice exporter %s: serving http://%s/metrics for %u interface%s "
 	       "(%s)\n", SLUICE_VERSION, bound, nifaces, nifaces == 1 ? "" : "s", privs);

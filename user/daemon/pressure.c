@@ -25,17 +25,25 @@ static struct pressure_iface *follow(struct pressure *p, const char *name)
 	return pi;
 }
 
+/* Said with the warning when the table is full of established sources. */
+static const char *full_of(const struct src_occupancy *o)
+{
+	return o->established * 100 >= o->slots * PRESSURE_FULL_PCT ?
+	       ": it is full of established sources, which fresh ones never displace, and "
+	       "refuses newcomers until one has been idle past its time" : "";
+}
+
+/* Counters the datapath keeps, never the table: a look costs the same at
+ * any --max-sources. */
 static void look_one(struct pressure_iface *pi)
 {
 	struct sluice_maps m;
-	__u64 slots, refused, new_refused;
-	long live;
+	struct src_occupancy o;
+	__u64 refused, new_refused;
 
 	if (maps_try_open_ro(pi->name, &m))
 		return;
-	slots = (__u64)map_capacity(m.src_table) * SLUICE_SLOTS_PER_BUCKET;
-	live = table_sources(&m);
-	if (live < 0 || !slots || read_event(&m, SLUICE_EV_SOURCE_REFUSED, &refused)) {
+	if (src_occupancy_read(&m, &o) || read_event(&m, SLUICE_EV_SOURCE_REFUSED, &refused)) {
 		maps_close(&m);
 		return;
 	}
@@ -43,17 +51,19 @@ static void look_one(struct pressure_iface *pi)
 	pi->seen = true;
 	new_refused = pi->refused != ~0ULL && refused > pi->refused ? refused - pi->refused : 0;
 	pi->refused = refused;
-	if (!pi->under && ((__u64)live * 100 >= slots * PRESSURE_FULL_PCT || new_refused)) {
+	if (!pi->under && (o.live * 100 >= o.slots * PRESSURE_FULL_PCT || new_refused)) {
 		pi->under = true;
-		log_event(LOG_WARNING, "%s: the source table is under pressure: %ld of %llu slots "
-			  "held (%llu%%), %llu new sources refused since the last look (dropped as "
-			  "no_bucket); attach --max-sources N makes it larger", pi->name, live,
-			  (unsigned long long)slots, (unsigned long long)live * 100 / slots,
-			  (unsigned long long)new_refused);
-	} else if (pi->under && (__u64)live * 100 < slots * PRESSURE_EASED_PCT && !new_refused) {
+		log_event(LOG_WARNING, "%s: the source table is under pressure: %llu of %llu slots "
+			  "held (%llu%%, %llu established), %llu new sources refused since the last "
+			  "look (dropped as no_bucket)%s; attach --max-sources N makes it larger",
+			  pi->name, (unsigned long long)o.live, (unsigned long long)o.slots,
+			  (unsigned long long)(o.live * 100 / o.slots),
+			  (unsigned long long)o.established, (unsigned long long)new_refused,
+			  full_of(&o));
+	} else if (pi->under && o.live * 100 < o.slots * PRESSURE_EASED_PCT && !new_refused) {
 		pi->under = false;
-		log_event(LOG_NOTICE, "%s: the source table's pressure eased: %ld of %llu slots held",
-			  pi->name, live, (unsigned long long)slots);
+		log_event(LOG_NOTICE, "%s: the source table's pressure eased: %llu of %llu slots "
+			  "held", pi->name, (unsigned long long)o.live, (unsigned long long)o.slots);
 	}
 }
 

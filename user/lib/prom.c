@@ -159,6 +159,7 @@ struct family {
 	void (*once)(FILE *f, const struct family *fam, const struct prom_scrape *s);
 	void (*each)(FILE *f, const struct family *fam, const struct prom_iface *i);
 	bool bytes;			/* the bytes twin of a packets family */
+	bool every;			/* of unread interfaces too (they have no other) */
 	bool cluster;			/* the cluster agent's: only where one has run */
 };
 
@@ -212,6 +213,31 @@ static void put_tracked_sources(FILE *f, const struct family *fam, const struct 
 	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%ld", i->sources);
 }
 
+static void put_established(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->established);
+}
+
+static void put_probation(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->probation);
+}
+
+static void put_established_evictions(FILE *f, const struct family *fam,
+				      const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->established_reclaimed);
+}
+
+static void put_lock_gave_up(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
+		    (unsigned long long)i->lock_gave_up);
+}
+
 static void put_capacity(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
 	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%u", i->capacity);
@@ -229,15 +255,11 @@ static void put_refused(FILE *f, const struct family *fam, const struct prom_ifa
 		    (unsigned long long)i->refused);
 }
 
-/* Entries taken less those still tracked: slots reclaimed from idle
- * buckets, home or keyed. */
+/* Slots reclaimed from idle buckets, home or keyed: the datapath's count. */
 static void put_evictions(FILE *f, const struct family *fam, const struct prom_iface *i)
 {
-	long tracked = i->sources > 0 ? i->sources : 0;
-
 	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%llu",
-		    i->new_sources > (__u64)tracked ?
-		    (unsigned long long)(i->new_sources - (__u64)tracked) : 0ULL);
+		    (unsigned long long)i->reclaimed);
 }
 
 static void put_budget_rate(FILE *f, const struct family *fam, const struct prom_iface *i)
@@ -289,6 +311,11 @@ static void put_monitored(FILE *f, const struct family *fam, const struct prom_i
 		fprintf(f, "} %llu\n", (unsigned long long)(fam->bytes ? r->c.monitor_bytes :
 								     r->c.monitor_packets));
 	}
+}
+
+static void put_interface_up(FILE *f, const struct family *fam, const struct prom_iface *i)
+{
+	prom_sample(f, fam->name, PROM_LABELS("interface", i->name), "%d", i->read_ok ? 1 : 0);
 }
 
 static void put_skipped(FILE *f, const struct family *fam, const struct prom_scrape *s)
@@ -395,6 +422,9 @@ static void put_ban_dropped(FILE *f, const struct family *fam, const struct prom
 static const struct family families[] = {
 	{ "sluice_build_info", "gauge", "Version of the sluice exporter; always 1.",
 	  .once = put_build_info },
+	{ "sluice_interface_up", "gauge",
+	  "1 when this scrape read the interface's maps; 0 when it could not, and its other series are left out of this scrape.",
+	  .each = put_interface_up, .every = true },
 	{ "sluice_program_info", "gauge", "The XDP program attached to each interface; always 1.",
 	  .each = put_program_info },
 	{ "sluice_packets_total", "counter",
@@ -408,15 +438,27 @@ static const struct family families[] = {
 	{ "sluice_tracked_sources_capacity", "gauge",
 	  "Sources the source table holds at once (attach --max-sources).",
 	  .each = put_capacity },
+	{ "sluice_tracked_sources_established", "gauge",
+	  "Slots held by established sources, which a flood of fresh sources never displaces.",
+	  .each = put_established },
+	{ "sluice_tracked_sources_probation", "gauge",
+	  "Slots held by sources on probation (not established): where a full table makes room.",
+	  .each = put_probation },
 	{ "sluice_new_sources_total", "counter",
 	  "Entries the source table took for sources (or keyed prefixes) never seen before.",
 	  .each = put_new_sources },
 	{ "sluice_source_evictions_total", "counter",
 	  "Entries given to new sources: slots of idle sources and idle keyed buckets reclaimed.",
 	  .each = put_evictions },
+	{ "sluice_established_source_evictions_total", "counter",
+	  "Slots of established sources reclaimed after their idle time (also in sluice_source_evictions_total).",
+	  .each = put_established_evictions },
 	{ "sluice_new_sources_refused_total", "counter",
-	  "New sources dropped because every slot they may take held a source in debt.",
+	  "New sources dropped because every slot they may take was held (in debt, or established).",
 	  .each = put_refused },
+	{ "sluice_source_lock_gave_up_total", "counter",
+	  "New sources dropped as no_bucket because another CPU held their stripe lock past the bounded tries.",
+	  .each = put_lock_gave_up },
 	{ "sluice_new_source_budget_per_second", "gauge",
 	  "New sources the source table admits per second (limit new-sources); 0 is off.",
 	  .each = put_budget_rate },
@@ -449,7 +491,8 @@ static const struct family families[] = {
 	  "Bytes each --monitor rule passed that enforcing it would have dropped.",
 	  .each = put_monitored, .bytes = true },
 	{ "sluice_scrape_skipped_interfaces", "gauge",
-	  "Pin directories that could not be read during this scrape.", .once = put_skipped },
+	  "Interfaces whose pins could not be read during this scrape (sluice_interface_up 0).",
+	  .once = put_skipped },
 	{ "sluice_scrape_duration_seconds", "gauge", "Time this scrape took to read the maps.",
 	  .once = put_duration },
 	{ "sluice_cluster_up", "gauge",
@@ -493,7 +536,8 @@ int prom_write(FILE *f, const struct prom_scrape *s)
 		if (fam->once)
 			fam->once(f, fam, s);
 		for (size_t i = 0; fam->each && i < s->nifaces; i++)
-			if (!fam->cluster || s->ifaces[i].cluster.present)
+			if ((s->ifaces[i].read_ok || fam->every) &&
+			    (!fam->cluster || s->ifaces[i].cluster.present))
 				fam->each(f, fam, &s->ifaces[i]);
 	}
 	return ferror(f) ? -1 : 0;

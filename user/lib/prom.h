@@ -57,17 +57,24 @@ struct prom_ban_list {
 	struct sluice_counter dropped;	/* what its prefixes dropped */
 };
 
-/* One interface, sampled in one go: its series are all or nothing. */
+/* One interface, sampled in one go: its series are all or nothing. One
+ * that could not be read (read_ok false) has only sluice_interface_up 0. */
 struct prom_iface {
 	char name[IF_NAMESIZE];
+	bool read_ok;			/* its maps were read: every field below is set */
 	const char *mode;		/* mode_name() */
 	__u32 prog_id;
 	bool multiprog;			/* libxdp dispatcher */
 	struct prom_reason reasons[SLUICE_R_MAX];
 	unsigned int nreasons;
 	long sources;			/* tracked now */
+	__u64 established;		/* slots held by established sources now */
+	__u64 probation;		/* ... by sources on probation */
 	__u32 capacity;
 	__u64 new_sources;		/* entries taken for new sources, ever */
+	__u64 reclaimed;		/* slots taken from another source, any kind */
+	__u64 established_reclaimed;	/* ... of which an established one's */
+	__u64 lock_gave_up;		/* claims that gave up on a held stripe lock */
 	__u64 refused;			/* new sources refused: slots all in debt */
 	__u64 budget_rate;		/* new-source budget per period, 0 off */
 	__u32 budget_period;		/* SLUICE_PERIOD_*, 0 when off */
@@ -86,7 +93,7 @@ struct prom_scrape {
 	const char *version;		/* sluice_build_info */
 	const struct prom_iface *ifaces;
 	size_t nifaces;
-	unsigned int skipped;		/* pin directories that could not be read */
+	unsigned int skipped;		/* interfaces that could not be read (read_ok false) */
 	double duration_s;		/* time taken to sample */
 };
 

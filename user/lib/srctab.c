@@ -7,14 +7,52 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "srctab.h"
 #include "map_write.h"
+#include "output.h"
 #include "sluice/srctab.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 #define SRCTAB_BATCH 4096	/* buckets per bpf_map_lookup_batch call */
+#define WALK_TICK (1U << 16)	/* slots between two looks at the clock */
+#define WALK_QUIET_NS 1000000000ULL	/* a walk says nothing for its first second */
+
+/* A long read of the table (a walk, a copy): a line on stderr once a
+ * second, after its first, so a table of millions is not taken for a hang. */
+struct walk_progress {
+	struct timespec start;
+	__u64 said_ns;		/* since start, when last said */
+};
+
+static __u64 since_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)(t.tv_sec - t0->tv_sec) * 1000000000ULL + (__u64)t.tv_nsec -
+	       (__u64)t0->tv_nsec;
+}
+
+static void walk_begin(struct walk_progress *p)
+{
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->said_ns = 0;
+}
+
+static void walk_tick(struct walk_progress *p, const char *what, __u64 done, __u64 total)
+{
+	__u64 t = since_ns(&p->start);
+
+	if (t < WALK_QUIET_NS || t - p->said_ns < WALK_QUIET_NS || !total)
+		return;
+	p->said_ns = t;
+	log_event(LOG_NOTICE, "%s the source table: %llu of %llu slots (%llu%%), %.1f s so far",
+		  what, (unsigned long long)done, (unsigned long long)total,
+		  (unsigned long long)(done * 100 / total), (double)t / 1e9);
+}
 
 int srctab_size(struct bpf_map *table, struct bpf_map *counts, __u64 max_sources)
 {
@@ -116,6 +154,7 @@ static void *copy_in(int fd, __u32 n, size_t vsz)
 {
 	__u32 *keys = calloc(SRCTAB_BATCH, sizeof(*keys)), in = 0, out = 0, count;
 	char *vals = calloc(n ? n : 1, vsz);
+	struct walk_progress wp;
 	__u32 done = 0;
 	int r, err = 0;
 
@@ -123,7 +162,10 @@ static void *copy_in(int fd, __u32 n, size_t vsz)
 		err = ENOMEM;
 		goto fail;
 	}
+	walk_begin(&wp);
 	while (done < n) {
+		walk_tick(&wp, "copying", (__u64)done * SLUICE_SLOTS_PER_BUCKET,
+			  (__u64)n * SLUICE_SLOTS_PER_BUCKET);
 		count = n - done < SRCTAB_BATCH ? n - done : SRCTAB_BATCH;
 		r = bpf_map_lookup_batch(fd, done ? &in : NULL, &out, keys, vals + done * vsz,
 					 &count, NULL);
@@ -145,13 +187,28 @@ fail:
 	return NULL;
 }
 
-/* The array at fd mapped in place, writable when fd is; else a copy. */
-static void *map_in(int fd, size_t len, __u32 n, size_t vsz, bool *writable, bool *copied)
+/* The array at fd (pinned at dir/name) mapped in place, writable when fd
+ * is, or when the pin opens writable (root reading through a read-only
+ * descriptor: the kernel maps an array only writable); else a copy. */
+static void *map_in(int fd, const char *dir, const char *name, size_t len, __u32 n, size_t vsz,
+		    bool *writable, bool *copied)
 {
+	char path[SLUICE_PATH_MAX];
 	void *p = map_mmap(fd, len);
+	int wfd;
 
-	*writable = p != MAP_FAILED;
 	*copied = false;
+	if (p == MAP_FAILED && (errno == EACCES || errno == EPERM)) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		wfd = bpf_obj_get(path);
+		if (wfd >= 0) {
+			p = map_mmap(wfd, len);
+			close(wfd);
+		}
+		if (p == MAP_FAILED)
+			errno = EACCES;
+	}
+	*writable = p != MAP_FAILED;
 	if (p != MAP_FAILED || (errno != EACCES && errno != EPERM))
 		return p;	/* mapped, or a failure a copy would hide */
 	p = copy_in(fd, n, vsz);
@@ -175,12 +232,12 @@ int srctab_open(const struct sluice_maps *m, struct srctab *t)
 	t->seeded = !err;
 	t->tab_len = page_round((size_t)t->nbuckets * sizeof(*t->tab));
 	t->cnt_len = page_round((size_t)t->nbuckets * sizeof(*t->cnt));
-	t->tab = map_in(m->src_table, t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
+	t->tab = map_in(m->src_table, m->dir, "src_table", t->tab_len, t->nbuckets, sizeof(*t->tab), &w1, &t->tab_copied);
 	if (t->tab == MAP_FAILED) {
 		t->tab = NULL;
 		return -errno;
 	}
-	t->cnt = map_in(m->src_counts, t->cnt_len, t->nbuckets, sizeof(*t->cnt), &w2,
+	t->cnt = map_in(m->src_counts, m->dir, "src_counts", t->cnt_len, t->nbuckets, sizeof(*t->cnt), &w2,
 			&t->cnt_copied);
 	if (t->cnt == MAP_FAILED) {
 		int err = -errno;
@@ -348,13 +405,18 @@ long walk_buckets(const struct sluice_maps *m, bucket_fn fn, void *ctx)
 {
 	struct sluice_src_key k;
 	struct sluice_bucket b;
+	struct walk_progress wp;
 	struct srctab t;
 	long total = 0;
 	int err = srctab_open(m, &t);
+	__u32 slots = t.nbuckets * SLUICE_SLOTS_PER_BUCKET;
 
 	if (err)
 		return err;
-	for (__u32 at = 0; at < t.nbuckets * SLUICE_SLOTS_PER_BUCKET; at++) {
+	walk_begin(&wp);
+	for (__u32 at = 0; at < slots; at++) {
+		if (at % WALK_TICK == 0)
+			walk_tick(&wp, "walking", at, slots);
 		if (!srctab_read(&t, at, &k, &b))
 			continue;
 		total++;

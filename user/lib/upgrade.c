@@ -67,6 +67,9 @@ static bool per_source(int i)
  * A version that kept the seed in the config (readable by the pins'
  * group) has no src_seed map: its seed is known outside root, so its
  * table is made anew under a fresh one, and per-source state starts over.
+ * So do the table and its occupancy counters (src_stats): a table kept
+ * with counters made fresh (pins of a version that kept none) would count
+ * its held slots as free for good.
  */
 static void table_together(struct upgrade *u)
 {
