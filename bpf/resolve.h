@@ -57,6 +57,7 @@ __noinline __u64 resolve_rule(const struct pkt *p, __u32 slot)
 {
 	struct sluice_lpm_key key = {
 		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)slot,
 	};
 	struct sluice_lpm_val *hit;
 	__u64 lead = SLUICE_POLICY_DEFAULT, idx = SLUICE_POLICY_DEFAULT;
@@ -64,7 +65,6 @@ __noinline __u64 resolve_rule(const struct pkt *p, __u32 slot)
 
 	if (!p)
 		return RESOLVE_DIRECT | SLUICE_POLICY_DEFAULT;
-	key.slot = (__u8)slot;
 	key.family = p->src.family;
 	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
 	hit = bpf_map_lookup_elem(&policy_lpm, &key);
