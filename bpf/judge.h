@@ -53,6 +53,17 @@ static __always_inline int reject(struct judge *j, struct sluice_bucket *b, __u6
 	return 1;
 }
 
+/* limit_judge, global: the verifier checks the algorithms' math once,
+ * not again in each of judge_step's attempts (the inline ones and the
+ * retry loop's). */
+__noinline int judge_limit(const struct sluice_limit *l, __u64 st, __u64 now, __u64 n,
+			   __u64 *next)
+{
+	if (!l || !next)
+		return SLUICE_JUDGE_REJECTED;
+	return limit_judge(l, st, now, n, next);
+}
+
 /* One attempt at an admission step with CAS, against the policy the bucket is
  * bound to in the active generation. Returns 1 with j->reason set when the
  * packet is decided, 0 when a lost race or a policy flip means the step
@@ -108,7 +119,8 @@ static __always_inline int judge_step(struct judge *j, int can_rebind)
 	 * tag past now's window: both would look like a ban). Read again at
 	 * each attempt. */
 	j->now = policy_clock(&v);
-	r = limit_judge(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
+	next = 0;
+	r = judge_limit(&v.lim, tat, j->now, v.unit == SLUICE_UNIT_BYTES ? j->p->bytes : 1,
 			&next);
 	if (r != SLUICE_JUDGE_ADMITTED)
 		return reject(j, b, tat, &v, r == SLUICE_JUDGE_BANNED);

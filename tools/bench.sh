@@ -18,13 +18,13 @@ tools/bench-veth.sh
 section env BENCH_GEN=xdp tools/bench-veth.sh
 echo
 
-# The receiver's NAPI thread, with a "sluice (before)" row: the
-# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 04c7492:
-# the datapath before source table v3, every source in an LRU hash), built
+# The receiver's NAPI thread, with "sluice (before)" rows: the
+# sluice binary of another revision (SLUICE_NAPI_BEFORE, default 8c1b130:
+# source table v3, keyed buckets in an LRU hash, before v4), built
 # in a temporary worktree, loading its own program.
 # BENCH_SLUICE_BEFORE=/path/to/sluice uses that binary instead; a clone
 # without the revision (shallow) runs without the row.
-rev=${SLUICE_NAPI_BEFORE:-04c7492}
+rev=${SLUICE_NAPI_BEFORE:-8c1b130}
 if [[ -z ${BENCH_SLUICE_BEFORE:-} ]] && git rev-parse -q --verify "$rev^{commit}" >/dev/null 2>&1; then
 	tmp=$(mktemp -d /tmp/sluice-napi-before.XXXXXX)
 	cleanup() { git worktree remove --force "$tmp" >/dev/null 2>&1 || rm -rf "$tmp"; }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "bench_min.skel.h"
@@ -31,12 +32,15 @@
 static const char usage[] =
 	"Usage: " PROG " attach IFACE --max-sources N [--rate N[/s|/m|/h]] [--burst B]\n"
 	"       " PROG " detach IFACE\n"
+	"       " PROG " verified IFACE\n"
 	"  attach loads the minimal XDP token bucket (one LRU hash per family keyed\n"
 	"  by the source, one 8-byte TAT, GCRA with a CAS) on IFACE in native mode\n"
 	"  (xdpdrv), both tables of N entries (1..16777216), limit N per second\n"
 	"  (bare N), minute or hour (default 1/s) with burst B (default 1), and prints\n"
 	"  {\"prog_id\": P, \"map_ids\": [V4, V6]}. detach removes it (any XDP\n"
-	"  program attached in native mode on IFACE).\n";
+	"  program attached in native mode on IFACE). verified prints the\n"
+	"  instructions the verifier processed for the XDP program attached in\n"
+	"  native mode on IFACE, whichever it is (bpftool 7.1 does not show them).\n";
 
 static int err_line(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int err_line(int code, const char *fmt, ...)
@@ -139,6 +143,27 @@ static int do_attach(int ifindex, const char *iface, uint64_t max_sources, uint6
 	return fflush(stdout) ? err_line(EXIT_RUNTIME, "cannot write to stdout") : 0;
 }
 
+/* verified_insns of the native-mode XDP program on ifindex, on stdout. */
+static int do_verified(int ifindex, const char *iface)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), id = 0;
+	int fd, err;
+
+	if (bpf_xdp_query_id(ifindex, XDP_FLAGS_DRV_MODE, &id) || !id)
+		return err_line(EXIT_RUNTIME, "no XDP program in native mode on %s", iface);
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return err_line(EXIT_RUNTIME, "cannot open program %u: %s", id, strerror(errno));
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	if (err)
+		return err_line(EXIT_RUNTIME, "cannot read program %u: %s", id, strerror(errno));
+	if (printf("%u\n", info.verified_insns) < 0 || fflush(stdout))
+		return err_line(EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -189,8 +214,10 @@ int main(int argc, char **argv)
 				" --help'");
 	cmd = argv[optind];
 	iface = argv[optind + 1];
-	if (strcmp(cmd, "attach") != 0 && strcmp(cmd, "detach") != 0)
-		return err_line(EXIT_USAGE, "unknown command '%s': give attach or detach", cmd);
+	if (strcmp(cmd, "attach") != 0 && strcmp(cmd, "detach") != 0 &&
+	    strcmp(cmd, "verified") != 0)
+		return err_line(EXIT_USAGE, "unknown command '%s': give attach, detach or verified",
+				cmd);
 	ifindex = if_nametoindex(iface);
 	if (!ifindex)
 		return err_line(EXIT_USAGE, "no interface '%s' in this namespace", iface);
@@ -204,7 +231,9 @@ int main(int argc, char **argv)
 		return do_attach((int)ifindex, iface, max_sources, interval, burst);
 	}
 	if (have_opts)
-		return err_line(EXIT_USAGE, "detach takes no options: see '" PROG " --help'");
+		return err_line(EXIT_USAGE, "%s takes no options: see '" PROG " --help'", cmd);
+	if (!strcmp(cmd, "verified"))
+		return do_verified((int)ifindex, iface);
 	if (bpf_xdp_detach((int)ifindex, XDP_FLAGS_DRV_MODE, NULL))
 		return err_line(EXIT_RUNTIME, "cannot detach from %s: %s", iface, strerror(errno));
 	return 0;

@@ -788,8 +788,9 @@ out:
 	fixture_close(&fx);
 }
 
-/* usage: bench_xdp [algos|cluster|memory|bans]   (only the algorithms, only the memory, or only the
- * --cluster rows, next to bare) */
+/* usage: bench_xdp [plain|algos|cluster|memory|bans]   (only the plain CIDR rules, the
+ * minimal bucket and each kind of rule; only the algorithms, the memory, the
+ * ban table or the --cluster rows, next to bare) */
 int main(int argc, char **argv)
 {
 	/* Plain CIDR rules: the figures to compare with earlier versions. */
@@ -846,6 +847,8 @@ int main(int argc, char **argv)
 	v2_rows(&fx2, base);
 	fixture_close(&fx2);
 	fixture_close(&fx);
+	if (argc > 1 && !strcmp(argv[1], "plain"))
+		return 0;
 	algo_scenarios(base);
 	cluster_scenarios(base);
 	table_scenarios(base);
