@@ -11,11 +11,11 @@
 
 static struct fixture fx;
 
-/* Fresh program and maps for each case, so counts start at zero. */
+/* A fresh program's maps for each case, so counts start at zero (the
+ * program itself loaded once: fixture_fresh). */
 static int setup(const char *policy)
 {
-	fixture_close(&fx);
-	if (fixture_open(&fx, 0))
+	if (fixture_fresh(&fx, 0, sluice_bpf__open))
 		return -1;
 	return policy ? fixture_policy(&fx, policy) : 0;
 }
