@@ -34,10 +34,15 @@ die() {
 [[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0)"
 command -v dpkg-query >/dev/null || die "dpkg-query not found: this script supports Debian/Ubuntu only"
 
+# One dpkg-query for all of them (one a package took seconds on a busy
+# machine); a name it does not know is simply not listed.
+declare -A installed=()
+while read -r pkg status; do
+	[[ $status == installed ]] && installed[$pkg]=1
+done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-	status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
-	[[ $status == installed ]] || missing+=("$pkg")
+	[[ -n ${installed[$pkg]:-} ]] || missing+=("$pkg")
 done
 
 if ((${#missing[@]})); then

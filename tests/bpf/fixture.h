@@ -25,14 +25,18 @@
 
 struct options opts;
 
+/* Opens a skeleton with sluice's layout (a test may build a variant). */
+typedef struct sluice_bpf *(*skel_open_fn)(void);
+
 struct fixture {
 	struct sluice_bpf *skel;
 	struct sluice_maps m;
 	int prog_fd;
+	/* What a loaded program was opened with and sized for (set once it
+	 * is ready), so fixture_fresh can keep it. */
+	skel_open_fn opened_with;
+	__u32 max_sources;
 };
-
-/* Opens a skeleton with sluice's layout (a test may build a variant). */
-typedef struct sluice_bpf *(*skel_open_fn)(void);
 
 /* What attach does once the program is loaded and fx's map descriptors
  * are set: seed the source table, then commit the initial policy. */
@@ -78,7 +82,12 @@ static inline int fixture_open_with(struct fixture *fx, __u32 max_sources,
 #define MAP_FD(name) fx->m.name = bpf_map__fd(fx->skel->maps.name);
 	SLUICE_MAPS(MAP_FD)
 #undef MAP_FD
-	return fixture_finish(fx, max_sources);
+	err = fixture_finish(fx, max_sources);
+	if (err)
+		return err;
+	fx->opened_with = open_skel;
+	fx->max_sources = max_sources;
+	return 0;
 }
 
 static inline int fixture_open(struct fixture *fx, __u32 max_sources)
@@ -104,6 +113,139 @@ static inline int fixture_main_open(struct fixture *fx)
 static inline void fixture_close(struct fixture *fx)
 {
 	sluice_bpf__destroy(fx->skel);
+	fx->skel = NULL;
+	fx->opened_with = NULL;
+}
+
+/* Every value of array map fd (n values of esz bytes each, all CPUs' for a
+ * per-CPU one) set to zero, as the kernel makes them. */
+static inline int fixture_zero_array(int fd, __u32 n, size_t esz)
+{
+	__u32 chunk = (__u32)(esz < (1U << 20) ? (1U << 20) / esz : 1), done, cnt;
+	__u32 *keys;
+	void *zeros;
+	int err = 0;
+
+	if (chunk > n)
+		chunk = n;
+	keys = calloc(chunk ? chunk : 1, sizeof(*keys));
+	zeros = calloc(chunk ? chunk : 1, esz);
+	for (done = 0; keys && zeros && !err && done < n; done += cnt) {
+		cnt = n - done < chunk ? n - done : chunk;
+		for (__u32 i = 0; i < cnt; i++)
+			keys[i] = done + i;
+		if (bpf_map_update_batch(fd, keys, zeros, &cnt, NULL))
+			err = -errno;
+	}
+	if (!keys || !zeros)
+		err = -ENOMEM;
+	free(keys);
+	free(zeros);
+	return err;
+}
+
+/* Every entry of a hash, LRU hash or trie map fd (keys of ksz bytes)
+ * deleted: its keys gathered a batch at a time, then deleted. */
+static inline int fixture_empty_keyed(int fd, __u32 ksz)
+{
+	enum { BATCH = 4096 };
+	__u8 *keys = malloc((size_t)BATCH * ksz);
+	int err = 0;
+	__u32 n;
+
+	if (!keys)
+		return -ENOMEM;
+	do {
+		n = 0;
+		if (!bpf_map_get_next_key(fd, NULL, keys))
+			for (n = 1; n < BATCH; n++)
+				if (bpf_map_get_next_key(fd, keys + (size_t)(n - 1) * ksz,
+							 keys + (size_t)n * ksz))
+					break;
+		for (__u32 i = 0; i < n && !err; i++)
+			if (bpf_map_delete_elem(fd, keys + (size_t)i * ksz) && errno != ENOENT)
+				err = -errno;
+	} while (n && !err);
+	free(keys);
+	return err;
+}
+
+/* Map back to what loading the program made it: an array's values zero,
+ * a hash's, trie's and queue's entries gone, a map-in-map's slots empty.
+ * -EOPNOTSUPP for a kind it cannot bring back (global data that is not
+ * read-only, say): then the program must be loaded anew. */
+static inline int fixture_map_clear(struct bpf_map *map)
+{
+	__u32 n = bpf_map__max_entries(map), ksz = bpf_map__key_size(map);
+	size_t vsz = bpf_map__value_size(map);
+	int fd = bpf_map__fd(map), ncpus;
+	__u8 value[256];
+
+	switch (bpf_map__type(map)) {
+	case BPF_MAP_TYPE_ARRAY:
+		if (bpf_map__is_internal(map))	/* .rodata is frozen; .data cannot be */
+			return bpf_map__map_flags(map) & BPF_F_RDONLY_PROG ? 0 : -EOPNOTSUPP;
+		return fixture_zero_array(fd, n, vsz);
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+		ncpus = libbpf_num_possible_cpus();
+		if (ncpus <= 0)
+			return ncpus ? ncpus : -EINVAL;
+		return fixture_zero_array(fd, n, (size_t)ncpus * ((vsz + 7) / 8 * 8));
+	case BPF_MAP_TYPE_HASH:
+	case BPF_MAP_TYPE_LRU_HASH:
+	case BPF_MAP_TYPE_PERCPU_HASH:
+	case BPF_MAP_TYPE_LRU_PERCPU_HASH:
+	case BPF_MAP_TYPE_LPM_TRIE:
+	case BPF_MAP_TYPE_HASH_OF_MAPS:
+		return fixture_empty_keyed(fd, ksz);
+	case BPF_MAP_TYPE_ARRAY_OF_MAPS:
+		for (__u32 i = 0; i < n; i++)
+			if (bpf_map_delete_elem(fd, &i) && errno != ENOENT)
+				return -errno;
+		return 0;
+	case BPF_MAP_TYPE_QUEUE:
+	case BPF_MAP_TYPE_STACK:
+		if (vsz > sizeof(value))
+			return -EOPNOTSUPP;
+		while (!bpf_map_lookup_and_delete_elem(fd, NULL, value))
+			;
+		return errno == ENOENT ? 0 : -errno;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* The program as fixture_open_with left it, without loading it again:
+ * every map cleared (fixture_map_clear), then seeded and the initial
+ * policy committed as at load. Verifying the program takes seconds a
+ * load, so cases that each want a fresh program share one this way. */
+static inline int fixture_reset(struct fixture *fx)
+{
+	struct bpf_map *map;
+	int err;
+
+	if (!fx->skel || !fx->opened_with)
+		return -EINVAL;
+	bpf_object__for_each_map(map, fx->skel->obj) {
+		err = fixture_map_clear(map);
+		if (err)
+			return err;
+	}
+	return fixture_finish(fx, fx->max_sources);
+}
+
+/* A case's start: a program of open_skel for max_sources (0: the default)
+ * whose maps hold nothing any earlier case left. The loaded one when it
+ * is of the same kind and size, reset; otherwise loaded anew. */
+static inline int fixture_fresh(struct fixture *fx, __u32 max_sources, skel_open_fn open_skel)
+{
+	if (!max_sources)
+		max_sources = SLUICE_MAX_SOURCES_DEFAULT;
+	if (fx->skel && fx->opened_with == open_skel && fx->max_sources == max_sources &&
+	    !fixture_reset(fx))
+		return 0;
+	fixture_close(fx);
+	return fixture_open_with(fx, max_sources, open_skel);
 }
 
 /* Parse a policy written as policy-file lines separated by ';' into p,

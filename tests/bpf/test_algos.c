@@ -21,10 +21,11 @@
 
 static struct fixture fx;
 
+/* A fresh program's maps for each case (each program loaded once while
+ * the cases keep to it: fixture_fresh). */
 static int setup_with(skel_open_fn open_skel, const char *policy)
 {
-	fixture_close(&fx);
-	if (fixture_open_with(&fx, 0, open_skel))
+	if (fixture_fresh(&fx, 0, open_skel))
 		return -1;
 	return fixture_policy(&fx, policy);
 }

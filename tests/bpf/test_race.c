@@ -19,7 +19,21 @@
 #define RACE_FLIPS	400	/* policy commits while the CPUs judge */
 #define RACE_FLIP_REPEAT 2000	/* packets per test run while flipping */
 
+/* The programs loaded, the real one [0] and a variant [1]: runs alternate
+ * between them, each on maps reset as a fresh load leaves them
+ * (fixture_fresh), since verifying the program takes seconds. fx is a
+ * copy of the one in use; loaded[] owns them. */
+static struct fixture loaded[2];
 static struct fixture fx;
+
+static int fresh_program(skel_open_fn open_skel)
+{
+	struct fixture *l = &loaded[open_skel != sluice_bpf__open];
+	int err = fixture_fresh(l, 0, open_skel);
+
+	fx = *l;
+	return err;
+}
 static struct frame race_frame;
 static pthread_barrier_t start_line;
 
@@ -104,8 +118,7 @@ static int hammer_all(skel_open_fn open_skel, const char *policy, struct hammer_
 	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 
 	memset(h, 0, sizeof(*h));
-	fixture_close(&fx);
-	if (!w || fixture_open_with(&fx, 0, open_skel) || fixture_policy(&fx, policy)) {
+	if (!w || fresh_program(open_skel) || fixture_policy(&fx, policy)) {
 		free(w);
 		return -1;
 	}
@@ -413,8 +426,7 @@ static void race_policy_flips(void)
 	struct frame f;
 	char src[32];
 
-	fixture_close(&fx);
-	CHECK(w && fixture_open(&fx, 0) == 0, "setup");
+	CHECK(w && fresh_program(sluice_bpf__open) == 0, "setup");
 	/* a limit first, so every source has a bucket that must re-bind */
 	CHECK(fixture_policy(&fx, "limit default --rate 1 --burst 1") == 0, "limit");
 	for (unsigned int n = 0; n < 32; n++) {
@@ -709,7 +721,8 @@ int main(int argc, char **argv)
 	RUN_SELECTED(race_sliding_window);
 	RUN_SELECTED(race_fixed_window_rollover);
 	RUN_SELECTED(race_sliding_window_rollover);
-	fixture_close(&fx);
+	fixture_close(&loaded[0]);
+	fixture_close(&loaded[1]);
 	printf("%s: %d failed\n", check_failures ? "FAIL" : "PASS", check_failures);
 	if (!check_failures && race_unproven) {
 		printf("the CPUs never ran truly in parallel: nothing proven\n");

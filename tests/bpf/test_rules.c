@@ -11,10 +11,10 @@
 
 static struct fixture fx;
 
+/* A fresh program's maps for each case (the program loaded once). */
 static int setup(const char *policy)
 {
-	fixture_close(&fx);
-	if (fixture_open(&fx, 0))
+	if (fixture_fresh(&fx, 0, sluice_bpf__open))
 		return -1;
 	return fixture_policy(&fx, policy);
 }
