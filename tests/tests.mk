@@ -242,3 +242,23 @@ $(BUILD)/tests/sluice-racy-cluster: $(RACY_CLUSTER_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice-racy-cluster
+# sluice whose XDP program's eviction takes established sources as
+# probation ones (SLUICE_EVICT_IGNORES_ESTABLISHED, test_srctab's churn
+# variant): the flood tests' *_BREAK=evict run against it and must fail.
+# Built on demand, not by `make test`: the user objects that include
+# sluice.skel.h are compiled again against this build's skeleton.
+EVICT_DIR	:= $(BUILD)/tests/evict
+EVICT_SRCS	:= $(shell grep -l '"sluice.skel.h"' $(USER_SRCS))
+EVICT_OBJS	:= $(patsubst user/%.c,$(EVICT_DIR)/%.o,$(EVICT_SRCS))
+$(EVICT_DIR)/sluice.bpf.o: bpf/sluice.bpf.c bpf/*.h $(wildcard include/sluice/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -DSLUICE_EVICT_IGNORES_ESTABLISHED -c $< -o $@
+$(EVICT_DIR)/sluice.skel.h: $(EVICT_DIR)/sluice.bpf.o
+	$(BPFTOOL) gen skeleton $< name sluice_bpf > $@.tmp
+	mv $@.tmp $@
+$(EVICT_OBJS): $(EVICT_DIR)/%.o: user/%.c $(HEADERS) $(SKELS) $(EVICT_DIR)/sluice.skel.h
+	@mkdir -p $(@D)
+	$(CC) -I $(EVICT_DIR) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/tests/sluice-evict: $(filter-out $(patsubst user/%.c,$(BUILD)/user/%.o,$(EVICT_SRCS)),$(USER_OBJS)) \
+		$(EVICT_OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIBS)

@@ -5,16 +5,17 @@
 # table (--max-sources 1024), everyone under `limit default --rate 10
 # --burst 5`, no new-source budget.
 #
-# A flood source's first packet leaves its bucket in debt for 100 ms (one
-# token's worth at 10/s), so the flood keeps the table full of sources in
-# debt; a client sending 50/s is in debt all the time, so none of its slots
-# may be taken. Checks: each client's passed count (top -j) never goes down
+# A flood source sends one packet now and then, so it stays on probation
+# (it never comes back to its slot an emission interval later) and the
+# flood makes room from its own sources; a client sending 50/s came back
+# within its first packets, so it is established and none of its slots may
+# be taken. Checks: each client's passed count (top -j) never goes down
 # from before the flood to after it, grows between every two samples, grows
 # during the flood by at least GROW_MIN_PCT% of what its limit allows, and
 # ends equal to its nftables counter behind sluice (its slot survived);
 # status -j never shows more slots held than the table's slots, and says
-# under_pressure during the flood; the overflow is counted
-# (refused_sources, and as many no_bucket drops at least); the flood was
+# under_pressure during the flood; the flood's churn is counted (slots
+# reclaimed from probation), no established slot is reclaimed; the flood was
 # real (at least FLOOD_MIN_SENT frames out of the sender namespace, as many
 # seen by XDP).
 #
@@ -27,9 +28,10 @@
 # 198.18.0.0/15 and that the receiver saw none pass. `timeout -s KILL`
 # bounds hping3 in time; the trap deletes both namespaces.
 #
-# SPOOFED_HPING_BREAK=clients has the clients send 5/s, below their rate:
-# their buckets are idle between packets, the flood reclaims their slots,
-# and the checks must fail (how the test was shown to be able to fail).
+# SPOOFED_HPING_BREAK=evict runs sluice built with an eviction that takes
+# established sources as probation ones (make build/tests/sluice-evict):
+# the flood reclaims the clients' slots, and the checks must fail (how the
+# test was shown to be able to fail).
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
@@ -39,14 +41,17 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/hping.sh"
 
 BREAK=${SPOOFED_HPING_BREAK:-}
-[[ -z $BREAK || $BREAK == clients ]] || fail "SPOOFED_HPING_BREAK must be clients or unset"
+[[ -z $BREAK || $BREAK == evict ]] || fail "SPOOFED_HPING_BREAK must be evict or unset"
+if [[ $BREAK == evict ]]; then
+	SLUICE=$SLUICE_ROOT/build/tests/sluice-evict
+	[[ -x $SLUICE ]] || fail "$SLUICE not built: run make build/tests/sluice-evict"
+fi
 
 MAX_SOURCES=1024	# the least sluice attach takes
 RATE=10
 BURST=5
 CLIENTS=10	# 198.19.255.1 .. .10, in a /24 the flood's sources stay out of
 CLIENT_PPS=50
-[[ $BREAK == clients ]] && CLIENT_PPS=5
 CLIENT_PORT=5301
 FLOOD_PORT=5302
 FLOOD_SECONDS=4
@@ -99,6 +104,8 @@ assert_eq "$budget" none "new-source budget"
 SLOTS=$(status_field .slots)
 CAPACITY=$(status_field .capacity)
 REFUSED0=$(status_field .refused_sources)
+RECL0=$(status_field .reclaimed_sources)
+ESTR0=$(status_field .reclaimed_established)
 ADM0=$(status_field .new_sources.admitted)
 
 # --- Clients, then the flood, then clients alone -----------------------------
@@ -219,7 +226,10 @@ assert_le "$max_live" "$SLOTS" "slots held at the samples during the flood (most
 assert_le "$max_tracked" "$SLOTS" "tracked sources at the samples during the flood (most)"
 refused=$(($(status_field .refused_sources) - REFUSED0))
 nobucket=$(($(no_bucket "$STATS1") - $(no_bucket "$STATS0")))
-assert_ge "$refused" 1 "new sources refused (every slot they may take held a source in debt)"
+reclaimed=$(($(status_field .reclaimed_sources) - RECL0))
+est_reclaimed=$(($(status_field .reclaimed_established) - ESTR0))
+assert_ge "$reclaimed" "$SLOTS" "slots reclaimed from the flood's own sources on probation (the churn, counted)"
+assert_eq "$est_reclaimed" 0 "slots of established sources reclaimed during the flood"
 assert_ge "$nobucket" "$refused" "no_bucket drops (one per refused new source, at least)"
 assert_eq "$pressure" true "status -j said under_pressure during the flood"
 seen=$(($(stats_sum "$STATS1") - $(stats_sum "$STATS0")))
@@ -234,7 +244,7 @@ cat <<EOF
 === e2e/spoofed_hping summary: --max-sources $MAX_SOURCES ($SLOTS slots), default $RATE/s burst $BURST, no budget ===
 flood (hping3)   $fsent frames in $(calc "$t_end - $t_flood" %.1f) s ($(calc "$fsent / ($t_end - $t_flood)" %.0f)/s), sources rewritten into $FLOOD_SPAN addresses
 XDP saw          $seen frames during the flood; $fpassed flood frames passed
-table            $admitted new entries, $refused new sources refused, $nobucket no_bucket drops;
+table            $admitted new entries, $reclaimed slots reclaimed ($est_reclaimed established), $refused new sources refused, $nobucket no_bucket drops;
                  at most $max_live slots held, $max_tracked tracked of $SLOTS; $frows flood sources in it at the end
 clients          $CLIENTS x $CLIENT_PPS pkt/s: $(flood_field "$CL" .sent) frames in $csecs s; passed ${last[*]}
                  least growth during the flood $worst (at least $grow_min wanted), resets $resets, stalls $stalls
