@@ -60,14 +60,15 @@ struct iface_status {
 	char group[32];		/* who may read the pins */
 };
 
-/* A table this full (percent of its slots), which has refused new
- * sources, is under pressure: it is full of sources in debt, or of
- * established ones, which fresh sources never displace. */
+/* A table this full (percent of its slots), where new sources have taken
+ * slots from others or been refused, is under pressure: new sources make
+ * room only from sources on probation (a flood's own, but also brand-new
+ * clients that have not come back yet), or find none. */
 #define STATUS_FULL_PCT		90
 
 static bool table_full(const struct iface_status *st)
 {
-	return st->refused && st->occ.slots &&
+	return (st->refused || st->reclaimed) && st->occ.slots &&
 	       st->occ.live * 100 >= st->occ.slots * STATUS_FULL_PCT;
 }
 
@@ -75,7 +76,7 @@ static bool table_full(const struct iface_status *st)
  * established source has been idle past its time. */
 static bool full_of_established(const struct iface_status *st)
 {
-	return table_full(st) && st->occ.established * 100 >= st->occ.slots * STATUS_FULL_PCT;
+	return st->refused && table_full(st) && st->occ.established * 100 >= st->occ.slots * STATUS_FULL_PCT;
 }
 
 static bool under_pressure(const struct iface_status *st)
@@ -321,8 +322,8 @@ static void print_status_text(const struct iface_status *st)
 		       full_of_established(st) ?
 		       "the source table is full of established sources and refuses newcomers "
 		       "(dropped as no_bucket); attach --max-sources N makes it larger" :
-		       "the source table is full of sources over their rate; new sources are "
-		       "dropped as no_bucket");
+		       "the source table is full; new sources take the slots of sources on "
+		       "probation (a flood's, or new clients' that have not come back yet)");
 	if (st->def.action == SLUICE_ACT_LIMIT)
 		printf("  default: limit %llu/s burst %llu\n",
 		       (unsigned long long)st->def.rate, (unsigned long long)st->def.burst);
