@@ -155,12 +155,16 @@ __noinline int slot_establish(struct sluice_config *cfg, struct sluice_bucket *b
 	if ((c & SLUICE_SLOT_ID_MASK) != id ||
 	    (c & (SLUICE_SLOT_ESTABLISHED | SLUICE_BOUND_PENDING)))
 		return 0;
+	/* One admission never proves a return (limit_returned): a new
+	 * source's first packet reads no policy here. */
+	k = READ_ONCE(n->passed);
+	if (k < 2)
+		return 0;
 	gen_slot = READ_ONCE(cfg->gen_slot);
 	if (!SLUICE_BOUND_GEN_IS(c, SLUICE_GEN(gen_slot)) ||
 	    read_policy(cfg, gen_slot, SLUICE_GEN_SLOT(gen_slot), SLUICE_BOUND_IDX(c), &v, 0) ||
 	    v.action != SLUICE_ACT_LIMIT)
 		return 0;
-	k = READ_ONCE(n->passed);
 	st = READ_ONCE(after(b, k)->tat);
 	if (!limit_returned(&v.lim, st, policy_clock(&v), k))
 		return 0;

@@ -528,6 +528,20 @@ __noinline int src_enter(__u64 *lk, const struct src_place *w, __u64 *found)
 	return 0;
 }
 
+/* The rule slot_rank hands slot_idle for slot s (ctl c) under gen_slot
+ * gs: slot_home_rule's trie walk only for a live slot bound to an older
+ * generation. slot_idle judges a slot bound to the live generation by its
+ * bound rule and reads nothing else of this answer, and an empty slot
+ * needs none: a flood of new sources into a full table of its own,
+ * current, sources walks no trie. */
+static __always_inline __u32 rank_rule(const struct sluice_slot *s, __u64 c, __u64 gs)
+{
+	if ((c & SLUICE_SLOT_STATE_MASK) != SLUICE_SLOT_LIVE ||
+	    SLUICE_BOUND_GEN_IS(c, SLUICE_GEN(gs)))
+		return SLUICE_BOUND_IDX(c);
+	return slot_home_rule(s, c, SLUICE_GEN_SLOT(gs));
+}
+
 /* The rank of a candidate slot for a new source (lower is taken first):
  * empty, then idle (a probation source's, or an established source's idle
  * for the table's idle time: taking it changes no decision), then a
@@ -645,8 +659,11 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		c = READ_ONCE(s->ctl);
 		gs = READ_ONCE(cfg->gen_slot);
 		slot_rank(cfg, s, c, &best,
-			  gs << 32 | slot_home_rule(s, c, SLUICE_GEN_SLOT(gs)) |
+			  gs << 32 | rank_rule(s, c, gs) |
 			  (SLOT_EST(c) ? SLOT_RULE_ESTABLISHED : 0) | k << SLOT_RULE_K_SHIFT);
+		/* An empty slot ranks first, and ties go to the earlier one. */
+		if (best.rank < (RANK_IDLE << RANK_K_BITS))
+			break;
 	}
 	/* Looked up again: fewer values live across the loop's calls, so
 	 * fewer on this frame (the chain through slot_rank is at 512). */
