@@ -175,6 +175,43 @@ __noinline int slot_establish(struct sluice_config *cfg, struct sluice_bucket *b
 	return 1;
 }
 
+/* Tries of count_slot's CAS while other CPUs count the same slot. */
+#define COUNT_SLOT_TRIES	4
+
+/*
+ * One more packet on count *cnt of bucket b, a slot of the source table
+ * whose slot bits were id when the packet was judged (0: not a slot), as
+ * count_source but only while the slot is still the source's. A claim
+ * that took the slot since zeroed its counts for the next source, whose
+ * passed count must not begin with this packet: slot_establish reads it
+ * as that source's admissions, and a one-packet source must never pass
+ * for one that came back. So the count is read, then the slot's ctl
+ * (through an address that depends on the count), then the count is
+ * moved by CAS from what was read: a claim's zeroing in between makes the
+ * CAS fail, and a count that went down means the slot changed hands. A
+ * count lost to COUNT_SLOT_TRIES CASes in a row of other CPUs is dropped.
+ */
+static __always_inline void count_slot(const struct sluice_bucket *b, __u32 *cnt, __u64 id)
+{
+	__u32 v, got;
+	int i;
+
+	if (!id) {
+		count_source(cnt);
+		return;
+	}
+	v = READ_ONCE(*cnt);
+	for (i = 0; i < COUNT_SLOT_TRIES; i++) {
+		if (v >= SLUICE_SRC_COUNT_MAX ||
+		    (READ_ONCE(after(b, v)->bound) & SLUICE_SLOT_ID_MASK) != id)
+			return;
+		got = __sync_val_compare_and_swap(cnt, v, v + 1);
+		if (got == v || got < v)
+			return;	/* counted, or zeroed by a claim */
+		v = got;
+	}
+}
+
 static long judge_retry(__u64 i, struct judge *j)
 {
 	return judge_step(j, 0);
@@ -220,8 +257,8 @@ out:
 	/* A --monitor rule's would-drop counts as the source's dropped: the
 	 * dry run shows whom enforcing would hit (the rule says which). */
 	if (n)
-		count_source(sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
-			     &n->dropped : &n->passed);
+		count_slot(b, sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
+			   &n->dropped : &n->passed, p->id);
 	if (reason == SLUICE_R_WITHIN_LIMIT && p->id)
 		slot_establish(cfg, b, n, p->id);
 	return (int)reason;

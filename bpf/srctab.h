@@ -606,6 +606,34 @@ __noinline int slot_rank(struct sluice_config *cfg, struct sluice_slot *s, __u64
 	return 1;
 }
 
+/* The index of candidate k (0-7) of w, the emptier bucket's (first)
+ * slots first. */
+static __always_inline __u32 cand_at(const struct src_place *w, __u32 k, __u32 first)
+{
+	return (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w->b[1] : w->b[0]) *
+	       SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
+}
+
+/* The events and occupancy counts of a claim, for a bucket of slot bits
+ * id, of a slot whose ctl was old: an empty slot is held now; a reclaimed
+ * one may have been an established source's, or keyed. */
+static __always_inline void claim_count(__u64 old, __u64 id)
+{
+	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
+	if ((old & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
+		src_stat_add(SLUICE_SRC_STAT_LIVE, 1);
+		old = 0;	/* it held no bucket, keyed or not */
+	} else {
+		count_event(SLUICE_EV_SOURCE_RECLAIMED);
+		if (old & SLUICE_SLOT_ESTABLISHED) {
+			count_event(SLUICE_EV_ESTABLISHED_RECLAIMED);
+			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
+		}
+	}
+	if ((id ^ old) & SLUICE_SLOT_KEYED)
+		src_stat_add(SLUICE_SRC_STAT_KEYED, (id & SLUICE_SLOT_KEYED) ? 1 : -1);
+}
+
 /*
  * A slot for a new bucket, key (a source's home key, or a keyed one),
  * bound by word bound (the new-source budget already passed), under the
@@ -651,9 +679,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	}
 	first = src_emptier(&w) > 0;
 	for (k = 0; k < 2 * SLUICE_SLOTS_PER_BUCKET; k++) {
-		at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
-		     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
-		s = src_slot(at);
+		s = src_slot(cand_at(&w, k, first));
 		if (!s)
 			continue;
 		c = READ_ONCE(s->ctl);
@@ -677,9 +703,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		r = SRC_BUSY;
 		goto out;
 	}
-	k = (__u32)best.rank & SLOT_RULE_K_MASK;
-	at = (((k / SLUICE_SLOTS_PER_BUCKET) ^ first) ? w.b[1] : w.b[0]) *
-	     SLUICE_SLOTS_PER_BUCKET + k % SLUICE_SLOTS_PER_BUCKET;
+	at = cand_at(&w, (__u32)best.rank & SLOT_RULE_K_MASK, first);
 	s = src_slot(at);
 	claim = s ? slot_take(s, best.c, best.t, fresh, carry) : 0;
 	if (!claim || !s) {
@@ -694,20 +718,7 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 	*id = SLUICE_SLOT_LIVE | (w.id & SLUICE_SLOT_ID_MASK) | (claim & SLUICE_SLOT_VER_MASK);
 	/* Published by an xchg, fully ordered: after the address and counts. */
 	__sync_lock_test_and_set(&s->ctl, (bound & ~SLUICE_SLOT_KEEP_MASK) | *id);
-	count_event(SLUICE_EV_NEW_SOURCE_ADMITTED);
-	if ((best.c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY) {
-		src_stat_add(SLUICE_SRC_STAT_LIVE, 1);
-	} else {
-		count_event(SLUICE_EV_SOURCE_RECLAIMED);
-		if (best.c & SLUICE_SLOT_ESTABLISHED) {
-			count_event(SLUICE_EV_ESTABLISHED_RECLAIMED);
-			src_stat_add(SLUICE_SRC_STAT_ESTABLISHED, -1);
-		}
-	}
-	/* The keyed count: an empty slot held no bucket, keyed or not. */
-	c = (best.c & SLUICE_SLOT_STATE_MASK) == SLUICE_SLOT_EMPTY ? 0 : best.c;
-	if ((w.id ^ c) & SLUICE_SLOT_KEYED)
-		src_stat_add(SLUICE_SRC_STAT_KEYED, (w.id & SLUICE_SLOT_KEYED) ? 1 : -1);
+	claim_count(best.c, w.id);
 	r = (int)(at & SLUICE_SRC_AT_MAX);
 out:
 	__sync_lock_test_and_set(lk, 0);

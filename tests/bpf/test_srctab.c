@@ -2,7 +2,8 @@
 /*
  * The source table's insert race: both CPUs churn 4096 sources through 100
  * slots (sluice_churn.bpf.c draws each packet's source at random): 8 hot
- * sources over their rate (T = 100 us), established at once, and the rest
+ * sources over their rate (T = 100 us), established before the churn
+ * starts (warm_up_hot), and the rest
  * on probation (a rule of 1/m with a large burst: admitted, in debt, never
  * back a minute later), so probation slots are taken from each other
  * millions of times, least debt first, for 10M+ packets. A thread watching
@@ -39,6 +40,14 @@
  * and their slots taken from each other all the time. */
 #define CHURN_FRAME_SRC	"198.19.252.13"
 #define CHURN_FEW_SRC	"198.19.252.7"	/* the first 128, at random */
+#define CHURN_HOT_SRC	"198.19.252.3"	/* the 8 hot ones, at random */
+/* Before the churn, the hot sources come back at least once, as real
+ * clients do before a flood: rounds of CHURN_WARM_FRAMES frames of theirs
+ * (each misses a round with odds of (7/8)^256), CHURN_WARM_GAP_US apart
+ * (over their T), until all are established, at most CHURN_WARM_ROUNDS. */
+#define CHURN_WARM_FRAMES	256
+#define CHURN_WARM_GAP_US	1000
+#define CHURN_WARM_ROUNDS	20
 #define CHURN_POLICY	"limit set 198.18.0.0/29 --rate 10000 --burst 1;" \
 			"limit default --rate 1/m --burst 10000"
 
@@ -169,6 +178,7 @@ static void *watch_table(void *arg)
 
 struct churn_run {
 	long dups, looks, over;	/* duplicates seen, looks, sources over the bound */
+	__u64 warm_established;	/* established before the churn */
 	__u64 packets, admitted, reclaimed, established, est_reclaimed, worst, bound;
 };
 
@@ -180,6 +190,30 @@ static __u64 event_sum(__u32 ev)
 		for (int c = 0; c < fx.m.ncpus; c++)
 			sum += v[c];
 	return sum;
+}
+
+/*
+ * Establish the hot sources while the table has room. A hot source that
+ * met the churn first would stay on probation for good: its debt, shorter
+ * than any churning source's, makes its slot the first a new source takes,
+ * long before it comes back one T later, and each time it comes back it
+ * starts fresh. That is the saturated table doc/spoofed-floods.md
+ * describes, not the race this test is about.
+ */
+static __u64 warm_up_hot(void)
+{
+	struct frame f;
+	__u64 n = 0;
+
+	frame_udp_from(&f, CHURN_HOT_SRC);
+	for (int i = 0; i < CHURN_WARM_ROUNDS && n < CHURN_HOT; i++) {
+		if (i)
+			usleep(CHURN_WARM_GAP_US);
+		if (run_frame(&fx, &f, CHURN_WARM_FRAMES, NULL) < 0)
+			break;
+		n = event_sum(SLUICE_EV_SOURCE_ESTABLISHED);
+	}
+	return n;
 }
 
 static int churn_run(churn_open_fn open_skel, struct churn_run *r)
@@ -194,9 +228,10 @@ static int churn_run(churn_open_fn open_skel, struct churn_run *r)
 	memset(r, 0, sizeof(*r));
 	if (churn_fixture(open_skel))
 		return -1;
+	t0 = mono_now_ns();
+	r->warm_established = warm_up_hot();
 	atomic_store(&running, 1);
 	pthread_create(&watcher, NULL, watch_table, &w);
-	t0 = mono_now_ns();
 	for (i = 0; i < 2; i++)
 		pthread_create(&cpu[i], NULL, hammer, NULL);
 	for (i = 0; i < 2; i++)
@@ -244,12 +279,17 @@ static void insert_race(void)
 
 	CHECK(churn_run(open_real, &r) == 0, "load the churn build");
 	print_run("real", &r);
+	CHECK(r.warm_established == CHURN_HOT, "%llu hot sources established before the churn, "
+	      "want %d", (unsigned long long)r.warm_established, CHURN_HOT);
 	CHECK(r.packets >= 10000000ULL, "%llu packets, want 10M+", (unsigned long long)r.packets);
 	CHECK(r.reclaimed > 1000000, "%llu reclaims: the table did not churn",
 	      (unsigned long long)r.reclaimed);
 	CHECK(r.looks > 100, "the table was looked at %ld times", r.looks);
 	CHECK(r.dups == 0, "%ld duplicate live keys", r.dups);
-	CHECK(r.established >= CHURN_HOT, "%llu sources established, want the %d hot ones",
+	/* Churning sources are admitted once a minute at most: none may pass
+	 * for one that came back (a count of a slot's old source landing in
+	 * the new one's, before count_slot, made one to three do so a run). */
+	CHECK(r.established == CHURN_HOT, "%llu sources established, want the %d hot ones only",
 	      (unsigned long long)r.established, CHURN_HOT);
 	CHECK(r.over == 0, "%ld sources admitted over burst + elapsed/T + 1 (worst %llu > %llu)",
 	      r.over, (unsigned long long)r.worst, (unsigned long long)r.bound);

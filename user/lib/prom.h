@@ -62,30 +62,30 @@ struct prom_ban_list {
 struct prom_iface {
 	char name[IF_NAMESIZE];
 	bool read_ok;			/* its maps were read: every field below is set */
-	const char *mode;		/* mode_name() */
-	__u32 prog_id;
 	bool multiprog;			/* libxdp dispatcher */
+	__u32 prog_id;
+	const char *mode;		/* mode_name() */
 	struct prom_reason reasons[SLUICE_R_MAX];
 	unsigned int nreasons;
+	__u32 capacity;
 	long sources;			/* tracked now */
 	__u64 established;		/* slots held by established sources now */
 	__u64 probation;		/* ... by sources on probation */
-	__u32 capacity;
 	__u64 new_sources;		/* entries taken for new sources, ever */
 	__u64 reclaimed;		/* slots taken from another source, any kind */
 	__u64 established_reclaimed;	/* ... of which an established one's */
 	__u64 lock_gave_up;		/* claims that gave up on a held stripe lock */
-	__u64 refused;			/* new sources refused: slots all in debt */
+	__u64 refused;			/* new sources refused: every slot established */
 	__u64 budget_rate;		/* new-source budget per period, 0 off */
-	__u32 budget_period;		/* SLUICE_PERIOD_*, 0 when off */
 	__u64 budget_burst;
-	struct prom_rule *rules;	/* the default first, then the rules */
+	__u32 budget_period;		/* SLUICE_PERIOD_*, 0 when off */
 	unsigned int nrules;
+	struct prom_rule *rules;	/* the default first, then the rules */
 	struct prom_cluster cluster;
-	__u32 ban_capacity;		/* attach --max-bans */
 	__u64 escalated;		/* the check server's bans now */
-	struct prom_ban_list ban_lists[SLUICE_BAN_LISTS];
+	__u32 ban_capacity;		/* attach --max-bans */
 	unsigned int nban_lists;
+	struct prom_ban_list ban_lists[SLUICE_BAN_LISTS];
 };
 
 /* One whole scrape. */
