@@ -188,8 +188,7 @@ __noinline int slot_establish(struct sluice_config *cfg, struct sluice_bucket *b
  * for one that came back. So the count is read, then the slot's ctl
  * (through an address that depends on the count), then the count is
  * moved by CAS from what was read: a claim's zeroing in between makes the
- * CAS fail, and a count that went down means the slot changed hands. A
- * count lost to COUNT_SLOT_TRIES CASes in a row of other CPUs is dropped.
+ * CAS fail, and a count that went down means the slot changed hands.
  */
 static __always_inline void count_slot(const struct sluice_bucket *b, __u32 *cnt, __u64 id)
 {
@@ -210,6 +209,11 @@ static __always_inline void count_slot(const struct sluice_bucket *b, __u32 *cnt
 			return;	/* counted, or zeroed by a claim */
 		v = got;
 	}
+	/* Other CPUs counted this slot each time, so it is still the
+	 * source's (a claim's zeroing would have shown): counted all the
+	 * same, so that no packet of a busy source goes uncounted. */
+	if (v < SLUICE_SRC_COUNT_MAX)
+		__sync_fetch_and_add(cnt, 1);
 }
 
 static long judge_retry(__u64 i, struct judge *j)
