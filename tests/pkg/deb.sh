@@ -24,18 +24,8 @@ set -euo pipefail
 pkg_init deb dpkg-buildpackage dh lintian fakeroot systemd-analyze unshare rst2man
 SRC=$TMP/src
 pkg_copy_tree "${1:-}" "$SRC"
-VERSION=$(cat "$SRC/VERSION")
-ARCH=$(dpkg --print-architecture)
-DEB=$TMP/sluice_${VERSION}_${ARCH}.deb
-
 echo "--- build"
-deb_version=$(cd "$SRC" && dpkg-parsechangelog -S Version)
-[[ $deb_version == "$VERSION" ]] && pass "debian/changelog is version $VERSION, as VERSION" ||
-	fail "debian/changelog says $deb_version, VERSION $VERSION"
-# The package and its .changes land in the parent: $TMP.
-(cd "$SRC" && dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 ||
-	{ tail -30 "$TMP/build.log"; die "dpkg-buildpackage failed (log above)"; }
-[[ -s $DEB ]] && pass "built $(basename "$DEB")" || die "no $(basename "$DEB"): $(ls "$TMP")"
+pkg_build_deb "$SRC"
 
 echo "--- lintian"
 lintian "$DEB" >"$TMP/lintian.log" 2>&1 || true

@@ -9,6 +9,7 @@
 #   pkg_copy_tree [TREE] DIR  # TREE (default: the repository's tracked and
 #                           # untracked-but-not-ignored files, as they are
 #                           # now, edits included) copied to DIR
+#   pkg_build_deb SRC       # the .deb of the copy SRC: $DEB, $VERSION
 #   pkg_units, pkg_confs, pkg_shares TREE   # the names a tree installs
 #   verify_root ROOT        # ROOT made ready for systemd-analyze --root
 #   verify_units ROOT MANDIR UNIT...   # each UNIT verified in ROOT
@@ -55,6 +56,23 @@ pkg_copy_tree() {
 	git -C "$ROOT" ls-files -z -co --exclude-standard |
 		(cd "$ROOT" && while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done) |
 		tar -C "$ROOT" --null -T - -cf - | tar -C "$dir" -xf -
+}
+
+# pkg_build_deb SRC: `dpkg-buildpackage -us -uc -b` in SRC (a copy in
+# $TMP: the package and its .changes land in its parent); sets VERSION (the
+# tree's), and DEB, the package built. Checks debian/changelog's version.
+pkg_build_deb() {
+	local src=$1 deb_version
+	VERSION=$(cat "$src/VERSION")
+	DEB=$(dirname "$src")/sluice_${VERSION}_$(dpkg --print-architecture).deb
+	deb_version=$(cd "$src" && dpkg-parsechangelog -S Version)
+	# shellcheck disable=SC2015 # A && pass || fail: pass never fails
+	[[ $deb_version == "$VERSION" ]] && pass "debian/changelog is version $VERSION, as VERSION" ||
+		fail "debian/changelog says $deb_version, VERSION $VERSION"
+	(cd "$src" && dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 ||
+		{ tail -30 "$TMP/build.log"; die "dpkg-buildpackage failed (log above)"; }
+	[[ -s $DEB ]] || die "no $(basename "$DEB"): $(ls "$(dirname "$src")")"
+	pass "built $(basename "$DEB")"
 }
 
 # What a tree installs: its units (contrib/systemd/*.service.in), its
