@@ -140,7 +140,7 @@ prio() {
 	bx journalctl -o json --no-pager -u "$1" | jq -r --arg re "$2" \
 		'select(.MESSAGE | type == "string" and test($re)) | .PRIORITY' | head -1
 }
-# A start line of each (doc/logging.md: a change, attach or an agent up, is a notice; details are info).
+# doc/logging.md: a change (attach, an agent up, a ban) is a notice, a server serving is info.
 check_prio() {
 	local unit=$1 re=$2 want=$3 got
 	got=$(prio "$unit" "$re")
@@ -148,8 +148,8 @@ check_prio() {
 		fail "$unit: '$re' at priority '${got:-none}', doc/logging.md says $want"
 }
 check_prio "sluice-attach@$IF.service" "$IF: attached in" 5
-check_prio sluice-exporter.service "listening|serving|exporter" 6
-check_prio sluice-check-server.service "listening|serving|check-server" 6
+check_prio sluice-exporter.service "sluice exporter .*: serving" 6
+check_prio sluice-check-server.service "sluice check-server .*: serving" 6
 check_prio "sluice-cluster@$IF.service" "cluster: $IF: up" 5
 check_prio "sluice-test-ban$$.service" "$IF: ban added: 198.18.0.77" 5
 
