@@ -19,8 +19,9 @@
 # (default /etc/sluice/crowdsec.env; shell VAR=value lines; optional):
 #   SLUICE_IFACE  the interface (needed only where sluice is attached to
 #                 more than one)
-#   SLUICE        the sluice binary (default /usr/local/sbin/sluice, where
-#                 make install puts it)
+#   SLUICE        the sluice binary (default: sluice on PATH, else
+#                 /usr/sbin/sluice, the package's, or /usr/local/sbin/sluice,
+#                 make install's)
 #   SLUICE_LIST   the ban list (default crowdsec)
 #
 # Exit 0 when sluice holds what the decision says, 1 with one line on
@@ -55,8 +56,12 @@ if [ -e "$env_file" ] || [ -n "${SLUICE_BOUNCER_ENV:-}" ]; then
 	SLUICE_LIST=${env_list:-${SLUICE_LIST-}}
 fi
 iface=${SLUICE_IFACE-}
-sluice=${SLUICE:-/usr/local/sbin/sluice}
+sluice=${SLUICE:-$(command -v sluice || true)}
+for p in /usr/sbin/sluice /usr/local/sbin/sluice; do
+	[ -n "$sluice" ] || [ ! -x "$p" ] || sluice=$p
+done
 list=${SLUICE_LIST:-crowdsec}
+[ -n "$sluice" ] || die "no sluice on PATH, in /usr/sbin or /usr/local/sbin: set SLUICE to the sluice binary"
 [ -x "$sluice" ] || die "$sluice is not an executable: set SLUICE to the sluice binary"
 
 [ $# -ge 3 ] || usage "want at least 3 arguments, got $#"

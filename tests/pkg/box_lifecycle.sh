@@ -109,8 +109,12 @@ bx sh -ec "ip netns add $NS
 # the installed unit without the interface's device (nothing else differs).
 bx sh -ec "sed '/sys-subsystem-net-devices/d' /lib/systemd/system/sluice-attach@.service \
 	>/run/systemd/system/sluice-attach@.service; systemctl daemon-reload"
-bx systemctl enable --now "sluice-attach@$IF.service" "${DAEMONS[@]}" >"$TMP/enable.log" 2>&1 ||
-	fail "enable --now failed: $(cat "$TMP/enable.log")"
+# The interface first: the servers need it attached (at boot, attach runs
+# before network-pre.target, they after network.target).
+for u in "sluice-attach@$IF.service" "${DAEMONS[*]}"; do
+	# shellcheck disable=SC2086 # the daemons: one word each
+	bx systemctl enable --now $u >"$TMP/enable.log" 2>&1 || fail "enable --now $u failed: $(cat "$TMP/enable.log")"
+done
 for u in "sluice-attach@$IF.service" "${DAEMONS[@]}"; do
 	wait_for 60 bx systemctl is-active -q "$u" && pass "$u active" ||
 		fail "$u is $(prop "$u" ActiveState): $(bx journalctl -n 5 --no-pager -u "$u")"
