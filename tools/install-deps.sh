@@ -23,6 +23,7 @@ PACKAGES=(
 	libsystemd-dev				# sd_notify: the daemons' readiness and watchdog
 	build-essential debhelper dpkg-dev	# the Debian package (dpkg-buildpackage)
 	fakeroot lintian systemd		# its test: lintian, systemd-analyze verify
+	systemd-container			# pkg/box_lifecycle: systemd-nspawn (systemd-box)
 )
 BPFFS=/sys/fs/bpf
 

@@ -11,7 +11,8 @@
 # group sluice, the system users sluice-exporter and sluice-check and the
 # group sluice-check-clients when they are missing (and leave www-data out
 # of it) and, on upgrade only, reload each running
-# interface and restart the daemons (prerm stops them all on removal).
+# interface and restart the daemons, with nothing stopped before (prerm
+# stops them all on removal); pkg/box_lifecycle runs them under systemd.
 #
 # usage: tests/pkg/deb.sh [TREE]
 #   TREE  the source tree to build (default: the repository as it is now,
@@ -80,7 +81,9 @@ echo "--- maintainer scripts"
 STUBS=$TMP/stubs
 LOG=$TMP/calls
 mkdir -p "$STUBS" "$TMP/dpkgroot"
-for s in systemctl addgroup adduser deb-systemd-helper; do
+# sluice too: prerm remove detaches every interface with pins under
+# /sys/fs/bpf/sluice, which are the host's here.
+for s in systemctl addgroup adduser deb-systemd-helper sluice; do
 	printf '#!/bin/sh\necho "%s $*" >>%s\n' "$s" "$LOG" >"$STUBS/$s"
 done
 echo 'exit 1' >>"$STUBS/deb-systemd-helper"
@@ -135,9 +138,16 @@ run_script no postinst configure 0.0.1 || fail "postinst without systemd failed"
 ! grep -q '^systemctl' "$LOG" && pass "without systemd, postinst calls no systemctl" ||
 	fail "postinst called systemctl without systemd: $(cat "$LOG")"
 run_script yes prerm remove || fail "prerm remove failed"
-called "systemctl stop sluice-cluster@*.service sluice-check-server.service sluice-exporter.service sluice-attach@*.service" &&
-	pass "removal stops every unit (each interface detached) while the binary is there" ||
+called "systemctl stop sluice-cluster@*.service sluice-check-server.service sluice-exporter.service" &&
+	called "systemctl stop sluice-attach@*.service" &&
+	awk '/stop sluice-cluster/ { d = 1 } /stop sluice-attach/ { ok = d } END { exit !ok }' "$LOG" &&
+	pass "removal stops every unit, the daemons first, then each interface (detached) while the binary is there" ||
 	fail "prerm remove did not stop the units: $(cat "$LOG")"
+if [[ -e $CTL/preinst ]]; then
+	run_script yes preinst upgrade 0.0.1 || fail "preinst upgrade failed"
+	! grep -q 'systemctl stop' "$LOG" && pass "an upgrade's preinst stops nothing" ||
+		fail "preinst upgrade stopped units (nothing would start them again): $(cat "$LOG")"
+fi
 run_script yes prerm upgrade 0.1.1 || fail "prerm upgrade failed"
 ! grep -q 'systemctl stop' "$LOG" && pass "an upgrade's prerm stops nothing" ||
 	fail "prerm upgrade stopped units: $(cat "$LOG")"
