@@ -205,6 +205,7 @@ wait_for 60 bx systemctl is-active -q sluice-exporter.service sluice-check-serve
 declare -A pid
 for u in "${DAEMONS[@]}"; do pid[$u]=$(prop "$u" MainPID); done
 bx sh -c "dpkg -i $DEB2" >"$TMP/upgrade.log" 2>&1 || { cat "$TMP/upgrade.log"; fail "dpkg -i (upgrade) failed"; }
+# shellcheck disable=SC2016 # dpkg-query's format
 [[ $(bx dpkg-query -W -f '${Version}' sluice) == "$VERSION+box1" ]] && pass "upgraded to $VERSION+box1" ||
 	fail "not upgraded"
 for u in "${DAEMONS[@]}"; do
@@ -247,7 +248,8 @@ grep -q "$HAND" "$TMP/remove.log" && pass "dpkg -r says it detached $HAND" ||
 echo "--- purge"
 bx rm -f /run/systemd/system/sluice-attach@.service
 bx dpkg -P sluice >"$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log"; fail "dpkg -P failed"; }
-left=$(bx sh -c 'while read -r f; do case $f in /etc/sluice*|*sluice*) [ -e "$f" ] && echo "$f";; esac; done' <"$TMP/files" || true)
+# shellcheck disable=SC2016 # expanded in the box
+left=$(bx sh -c 'while read -r f; do case $f in *sluice*) [ -e "$f" ] && echo "$f";; esac; done' <"$TMP/files" || true)
 [[ -z $left ]] && pass "none of the package's files left" || fail "left after purge: $left"
 left=$(bx sh -c "ls -d /etc/sluice 2>/dev/null; find /etc/systemd /var/lib/systemd/deb-systemd-helper-enabled \
 	/var/lib/systemd/deb-systemd-helper-masked -name '*sluice*' 2>/dev/null" || true)

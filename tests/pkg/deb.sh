@@ -147,6 +147,8 @@ if [[ -e $CTL/preinst ]]; then
 	run_script yes preinst upgrade 0.0.1 || fail "preinst upgrade failed"
 	! grep -q 'systemctl stop' "$LOG" && pass "an upgrade's preinst stops nothing" ||
 		fail "preinst upgrade stopped units (nothing would start them again): $(cat "$LOG")"
+else
+	pass "no preinst: an upgrade stops nothing before its files are replaced"
 fi
 run_script yes prerm upgrade 0.1.1 || fail "prerm upgrade failed"
 ! grep -q 'systemctl stop' "$LOG" && pass "an upgrade's prerm stops nothing" ||
