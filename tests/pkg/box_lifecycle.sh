@@ -16,7 +16,8 @@
 #   upgrade   dpkg -i of the same package with a higher version, everything
 #             running: every daemon still runs, restarted onto the new
 #             binary, the interface still attached with a source's state
-#             kept (query -j), a stopped unit still stopped;
+#             (query -j: its bucket and counters) and a ban kept, a stopped
+#             unit still stopped;
 #   remove    no XDP program left on any interface, one attached by hand
 #             included, and dpkg says which it detached;
 #   purge     nothing of sluice on disk: none of the package's files,
@@ -132,9 +133,14 @@ bx ip link show "$IF" | grep -q 'xdp' && pass "$IF has an XDP program" || fail "
 # A tracked source with state to keep: a few pings from the peer.
 bx ip netns exec "$NS" bash -c 'for i in 1 2 3 4 5; do echo x >/dev/udp/198.18.0.1/9; sleep 0.2; done' ||
 	fail "UDP through $IF failed"
-query() { bx sluice -i "$IF" -j query "$SRC_IP"; }
+# Its state, what must survive an upgrade: its bucket and its counters
+# (not its tokens, which refill, nor the cluster agent's share of them).
+query() {
+	bx sluice -i "$IF" -j query "$SRC_IP" | jq -c '{tracked, bucket, passed, dropped, would_drop, error}'
+}
 before=$(query) || fail "query $SRC_IP failed"
-grep -q '"tracked": *true' <<<"$before" && pass "$SRC_IP tracked" || fail "$SRC_IP not tracked: $before"
+grep -q '"tracked":true.*"passed":[1-9]' <<<"$before" && pass "$SRC_IP tracked: $before" ||
+	fail "$SRC_IP not tracked: $before"
 
 echo "--- journald"
 bx systemd-run --wait --quiet -u "sluice-test-ban$$" sluice -i "$IF" ban add 198.18.0.77 --for 1h ||
@@ -223,8 +229,10 @@ bx systemctl is-active -q "sluice-attach@$IF.service" && pass "sluice-attach@$IF
 	fail "sluice-attach@$IF is $(prop "sluice-attach@$IF.service" ActiveState) after the upgrade"
 bx ip link show "$IF" | grep -q 'xdp' && pass "$IF still has its XDP program" || fail "no XDP program on $IF after the upgrade"
 after=$(query) || fail "query after the upgrade failed"
-[[ $after == "$before" ]] && pass "$SRC_IP's state kept across the upgrade" ||
+[[ $after == "$before" ]] && pass "$SRC_IP's state kept across the upgrade: $after" ||
 	fail "$SRC_IP's state changed: before $before; after $after"
+bx sluice -i "$IF" ban list | grep -q '198\.18\.0\.77' && pass "the ban of 198.18.0.77 kept" ||
+	fail "the ban of 198.18.0.77 is gone after the upgrade"
 # A stopped daemon stays stopped.
 bx systemctl stop sluice-check-server.service
 bx dpkg -i "$DEB2" >"$TMP/reinstall.log" 2>&1 || fail "dpkg -i (again) failed: $(cat "$TMP/reinstall.log")"
