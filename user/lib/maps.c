@@ -95,6 +95,58 @@ static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags
 
 static int map_info(int fd, struct bpf_map_info *info);
 
+/* The version of sluice that last wrote the pins under dir (their policy
+ * text's first line, SLUICE_POLICY_TEXT_BY) into buf: false when they
+ * record none (pins of an earlier version) or it cannot be read. */
+static bool pins_version(const char *dir, char *buf, size_t len)
+{
+	struct bpf_obj_get_opts o = { .sz = sizeof(o), .file_flags = BPF_F_RDONLY };
+	const size_t by = sizeof(SLUICE_POLICY_TEXT_BY) - 1;
+	char path[SLUICE_PATH_MAX];
+	struct sluice_policy_text *t = NULL;
+	struct bpf_map_info info;
+	__u32 zero = 0;
+	bool found = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/policy_text", dir);
+	fd = bpf_obj_get_opts(path, &o);
+	if (fd >= 0 && !map_info(fd, &info) && info.value_size == sizeof(*t))
+		t = calloc(1, sizeof(*t));
+	if (t && !bpf_map_lookup_elem(fd, &zero, t) && t->len > by && t->len < sizeof(t->text) &&
+	    !strncmp(t->text, SLUICE_POLICY_TEXT_BY, by)) {
+		size_t n = strcspn(t->text + by, " \n");
+
+		found = n && n < len;
+		if (found)
+			snprintf(buf, len, "%.*s", (int)n, t->text + by);
+	}
+	free(t);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+enum pins_of { PINS_EARLIER, PINS_OURS, PINS_OTHER };
+
+/* Who made the pins under dir, in words into buf: "version X", "another
+ * build of sluice X" (ours), or "an earlier version of sluice" (none said). */
+static enum pins_of pins_version_words(const char *dir, char *buf, size_t len)
+{
+	char v[64];
+
+	if (!pins_version(dir, v, sizeof(v))) {
+		snprintf(buf, len, "an earlier version of sluice");
+		return PINS_EARLIER;
+	}
+	if (!strcmp(v, SLUICE_VERSION)) {
+		snprintf(buf, len, "another build of sluice %s", v);
+		return PINS_OURS;
+	}
+	snprintf(buf, len, "version %s", v);
+	return PINS_OTHER;
+}
+
 _Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
 
 /* Whether the pinned map fd is the map this build of sluice declares: a
@@ -166,22 +218,33 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 	if (!err && !stale && pin_present(m->dir, SLUICE_RETIRED_PIN))
 		stale = SLUICE_RETIRED_PIN;	/* a version whose slots read otherwise */
 	if (stale && !err) {
+		char who[96];
+
 		maps_close(m);
-		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "
-					     "(map %s differs): run 'sluice attach %s' to "
-					     "upgrade them in place", m->dir, stale, iface);
+		if (!quiet)
+			pins_version_words(m->dir, who, sizeof(who));
+		err = quiet ? -1 : usage_err("%s: pins of %s (map %s differs from this version's): "
+					     "run 'sluice attach %s' to upgrade in place, keeping "
+					     "the policy, the bans and per-source state",
+					     iface, who, stale, iface);
 		sluice_bpf__destroy(skel);
 		return err;
 	}
 	sluice_bpf__destroy(skel);
 
 	if (err) {
+		char who[96];
+
 		maps_close(m);
 		if (quiet)
 			return -1;
 		/* A map this version added, or an attach that died: attach
 		 * makes what is missing and keeps the rest. A detach that died
 		 * leaves some pins too: detach removes them. */
+		if (err == ENOENT && pins_version_words(m->dir, who, sizeof(who)) == PINS_OTHER)
+			return usage_err("%s: pins of %s (no map %s): run 'sluice attach %s' "
+					 "to upgrade in place, keeping the policy, the bans and "
+					 "per-source state", iface, who, missing, iface);
 		if (err == ENOENT)
 			return usage_err("pins under %s have no map %s (made by another version of "
 					 "sluice, or an attach or detach that did not finish): "
