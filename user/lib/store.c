@@ -19,6 +19,7 @@
 #include "cluster_state.h"
 #include "clock.h"
 #include "map_write.h"
+#include "opts.h"
 #include "output.h"
 #include "rule.h"
 
