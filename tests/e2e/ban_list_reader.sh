@@ -18,8 +18,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 
 netns_init blr
-command -v setpriv >/dev/null || skip "setpriv not installed"
-getent passwd nobody >/dev/null || skip "no user nobody"
+need_nobody
 netns_setup
 sluice_attach >/dev/null
 reader() { as_nobody sluice "$SLUICE" -i "$IF_RX" "$@"; }

@@ -38,7 +38,7 @@ old_sluice_build 0.0.9-old
 ok "built an old sluice 0.0.9-old with another meta layout"
 netns_setup
 ip -n "$NS_RX" link add "$OTHER" type veth peer name "${OTHER}p" || fail "cannot create veth $OTHER"
-ip -n "$NS_RX" link set "$OTHER" up && ip -n "$NS_RX" link set "${OTHER}p" up || fail "link up $OTHER"
+for l in "$OTHER" "${OTHER}p"; do ip -n "$NS_RX" link set "$l" up || fail "link up $l"; done
 old_rx() { nsenter --net="/run/netns/$NS_RX" "$OLD" -i "$IF_RX" "$@"; }
 old_rx attach --mode native "$IF_RX" >/dev/null 2>&1 || fail "the old build's attach failed"
 old_rx limit default --rate 77 --burst 88 >/dev/null 2>&1 || fail "the old build's limit default failed"

@@ -31,7 +31,7 @@ L="interface=\"$IF_RX\""
 OLDIF=sl$$op
 in_rx ip link add "$OLDIF" type veth peer name "${OLDIF}p" || fail "cannot create veth $OLDIF"
 EXTRA_IFACES+=("$OLDIF")
-in_rx ip link set "$OLDIF" up && in_rx ip link set "${OLDIF}p" up || fail "link up $OLDIF"
+for l in "$OLDIF" "${OLDIF}p"; do in_rx ip link set "$l" up || fail "link up $l"; done
 nsenter --net="/run/netns/$NS_RX" "$OLD" attach --mode native "$OLDIF" >/dev/null 2>&1 ||
 	fail "the old build's attach on $OLDIF failed"
 nsenter --net="/run/netns/$NS_RX" "$OLD" -i "$OLDIF" limit default --rate 50 >/dev/null 2>&1 ||

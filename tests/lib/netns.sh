@@ -11,6 +11,7 @@
 #   sluice_attach [OPTS]    # sluice attach --mode native [OPTS] $IF_RX
 #   sluice_rx ARGS...       # build/sluice -i $IF_RX ARGS... for the rx end
 #   as_nobody GROUPS CMD... # CMD in rx as uid nobody in GROUPS, no capabilities
+#   need_nobody             # skip unless as_nobody can run
 #   sluice_jq FILTER ARGS...  # the same with -j, piped through jq -r FILTER
 #                             # (fails when it yields nothing or null)
 #   sluice_passed ADDR, sluice_dropped ADDR   # one source's counts (query -j)
@@ -245,6 +246,11 @@ sluice_rx() {
 # ARGS run in the rx namespace as uid nobody with supplementary GROUPS (a
 # comma list) and no capabilities: a reader of the pins' group, or with
 # nobody's own group only, no reader at all.
+# Skips the test unless as_nobody can run: setpriv, and a user nobody.
+need_nobody() {
+	command -v setpriv >/dev/null || skip "setpriv not installed"
+	getent passwd nobody >/dev/null || skip "no user nobody"
+}
 as_nobody() { # GROUPS ARGS...
 	local groups=$1
 	shift
