@@ -592,5 +592,10 @@ struct sluice_policy_text {
 	__u32 pad;
 	char text[SLUICE_POLICY_TEXT_MAX];
 };
+/* The text's first line names the version that wrote it, the pins' version
+ * as far as a later one can tell (pins of a version that wrote none are of
+ * an earlier one): "# written by sluice 0.2.0". It shares the comment
+ * line's room in SLUICE_POLICY_TEXT_MAX. */
+#define SLUICE_POLICY_TEXT_BY	"# written by sluice "
 
 #endif /* SLUICE_ABI_H */

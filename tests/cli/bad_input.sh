@@ -87,6 +87,8 @@ printf 'create allow hash:net family inet\nadd allow 198.18.202.0/24\ncreate blo
 	>"$PD/ipset2.ban"
 printf 'add block 198.18.205.0/24 comment "open\n' >"$PD/quote.ban"
 printf 'add block 198.18.205.0/24 s3cr3t 5\n' >"$PD/ipset-opt.ban"
+# Cut short: the last line has no newline (198.18.201.0/24 cut to /2).
+printf '198.18.200.0/24\n198.18.201.0/2' >"$PD/cut.ban"
 # One rule more than the table holds (1023 besides the default).
 for ((i = 0; i < 1024; i++)); do
 	echo "deny 198.18.$((i / 256)).$((i % 256))/32"

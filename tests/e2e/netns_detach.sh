@@ -13,8 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 
 netns_init nd
-command -v setpriv >/dev/null || skip "setpriv not installed"
-getent passwd nobody >/dev/null || skip "no user nobody"
+need_nobody
 netns_setup
 NOGROUP=$(id -gn nobody)
 PINS=$SLUICE_PIN_ROOT/$IF_RX

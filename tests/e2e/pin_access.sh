@@ -35,15 +35,6 @@ trap pa_cleanup EXIT
 NOGROUP=$(id -gn nobody)
 DIR=$SLUICE_PIN_ROOT/$IF_RX
 
-# Runs sluice as nobody, with supplementary GROUPS (comma list) and no
-# capabilities, for the rx end.
-as_nobody() { # GROUPS ARGS...
-	local groups=$1
-	shift
-	nsenter --net="/run/netns/$NS_RX" setpriv --reuid nobody --regid "$NOGROUP" \
-		--groups "$groups" --inh-caps=-all --bounding-set=-all "$@"
-}
-
 check_modes() { # GROUP WHAT
 	local group=$1 what=$2 f
 	assert_eq "$(stat -c '%a %U:%G' "$SLUICE_PIN_ROOT")" "750 root:$group" "$what: pin root"

@@ -29,7 +29,8 @@ for cmd in stats "query 198.18.0.1" "limit list"; do
 	err=$(sluice_rx $cmd 2>&1 >/dev/null) || rc=$?
 	assert_eq "$rc" 2 "exit status of '$cmd' on another version's pins"
 	assert_eq "$(wc -l <<<"$err")" 1 "lines on stderr of '$cmd'"
-	[[ $err == *"made by another version of sluice (map counters differs)"*"sluice attach $IF_RX"* ]] ||
+	# The pins say this version wrote them: the map is another build's.
+	[[ $err == *"$IF_RX: pins of another build of sluice "*" (map counters differs from this version's): run 'sluice attach $IF_RX' to upgrade in place"* ]] ||
 		fail "'$cmd' on another version's pins said: $err"
 done
 ok "stats, query and limit list refuse another version's pins in one line, exit 2"

@@ -31,6 +31,8 @@
 set -euo pipefail
 # shellcheck source=tests/lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=tests/lib/old_sluice.sh
+. "$(dirname "$0")/../lib/old_sluice.sh"
 # shellcheck source=tests/lib/nft.sh
 . "$(dirname "$0")/../lib/nft.sh"
 
@@ -42,9 +44,7 @@ RULE_BANNED=198.18.13.13	# banned for an hour by its rule's --ban
 
 netns_init up
 OLD_TREE=$(netns_tmp old)
-mkdir -p "$OLD_TREE"
-(cd "$SLUICE_ROOT" && git ls-files -co --exclude-standard | grep -v '^build/' |
-	tar -cf - -T -) | tar -xf - -C "$OLD_TREE"
+tree_copy "$OLD_TREE"
 python3 - "$OLD_TREE/include/sluice/abi.h" <<'EOF'
 import sys
 p = sys.argv[1]

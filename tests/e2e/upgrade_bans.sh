@@ -26,6 +26,8 @@
 set -euo pipefail
 # shellcheck source=tests/check/lib.sh
 . "$(dirname "$0")/../check/lib.sh"
+# shellcheck source=tests/lib/old_sluice.sh
+. "$(dirname "$0")/../lib/old_sluice.sh"
 
 BAD=$TX4
 LAYOUT=${1:-ban}
@@ -35,9 +37,7 @@ netns_init upb
 command -v curl >/dev/null || skip "curl not installed (tools/install-deps.sh)"
 need_sluice_fault
 OLD_TREE=$(netns_tmp old)
-mkdir -p "$OLD_TREE"
-(cd "$SLUICE_ROOT" && git ls-files -co --exclude-standard | grep -v '^build/' |
-	tar -cf - -T -) | tar -xf - -C "$OLD_TREE"
+tree_copy "$OLD_TREE"
 python3 - "$OLD_TREE/include/sluice/abi.h" "$LAYOUT" <<'EOF'
 import sys
 p, layout = sys.argv[1], sys.argv[2]

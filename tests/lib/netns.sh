@@ -10,6 +10,8 @@
 #   netns_setup             # namespaces, veth, addresses; sets the names below
 #   sluice_attach [OPTS]    # sluice attach --mode native [OPTS] $IF_RX
 #   sluice_rx ARGS...       # build/sluice -i $IF_RX ARGS... for the rx end
+#   as_nobody GROUPS CMD... # CMD in rx as uid nobody in GROUPS, no capabilities
+#   need_nobody             # skip unless as_nobody can run
 #   sluice_jq FILTER ARGS...  # the same with -j, piped through jq -r FILTER
 #                             # (fails when it yields nothing or null)
 #   sluice_passed ADDR, sluice_dropped ADDR   # one source's counts (query -j)
@@ -239,6 +241,21 @@ need_sluice_fault() {
 # which remounts /sys, sluice finds the host's bpffs itself (e2e/netns_exec).
 sluice_rx() {
 	nsenter --net="/run/netns/$NS_RX" "$SLUICE" -i "$IF_RX" "$@"
+}
+
+# ARGS run in the rx namespace as uid nobody with supplementary GROUPS (a
+# comma list) and no capabilities: a reader of the pins' group, or with
+# nobody's own group only, no reader at all.
+# Skips the test unless as_nobody can run: setpriv, and a user nobody.
+need_nobody() {
+	command -v setpriv >/dev/null || skip "setpriv not installed"
+	getent passwd nobody >/dev/null || skip "no user nobody"
+}
+as_nobody() { # GROUPS ARGS...
+	local groups=$1
+	shift
+	nsenter --net="/run/netns/$NS_RX" setpriv --reuid nobody --regid "$(id -gn nobody)" \
+		--groups "$groups" --inh-caps=-all --bounding-set=-all "$@"
 }
 
 # Extra attach options may follow, e.g. sluice_attach --max-sources 4096.

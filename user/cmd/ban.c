@@ -275,27 +275,43 @@ static const struct cli_opt ban_list_opts[] = {
 	CLI_OPT_END,
 };
 
-/* The prefix bans, first: their count, or -1 after an error (printed). */
-static int list_prefixes(const char *name, struct json *j, bool *unreadable)
+/* A reader of the pins' group reads the lists' sizes (ban_lists) but not
+ * the prefix trie: its fd is got by id, which needs CAP_SYS_ADMIN. With no
+ * prefix held (in list name, or in any) nothing is lost; otherwise an
+ * error that says what cannot be read, never an empty list. 0 or the exit
+ * status. */
+static int prefixes_unreadable(const struct bantab *t, const char *name, const char *iface)
 {
-	struct sluice_maps m;
-	struct bantab t;
-	int n, li = -1;
+	char held[200] = "";
+	__u64 total = 0, n;
 
-	*unreadable = false;
-	n = prefix_bans_peek(&m, &t);
-	if (n) {
-		*unreadable = n > 0;
-		return n > 0 ? 0 : -1;
+	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++) {
+		if (!t->lists[i].name[0] || (name && strcmp(t->lists[i].name, name) != 0))
+			continue;
+		n = bantab_list_size(&t->lists[i]);
+		if (!n)
+			continue;
+		total += n;
+		str_append(held, sizeof(held), "%slist %s %llu", held[0] ? ", " : "",
+			   t->lists[i].name, (unsigned long long)n);
 	}
-	/* A list is freed with its last prefix: one not found holds none. */
-	if (name && (li = bantab_list_find(&t, name)) < 0) {
-		prefix_bans_close(&m, &t);
+	if (!total)
 		return 0;
-	}
-	n = prefix_bans_list(&t, li, j);
-	prefix_bans_close(&m, &t);
-	return n;
+	return runtime_err("%s has prefix bans (%s) that only root can read (the ban table is got by its id, which needs CAP_SYS_ADMIN); nothing is shown rather than part of the bans: run 'sudo sluice ban list'",
+			   iface, held);
+}
+
+/* The prefix bans, first: their count, or -1 after an error (printed). */
+static int list_prefixes(struct bantab *t, bool readable, const char *name, struct json *j)
+{
+	int li = -1;
+
+	if (!readable)
+		return 0;	/* none held: prefixes_unreadable said so */
+	/* A list is freed with its last prefix: one not found holds none. */
+	if (name && (li = bantab_list_find(t, name)) < 0)
+		return 0;
+	return prefix_bans_list(t, li, j);
 }
 
 /* The bans of --ban rules and of the check server's escalation. */
@@ -335,13 +351,13 @@ static void rule_ban_rows(const struct sluice_maps *m, const struct policy *p, s
 static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 {
 	const struct ban_list_options *o = CLI_OPTIONS(a, struct ban_list_options);
-	struct sluice_maps m;
+	struct sluice_maps m, pm;
 	struct policy *p;
 	struct ban *bans = NULL;
+	struct bantab t;
 	struct json j;
-	bool unreadable;
 	size_t n = 0;
-	int err, np;
+	int err, np, peek;
 
 	(void)c;
 	err = open_policy(&m, &p, false);
@@ -351,13 +367,21 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 		err = read_bans(&m, p, &bans, &n);
 	if (err)
 		goto out;
+	/* Whether the prefix bans can be read, before anything is printed. */
+	peek = prefix_bans_peek(&pm, &t);
+	if (peek < 0 || (peek > 0 && (err = prefixes_unreadable(&t, o->list, m.iface)))) {
+		err = err ? err : EXIT_RUNTIME;
+		goto out;
+	}
 	if (n)
 		qsort(bans, n, sizeof(*bans), ban_cmp);
 	if (opts.json) {
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
 	}
-	np = list_prefixes(o->list, &j, &unreadable);
+	np = list_prefixes(&t, !peek, o->list, &j);
+	if (!peek)
+		prefix_bans_close(&pm, &t);
 	if (np < 0) {
 		err = EXIT_RUNTIME;
 	} else {
@@ -371,8 +395,6 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 	} else if (!err && !n && !np) {
 		printf("no bans on %s\n", m.iface);
 	}
-	if (unreadable)
-		log_event(LOG_WARNING, "the prefix bans are not shown: reading them needs root");
 out:
 	free(bans);
 	free(p);

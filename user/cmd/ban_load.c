@@ -245,12 +245,20 @@ static int read_entries(FILE *f, const char *name, struct load_ctx *x, struct lo
 	size_t cap = 0;
 	ssize_t got;
 	struct load_entry e;
-	int r, err = 0;
+	int r, err = 0, read_errno = 0;
 
-	while ((got = getline(&line, &cap, f)) >= 0) {
+	while ((errno = 0, got = getline(&line, &cap, f)) >= 0) {
 		x->lineno++;
 		if (memchr(line, '\0', (size_t)got)) {
 			err = usage_err("%s:%zu: a NUL byte: ban load reads text; nothing was changed",
+					name, x->lineno);
+			break;
+		}
+		/* Only the last line may lack its newline: input cut short (a
+		 * download that stopped, a full disk) ends so, and its last
+		 * prefix may be cut too ("198.18.5.12" read as "198.18.5.1"). */
+		if (line[got - 1] != '\n') {
+			err = usage_err("%s:%zu: the last line has no newline at its end: the input looks cut short; nothing was changed",
 					name, x->lineno);
 			break;
 		}
@@ -265,12 +273,17 @@ static int read_entries(FILE *f, const char *name, struct load_ctx *x, struct lo
 			break;
 		}
 		if (r && set_push(s, &e)) {
-			err = runtime_err("out of memory at %s:%zu", name, x->lineno);
+			err = runtime_err("out of memory at %s:%zu; nothing was changed", name,
+					  x->lineno);
 			break;
 		}
 	}
-	if (!err && ferror(f))
-		err = runtime_err("cannot read %s: %s", name, strerror(errno));
+	read_errno = errno;
+	/* getline's -1 is the end of the input only when feof says so: a
+	 * read error or no memory for a line ends it too. */
+	if (!err && (ferror(f) || !feof(f)))
+		err = runtime_err("cannot read %s: %s; nothing was changed", name,
+				  strerror(read_errno ? read_errno : EIO));
 	if (!err && x->set && !x->set_lines)
 		err = usage_err("%s: no ipset 'add %s' line in it; nothing was changed", name, x->set);
 	free(line);
@@ -282,9 +295,10 @@ struct ban_load_options {
 	const char *set;
 	bool merge;
 	bool force;
+	bool allow_empty;
 };
 static const struct ban_load_options ban_load_defaults = { .list = BANTAB_DEFAULT_LIST };
-enum { BAN_LOAD_LIST, BAN_LOAD_MERGE, BAN_LOAD_SET, BAN_LOAD_FORCE };
+enum { BAN_LOAD_LIST, BAN_LOAD_MERGE, BAN_LOAD_SET, BAN_LOAD_FORCE, BAN_LOAD_ALLOW_EMPTY };
 static const struct cli_opt ban_load_opts[] = {
 	[BAN_LOAD_LIST] = CLI_STR("list", 0, "NAME", "the list to replace (default 'default')",
 				  struct ban_load_options, list),
@@ -294,6 +308,9 @@ static const struct cli_opt ban_load_opts[] = {
 				 struct ban_load_options, set),
 	[BAN_LOAD_FORCE] = CLI_FLAG("force", 0, "load 0.0.0.0/0 or ::/0 (every source) all the same",
 				    struct ban_load_options, force),
+	[BAN_LOAD_ALLOW_EMPTY] = CLI_FLAG("allow-empty", 0,
+					  "let input without a prefix empty a list that holds some",
+					  struct ban_load_options, allow_empty),
 	CLI_OPT_END,
 };
 
@@ -390,7 +407,7 @@ static double now_s(void)
 static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 {
 	const struct ban_load_options *o = CLI_OPTIONS(a, struct ban_load_options);
-	const char *path = a->pos[0];
+	const char *path = a->pos[0], *name = strcmp(path, "-") != 0 ? path : "(stdin)";
 	struct load_ctx x = { .set = o->set, .force = o->force };
 	struct load_set s = { 0 };
 	struct sluice_maps m;
@@ -409,7 +426,7 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 	f = strcmp(path, "-") != 0 ? fopen(path, "r") : stdin;
 	if (!f)
 		return usage_err("cannot read %s: %s", path, strerror(errno));
-	err = read_entries(f, strcmp(path, "-") != 0 ? path : "(stdin)", &x, &s);
+	err = read_entries(f, name, &x, &s);
 	if (f != stdin)
 		fclose(f);
 	if (err)
@@ -423,6 +440,11 @@ static int ban_load_run(const struct cli_cmd *cmd, struct cli_args *a)
 		goto out;
 	}
 	before = bantab_list_size(&t.lists[li]);
+	if (!s.n && before && !o->merge && !o->allow_empty) {
+		err = usage_err("%s holds no prefix while list %s holds %llu (a feed that failed?); nothing was changed: --allow-empty empties the list",
+				name, o->list, (unsigned long long)before);
+		goto out;
+	}
 	fd = build(&t, &s, li, o->merge);
 	if (fd == -EMLINK) {
 		err = runtime_err("%s: a prefix of it is in %u lists already, the most one prefix may be in (ban del --list NAME lets one go); nothing was changed",
@@ -465,5 +487,7 @@ const struct cli_cmd ban_load_cmd = {
 		"(one set, or --set NAME's; 'nomatch' exceptions skipped); FireHOL .netset;\n"
 		"Spamhaus DROP's 'PREFIX ; SBL...'. '#' and ';' outside quotes start comments.\n"
 		"0.0.0.0/0 and ::/0 need --force. A bad line exits 2 naming its number, and\n"
-		"nothing changes.",
+		"nothing changes; so does input cut short (a last line without its newline),\n"
+		"and input without a prefix for a list that holds some (a feed that failed)\n"
+		"unless --allow-empty.",
 };

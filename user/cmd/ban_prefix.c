@@ -409,8 +409,10 @@ int prefix_bans_list(const struct bantab *t, int list, struct json *j)
 	size_t n, shown = 0;
 	int err = bantab_read(t->trie, &e, &n);
 
-	if (err)
-		return runtime_err("cannot read the ban table: %s", strerror(-err));
+	if (err) {
+		runtime_err("cannot read the ban table: %s", strerror(-err));
+		return -1;
+	}
 	if (n)
 		qsort(e, n, sizeof(*e), entry_cmp);
 	for (size_t i = 0; i < n; i++) {

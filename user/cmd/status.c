@@ -58,6 +58,7 @@ struct iface_status {
 	bool budget_spent;	/* no new source would get an entry now */
 	__u64 new_admitted, new_limited;
 	char group[32];		/* who may read the pins */
+	char error[1024];	/* -j: why it could not be read ("" when it was) */
 };
 
 /* A table this full (percent of its slots), where new sources have taken
@@ -339,8 +340,10 @@ static void print_status_text(const struct iface_status *st)
 	printf("  pins: readable by group %s\n", st->group);
 }
 
-/* With -j: every interface's status is read first, so that a failure
- * prints its error object alone rather than inside a half-written list. */
+/* With -j: every interface's status is read first; one that cannot be
+ * read (pins of another version before the upgrading attach, a damaged
+ * pin) is an entry of its own, {"interface", "error", "hint"}, beside the
+ * others, and the exit status is its error's. */
 static int status_json_all(char (*names)[IF_NAMESIZE], int n)
 {
 	struct iface_status *st = calloc(n > 0 ? (size_t)n : 1, sizeof(*st));
@@ -350,21 +353,35 @@ static int status_json_all(char (*names)[IF_NAMESIZE], int n)
 	if (!st)
 		return runtime_err("out of memory");
 	for (int i = 0; i < n; i++) {
-		int e = gather_status(names[i], &st[i]);
+		int e;
 
-		if (e)
-			err = e;
+		err_capture(st[i].error, sizeof(st[i].error));
+		e = gather_status(names[i], &st[i]);
+		err_capture(NULL, 0);
+		if (!e)
+			continue;
+		err = err ? err : e;
+		snprintf(st[i].name, sizeof(st[i].name), "%.*s", IF_NAMESIZE - 1, names[i]);
+		if (!st[i].error[0])
+			snprintf(st[i].error, sizeof(st[i].error), "cannot read the pins of %s",
+				 st[i].name);
 	}
-	if (!err) {
-		json_begin(&j, stdout);
-		json_obj_open(&j, NULL);
-		json_arr_open(&j, "interfaces");
-		for (int i = 0; i < n; i++)
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_arr_open(&j, "interfaces");
+	for (int i = 0; i < n; i++) {
+		if (!st[i].error[0]) {
 			print_status_json(&j, &st[i]);
-		json_arr_close(&j);
+			continue;
+		}
+		json_obj_open(&j, NULL);
+		json_str(&j, "interface", st[i].name);
+		json_error_fields(&j, st[i].error);
 		json_obj_close(&j);
-		json_end(&j);
 	}
+	json_arr_close(&j);
+	json_obj_close(&j);
+	json_end(&j);
 	free(st);
 	return err;
 }

@@ -26,16 +26,19 @@ int bantab_init(const struct sluice_maps *m, __u64 max_bans)
 	return map_update(m->config, &zero, &cfg, BPF_ANY) ? -errno : 0;
 }
 
-/* The live trie's fd, -1 when the slot is empty, or -errno. */
-static int live_trie(const struct sluice_maps *m)
+/* The live trie's fd into *fd, -1 when the slot is empty: 0 or -errno.
+ * (One return value for both once read -EPERM, which is -1, as an empty
+ * slot: a reader of the pins' group, who may not get a map by its id, was
+ * told there were no prefix bans.) */
+static int live_trie(const struct sluice_maps *m, int *fd)
 {
 	__u32 zero = 0, id;
-	int fd;
 
+	*fd = -1;
 	if (bpf_map_lookup_elem(m->ban_trie, &zero, &id))
-		return errno == ENOENT ? -1 : -errno;
-	fd = bpf_map_get_fd_by_id(id);
-	return fd < 0 ? -errno : fd;
+		return errno == ENOENT ? 0 : -errno;
+	*fd = bpf_map_get_fd_by_id(id);
+	return *fd < 0 ? -errno : 0;
 }
 
 /* Whether trie fd holds this version's keys and values (an attach of
@@ -56,6 +59,7 @@ int bantab_open(const struct sluice_maps *m, struct bantab *t)
 {
 	struct sluice_config cfg;
 	__u32 zero = 0;
+	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->trie = -1;
@@ -65,9 +69,11 @@ int bantab_open(const struct sluice_maps *m, struct bantab *t)
 	for (__u32 i = 0; i < SLUICE_BAN_LISTS; i++)
 		if (bpf_map_lookup_elem(m->ban_lists, &i, &t->lists[i]))
 			return -errno;
-	t->trie = live_trie(m);
-	if (t->trie < -1)
-		return t->trie;
+	r = live_trie(m, &t->trie);
+	if (r) {
+		t->trie = -1;
+		return r;
+	}
 	return t->trie >= 0 && !trie_layout_ok(t->trie) ? -ESTALE : 0;
 }
 

@@ -95,6 +95,58 @@ static int open_pin(const char *dir, const struct bpf_map *map, __u32 file_flags
 
 static int map_info(int fd, struct bpf_map_info *info);
 
+enum pins_of { PINS_EARLIER, PINS_OURS, PINS_OTHER };
+
+/* Who made the pins under dir, as far as their policy text's first line
+ * (SLUICE_POLICY_TEXT_BY) says, in words into buf[len] when len: "version
+ * X", "another build of sluice X" (ours), or "an earlier version of
+ * sluice" (none said, or it cannot be read). */
+static enum pins_of pins_version(const char *dir, char *buf, size_t len)
+{
+	struct bpf_obj_get_opts o = { .sz = sizeof(o), .file_flags = BPF_F_RDONLY };
+	const size_t by = sizeof(SLUICE_POLICY_TEXT_BY) - 1;
+	char path[SLUICE_PATH_MAX], v[64] = "";
+	struct sluice_policy_text *t = NULL;
+	struct bpf_map_info info;
+	enum pins_of of = PINS_EARLIER;
+	__u32 zero = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/policy_text", dir);
+	fd = bpf_obj_get_opts(path, &o);
+	if (fd >= 0 && !map_info(fd, &info) && info.value_size == sizeof(*t))
+		t = calloc(1, sizeof(*t));
+	if (t && !bpf_map_lookup_elem(fd, &zero, t) && t->len > by && t->len < sizeof(t->text) &&
+	    !strncmp(t->text, SLUICE_POLICY_TEXT_BY, by)) {
+		size_t n = strcspn(t->text + by, " \n");
+
+		if (n && n < sizeof(v))
+			snprintf(v, sizeof(v), "%.*s", (int)n, t->text + by);
+	}
+	free(t);
+	if (fd >= 0)
+		close(fd);
+	if (v[0])
+		of = strcmp(v, SLUICE_VERSION) ? PINS_OTHER : PINS_OURS;
+	if (len)
+		snprintf(buf, len, of == PINS_OTHER ? "version %s" : of == PINS_OURS ?
+			 "another build of sluice %s" : "an earlier version of sluice", v);
+	return of;
+}
+
+/* The one line for pins another version made, pointing to the attach
+ * that upgrades them in place (never to detach, which drops their state). */
+static int another_version(const char *dir, const char *iface, const char *what,
+			   const char *map, const char *how)
+{
+	char who[96];
+
+	pins_version(dir, who, sizeof(who));
+	return usage_err("%s: pins of %s (%s %s%s%s): run 'sluice attach %s' to upgrade in place, "
+			 "keeping the policy, the bans and per-source state", iface, who, what, map,
+			 *how ? " " : "", how, iface);
+}
+
 _Static_assert(SLUICE_MAPI_COUNT <= 32, "MAP_BIT() needs a wider mask");
 
 /* Whether the pinned map fd is the map this build of sluice declares: a
@@ -167,14 +219,12 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 		stale = SLUICE_RETIRED_PIN;	/* a version whose slots read otherwise */
 	if (stale && !err) {
 		maps_close(m);
-		err = quiet ? -1 : usage_err("pins under %s were made by another version of sluice "
-					     "(map %s differs): run 'sluice attach %s' to "
-					     "upgrade them in place", m->dir, stale, iface);
-		sluice_bpf__destroy(skel);
+		err = quiet ? -1 : another_version(m->dir, iface, "map", stale,
+						   "differs from this version's");
+		sluice_bpf__destroy(skel);	/* after: it holds stale's text */
 		return err;
 	}
 	sluice_bpf__destroy(skel);
-
 	if (err) {
 		maps_close(m);
 		if (quiet)
@@ -182,6 +232,8 @@ static int maps_open_flags(const char *iface, struct sluice_maps *m, unsigned in
 		/* A map this version added, or an attach that died: attach
 		 * makes what is missing and keeps the rest. A detach that died
 		 * leaves some pins too: detach removes them. */
+		if (err == ENOENT && pins_version(m->dir, NULL, 0) == PINS_OTHER)
+			return another_version(m->dir, iface, "no map", missing, "");
 		if (err == ENOENT)
 			return usage_err("pins under %s have no map %s (made by another version of "
 					 "sluice, or an attach or detach that did not finish): "

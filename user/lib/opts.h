@@ -14,4 +14,10 @@ struct options {
 };
 extern struct options opts;
 
+/* This build's version: the Makefile defines it from VERSION; static
+ * analysis, which does not, reads this. */
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.0.0"
+#endif
+
 #endif /* SLUICE_OPTS_H */

@@ -25,30 +25,48 @@ static char *hint_split(char *line)
 	return split;
 }
 
-/* With -j: the error as one JSON object on stdout, {"error": what went
- * wrong, "hint": what to do or null}. false when stdout cannot take it. */
-static bool json_error(const char *line)
+void json_error_fields(struct json *j, const char *line)
 {
 	char what[1024];
 	char *split;
-	struct json j;
 
-	if (ferror(stdout))
-		return false;
 	snprintf(what, sizeof(what), "%s", line);
 	split = hint_split(what);
 	if (split)
 		*split = 0;
+	json_str(j, "error", what);
+	if (split)
+		json_str(j, "hint", split + 2);
+	else
+		json_null(j, "hint");
+}
+
+/* With -j: the error as one JSON object on stdout, {"error": what went
+ * wrong, "hint": what to do or null}. false when stdout cannot take it. */
+static bool json_error(const char *line)
+{
+	struct json j;
+
+	if (ferror(stdout))
+		return false;
 	json_begin(&j, stdout);
 	json_obj_open(&j, NULL);
-	json_str(&j, "error", what);
-	if (split)
-		json_str(&j, "hint", split + 2);
-	else
-		json_null(&j, "hint");
+	json_error_fields(&j, line);
 	json_obj_close(&j);
 	json_end(&j);
 	return !ferror(stdout);
+}
+
+/* err_capture's buffer: the first error line goes there, not out. */
+static char *capture;
+static size_t capture_len;
+
+void err_capture(char *buf, size_t len)
+{
+	capture = len ? buf : NULL;
+	capture_len = len;
+	if (capture)
+		capture[0] = '\0';
 }
 
 /* One line, always: control characters quoted from input become '?'. An
@@ -62,6 +80,11 @@ static void verr(bool is_error, const char *fmt, va_list ap)
 	for (char *p = line; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+	if (is_error && capture) {
+		if (!capture[0])
+			snprintf(capture, capture_len, "%s", line);
+		return;
+	}
 	if (is_error && opts.json && json_error(line))
 		return;
 	log_line(LOG_ERR, line);

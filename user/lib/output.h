@@ -19,6 +19,10 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints and returns EXIT_USAGE / EXIT_RUNTIME, for `return usage_err(...)`. */
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int runtime_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* While buf is set (len 0: no more), the first error line of usage_err()
+ * and runtime_err() is kept in buf[len] instead of written: for a command
+ * that reports one part's failure inside its output (status -j). */
+void err_capture(char *buf, size_t len);
 /* Appends to the string in buf[len] (len 0: nothing), cut short to fit. */
 void str_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -58,5 +62,8 @@ void json_double(struct json *j, const char *key, double val);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 void json_end(struct json *j);
+/* An error line as the fields "error" (what went wrong) and "hint" (what to
+ * do, or null) of the object open in j. */
+void json_error_fields(struct json *j, const char *line);
 
 #endif /* SLUICE_OUTPUT_H */

@@ -75,7 +75,8 @@ void ban_sweep_window(const struct sluice_src_key *key) __attribute__((weak));
 int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit);
 void prefix_bans_close(struct sluice_maps *m, struct bantab *t);
 /* The same read-only and unlocked, for ban list: 0; 1 when the trie may
- * not be read (not root: nothing printed); -1 after an error (printed). */
+ * not be read (not root: nothing printed, the maps closed, t's lists as
+ * read, which the pins' group may); -1 after an error (printed). */
 int prefix_bans_peek(struct sluice_maps *m, struct bantab *t);
 /* Lifts the ban on exactly prefix c (from list `list`, or from every list
  * when list < 0): 1 when there was one, 0 when not, or an exit status. */

@@ -19,6 +19,7 @@
 #include "cluster_state.h"
 #include "clock.h"
 #include "map_write.h"
+#include "opts.h"
 #include "output.h"
 #include "rule.h"
 
@@ -632,13 +633,17 @@ static int write_policy_text(const struct sluice_maps *m, const struct policy *p
 {
 	struct sluice_policy_text *t;
 	__u32 zero = 0;
-	size_t len;
+	size_t len, by;
 	int err = 0;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return runtime_err("out of memory");
-	len = policy_format(p, m->iface, t->text, sizeof(t->text));
+	by = (size_t)snprintf(t->text, sizeof(t->text), "%s%s\n", SLUICE_POLICY_TEXT_BY,
+			      SLUICE_VERSION);
+	len = policy_format(p, m->iface, t->text + by, sizeof(t->text) - by);
+	if (len != SIZE_MAX)
+		len += by;
 	t->len = (__u32)len;
 	if (len == SIZE_MAX)
 		err = runtime_err("out of memory");

@@ -432,7 +432,9 @@ int upgrade_fill(struct sluice_bpf *skel, struct upgrade *u, const char *iface,
 	if (!err && policy_fresh) {
 		err = recommit(&m, iface);
 		u->recommitted = !err;
-	} else if (!err && u->fate[SLUICE_MAPI_policy_text] == UPGRADE_NEW) {
+	} else if (!err) {
+		/* Made anew, or kept: either way written now, so that its first
+		 * line names this version (SLUICE_POLICY_TEXT_BY). */
 		err = policy_text_refresh(&m);
 	}
 	maps_close(&m);
