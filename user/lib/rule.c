@@ -35,7 +35,7 @@ const struct cli_opt rule_opts[] = {
 	[O_PER] = CLI_OPT("per", 0, "source|/LEN|rule",
 		    "a bucket per address (default), per /LEN of it, or one for the rule",
 		    ON_LIMIT, NULL),
-	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
+	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h, 1d)",
 		    ON_LIMIT, NULL),
 	[O_BAN_AFTER] = CLI_OPT("ban-after", 0, "N",
 			  "--requests: ban in XDP after N requests rejected in a row (default 10)",
@@ -116,6 +116,7 @@ static const struct {
 	const char *suffix;
 	__u64 ns;
 } duration_units[] = {
+	{ "d", 86400ULL * SLUICE_NS_PER_SEC },
 	{ "h", 3600ULL * SLUICE_NS_PER_SEC },
 	{ "m", 60ULL * SLUICE_NS_PER_SEC },
 	{ "s", SLUICE_NS_PER_SEC },
@@ -223,7 +224,7 @@ int rule_parse_rate(const char *opt, const char *s, struct rule *r, char *why, s
 	return 0;
 }
 
-/* DURATION: a whole number and ms, s, m or h. */
+/* DURATION: a whole number and ms, s, m, h or d. */
 int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns,
 			__u64 *out, char *why, size_t len)
 {
@@ -234,7 +235,7 @@ int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_
 	while (isdigit((unsigned char)s[n]))
 		n++;
 	if (n == 0 || n >= sizeof(num)) {
-		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m or 1h",
+		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m, 1h or 7d",
 			 opt, s);
 		return -1;
 	}
@@ -255,7 +256,7 @@ int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_
 		*out = v * duration_units[i].ns;
 		return 0;
 	}
-	snprintf(why, len, "bad %s '%s': %s, use ms, s, m or h (250ms, 30s, 5m, 1h)", opt, s,
+	snprintf(why, len, "bad %s '%s': %s, use ms, s, m, h or d (250ms, 30s, 5m, 1h, 7d)", opt, s,
 		 s[n] ? "unsupported unit" : "a duration needs a unit");
 	return -1;
 }
