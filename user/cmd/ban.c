@@ -568,7 +568,7 @@ static const struct cli_cmd ban_list_cmd = {
 };
 static const struct cli_cmd ban_del_cmd = {
 	.name = "del", .path = "ban del", .args = "ADDR[/LEN]", .min_pos = 1, .max_pos = 1,
-	.opts = ban_del_opts, .run = ban_del, CLI_DEFAULTS(ban_del_defaults),
+	.opts = ban_del_opts, .json_quiet = true, .run = ban_del, CLI_DEFAULTS(ban_del_defaults),
 	.help = "Lifts the prefix ban on exactly ADDR[/LEN] (from every list, or --list NAME's\n"
 		"only); without --list also every ban of a --ban rule on a bucket holding ADDR,\n"
 		"or on the keyed prefix ADDR/LEN (the bucket is left empty and refills at its\n"

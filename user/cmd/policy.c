@@ -66,6 +66,24 @@ static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 	return 0;
 }
 
+/* What policy check says of a valid file. */
+static void check_ok(const char *path, unsigned int rules)
+{
+	struct json j;
+
+	if (!opts.json) {
+		printf("%s: %u rules, valid\n", path, rules);
+		return;
+	}
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "file", path);
+	json_u64(&j, "rules", rules);
+	json_bool(&j, "valid", true);
+	json_obj_close(&j);
+	json_end(&j);
+}
+
 /* policy apply FILE, policy check FILE (id 1: check only). */
 static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 {
@@ -81,7 +99,7 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	err = policy_parse_file(path, next);
 	if (err || c->id) {
 		if (!err)
-			printf("%s: %u rules, valid\n", path, next->n);
+			check_ok(path, next->n);
 		free(next);
 		return err;
 	}
@@ -92,7 +110,7 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	}
 	free(cur);
 	err = policy_commit(&m, next);
-	if (!err) {
+	if (!err && !opts.json) {
 		default_words(&next->def, def, sizeof(def));
 		printf("%s: applied to %s: the default (%s) and %u rule%s\n", path, m.iface, def,
 		       next->n, next->n == 1 ? "" : "s");
@@ -229,7 +247,7 @@ static int policy_save(const struct cli_cmd *c, struct cli_args *a)
 		 (unsigned long long)text_digest(text, strlen(text)));
 	if (!err)
 		err = write_whole(digest_path, digest);
-	if (!err)
+	if (!err && !opts.json)
 		printf("%s: the live policy of %s saved\n", path, m.iface);
 out:
 	free(text);
@@ -354,23 +372,24 @@ static int policy_diff(const struct cli_cmd *c, struct cli_args *a)
 
 static const struct cli_cmd policy_apply_cmd = {
 	.name = "apply", .path = "policy apply", .args = "FILE", .min_pos = 1, .max_pos = 1,
-	.run = policy_file, .id = 0,
+	.json_quiet = true, .run = policy_file, .id = 0,
 	.help = "Replaces the whole policy with FILE's, atomically; a FILE with one bad line is\n"
 		"refused whole. One rule a line, the words of limit default/set, allow and deny\n"
 		"without 'sluice'; '#' starts a comment.",
 };
 static const struct cli_cmd policy_check_cmd = {
 	.name = "check", .path = "policy check", .args = "FILE", .min_pos = 1, .max_pos = 1,
-	.run = policy_file, .id = 1,
+	.json = true, .run = policy_file, .id = 1,
 	.help = "Validates FILE as policy apply would, and changes nothing.",
 };
 static const struct cli_cmd policy_show_cmd = {
 	.name = "show", .path = "policy show", .run = policy_show,
+	.no_json = "it prints a policy file; see 'limit list -j'",
 	.help = "Prints the live policy as a file: policy apply of it gives the same policy.",
 };
 static const struct cli_cmd policy_save_cmd = {
 	.name = "save", .path = "policy save", .args = "[FILE]", .max_pos = 1,
-	.opts = save_opts, .run = policy_save, CLI_DEFAULTS(save_defaults),
+	.opts = save_opts, .json_quiet = true, .run = policy_save, CLI_DEFAULTS(save_defaults),
 	.help = "Writes the live policy, as policy show prints it, to FILE (default\n"
 		SLUICE_CONF_DIR "/IFACE.policy, which the attach unit applies at boot), so\n"
 		"that CLI edits survive a reboot. The file is replaced whole; its comments go.\n"

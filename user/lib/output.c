@@ -3,6 +3,8 @@
  * one JSON writer every -j output goes through. */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "opts.h"
 #include "output.h"
@@ -25,8 +27,12 @@ static char *hint_split(char *line)
 	return split;
 }
 
+/* The document for stdout being written (json_begin to json_end), if any. */
+static struct json *json_open_doc;
+
 /* With -j: the error as one JSON object on stdout, {"error": what went
- * wrong, "hint": what to do or null}. false when stdout cannot take it. */
+ * wrong, "hint": what to do or null}, in place of any document the command
+ * had begun. false when stdout cannot take it. */
 static bool json_error(const char *line)
 {
 	char what[1024];
@@ -35,6 +41,10 @@ static bool json_error(const char *line)
 
 	if (ferror(stdout))
 		return false;
+	if (json_open_doc) {
+		json_open_doc->dropped = true;
+		json_open_doc = NULL;
+	}
 	snprintf(what, sizeof(what), "%s", line);
 	split = hint_split(what);
 	if (split)
@@ -131,6 +141,16 @@ void json_begin(struct json *j, FILE *f)
 {
 	memset(j, 0, sizeof(*j));
 	j->f = f;
+	j->out = f;
+	if (f != stdout)
+		return;
+	/* Without a buffer (no memory) the document goes out as it is written. */
+	j->f = open_memstream(&j->buf, &j->len);
+	if (!j->f) {
+		j->f = f;
+		return;
+	}
+	json_open_doc = j;
 }
 
 static void json_open(struct json *j, const char *key, char ch)
@@ -187,7 +207,17 @@ void json_null(struct json *j, const char *key)
 void json_end(struct json *j)
 {
 	fputc('\n', j->f);
-	fflush(j->f);
+	if (j->f != j->out) {
+		fclose(j->f);	/* j->buf and j->len now hold the whole document */
+		if (!j->dropped && j->buf)
+			fwrite(j->buf, 1, j->len, j->out);
+		free(j->buf);
+		j->buf = NULL;
+		j->f = j->out;
+	}
+	if (json_open_doc == j)
+		json_open_doc = NULL;
+	fflush(j->out);
 }
 
 void str_append(char *buf, size_t len, const char *fmt, ...)

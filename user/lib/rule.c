@@ -58,7 +58,7 @@ const struct cli_opt rule_opts[] = {
 
 const struct cli_cmd rule_cmd_set = {
 	.name = "set", .path = "limit set", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_SET, .run = rule_edit_run, .id = RULE_SET,
+	.opts = rule_opts, .on = RULE_ON_SET, .json_quiet = true, .run = rule_edit_run, .id = RULE_SET,
 	.help = "Limits sources in CIDR whose packets the match (if any) fits; --rate, --bytes\n"
 		"or --requests is required. A rule is named by its CIDR and match: the same CIDR\n"
 		"and match again replaces it. A --requests rule limits the HTTP requests that\n"
@@ -68,31 +68,31 @@ const struct cli_cmd rule_cmd_set = {
 };
 const struct cli_cmd rule_cmd_default = {
 	.name = "default", .path = "limit default", .min_pos = 0, .max_pos = 0,
-	.opts = rule_opts, .on = RULE_ON_DEFAULT, .run = rule_edit_run, .id = RULE_DEFAULT,
+	.opts = rule_opts, .on = RULE_ON_DEFAULT, .json_quiet = true, .run = rule_edit_run, .id = RULE_DEFAULT,
 	.help = "The limit of sources no rule covers; --rate or --bytes is required. --per takes\n"
 		"source or rule here: for a bucket per /LEN, set rules for 0.0.0.0/0 and ::/0.",
 };
 const struct cli_cmd rule_cmd_del = {
 	.name = "del", .path = "limit del", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_DEL, .run = rule_edit_run, .id = RULE_DEL,
+	.opts = rule_opts, .on = RULE_ON_DEL, .json_quiet = true, .run = rule_edit_run, .id = RULE_DEL,
 	.help = "Deletes the rule (limit, allow or deny) of CIDR with this match, or with\n"
 		"--requests its request rule.",
 };
 const struct cli_cmd rule_cmd_allow = {
 	.name = "allow", .path = "allow", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_ALLOW,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .json_quiet = true, .run = rule_edit_run, .id = RULE_ALLOW,
 	.help = "Sources in CIDR are never limited (only their packets the match fits).",
 };
 const struct cli_cmd rule_cmd_deny = {
 	.name = "deny", .path = "deny", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_DENY,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .json_quiet = true, .run = rule_edit_run, .id = RULE_DENY,
 	.help = "Packets from CIDR (that the match fits) are always dropped.",
 };
 
 const struct cli_cmd rule_cmd_new_sources = {
 	.name = "new-sources", .path = "limit new-sources", .args = "[off]",
 	.min_pos = 0, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_BUDGET, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
+	.opts = rule_opts, .on = RULE_ON_BUDGET, .json_quiet = true, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
 	.help = "How fast sources never seen before may take an entry of the source table\n"
 		"(spoofed floods): a packet of a new source over this budget is dropped as\n"
 		"new_source_limited and takes no entry. --rate in new sources per second, minute\n"
