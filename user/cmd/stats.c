@@ -126,12 +126,18 @@ static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 	return err;
 }
 
+/* Dropped and would-drop packets together: whom a rule hits, or would. */
+static __u64 hits(const struct sluice_bucket *b)
+{
+	return (__u64)b->dropped + b->would_drop;
+}
+
 static int top_cmp(const void *a, const void *b)
 {
 	const struct bucket_row *x = a, *y = b;
 
-	if (x->b.dropped != y->b.dropped)
-		return x->b.dropped < y->b.dropped ? 1 : -1;
+	if (hits(&x->b) != hits(&y->b))
+		return hits(&x->b) < hits(&y->b) ? 1 : -1;
 	if (x->b.passed != y->b.passed)
 		return x->b.passed < y->b.passed ? 1 : -1;
 	return memcmp(&x->key, &y->key, sizeof(x->key));
@@ -331,17 +337,14 @@ struct src_counts {
 	__u64 passed, dropped, would_drop;
 };
 
-static void split_counts(const struct rule *r, const struct sluice_bucket *b,
-			 struct src_counts *c)
+/* A bucket's counts as shown: its would-drops passed, so they count in
+ * passed too. Each packet keeps the label of the mode it was judged in,
+ * whatever the rule's mode now. */
+static void split_counts(const struct sluice_bucket *b, struct src_counts *c)
 {
-	c->passed = b->passed;
+	c->passed = (__u64)b->passed + b->would_drop;
 	c->dropped = b->dropped;
-	c->would_drop = 0;
-	if (r->monitor) {
-		c->passed += b->dropped;
-		c->would_drop = b->dropped;
-		c->dropped = 0;
-	}
+	c->would_drop = b->would_drop;
 }
 
 static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
@@ -394,7 +397,7 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		view_source(&m, bucket_rule(&m, p, cfg.gen_slot, &rows[i].key), &cfg, &rows[i].b,
 			    now, &v);
 		policy_rule_label(p, v.rule, label, sizeof(label));
-		split_counts(v.rule, &rows[i].b, &c);
+		split_counts(&rows[i].b, &c);
 		if (opts.json) {
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", addr);
@@ -408,7 +411,7 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		} else {
 			char would[24] = "-";
 
-			if (v.rule->monitor)
+			if (v.rule->monitor || c.would_drop)
 				snprintf(would, sizeof(would), "%llu", (unsigned long long)c.would_drop);
 			printf("%-43s %-24s %14llu %14llu %14s\n", addr, label,
 			       (unsigned long long)c.passed, (unsigned long long)c.dropped, would);
@@ -551,7 +554,7 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 		json_null(&j, "retry_after_seconds");
 		json_null(&j, "retry_after_ns");
 	}
-	split_counts(r, &v->b, &c);
+	split_counts(&v->b, &c);
 	json_u64(&j, "passed", c.passed);
 	json_u64(&j, "dropped", c.dropped);
 	json_u64(&j, "would_drop", c.would_drop);
@@ -649,10 +652,14 @@ static void query_text(const struct sluice_maps *m, const char *text, const char
 		       qb->b[i].escalated ? ", escalated" : "", key,
 		       (double)qb->b[i].left_ns / SLUICE_NS_PER_SEC);
 	}
-	split_counts(r, &v->b, &c);
-	if (r->monitor)
+	split_counts(&v->b, &c);
+	if (r->monitor && !c.dropped)
 		printf("  passed %llu, would drop %llu (monitor)\n",
 		       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
+	else if (c.would_drop)
+		printf("  passed %llu, dropped %llu, would drop %llu (while monitored)\n",
+		       (unsigned long long)c.passed, (unsigned long long)c.dropped,
+		       (unsigned long long)c.would_drop);
 	else
 		printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
 		       (unsigned long long)c.dropped);
