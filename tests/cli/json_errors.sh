@@ -139,9 +139,8 @@ while IFS= read -r line; do
 		check "${path[*]} -j: the policy unchanged" cmp -s "$OUT" "$CLI_TMP/policy.before"
 		continue
 	fi
-	# shellcheck disable=SC2086 # path is words
 	quiet=0
-	"$SLUICE" ${path[*]} --help | grep -qE -- '-j, --json +print nothing on success' && quiet=1
+	"$SLUICE" "${path[@]}" --help | grep -qE -- '-j, --json +print nothing on success' && quiet=1
 	sl -j "${where[@]}" "${path[@]}" "${args[@]}"
 	bad=()
 	if ((RC == 0)); then

@@ -10,6 +10,7 @@
 # It can fail: before the Makefile named the commit, build/sluice of a
 # checkout said plain VERSION (the first check), and so did the scratch
 # repository.
+# shellcheck disable=SC2015 # A && ok || bad: ok never fails
 set -uo pipefail
 ROOT=${SLUICE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 SLUICE=${SLUICE_BIN:-$ROOT/build/sluice}

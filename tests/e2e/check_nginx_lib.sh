@@ -120,6 +120,7 @@ nginx_conf() { # OUT [SED_EXPR...]
 			"$RX4" "$HTTP_PORT" "$RX6" "$HTTP_PORT"
 		printf '\troot %s;\n\tindex index.html;\n' "$NGINX_SITE"
 		sed 's/^/\t/' "$CHECK_CONTRIB"
+		# shellcheck disable=SC2016 # nginx's variables, written as they are
 		printf '\tlocation / {\n\t\ttry_files $uri $uri/ =404;\n\t}\n}\n'
 	} >"$out" || fail "cannot write $out"
 	for e in "$@"; do

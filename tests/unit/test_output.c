@@ -44,14 +44,27 @@ static void captured(char *buf, size_t len)
 	fclose(capture);
 }
 
+/* A command under -j begins its document on stdout, captured. */
+static void json_doc_begin(struct json *j)
+{
+	opts.json = true;
+	capture_stdout();
+	json_begin(j, stdout);
+}
+
+/* What the command printed, in buf; -j off again. */
+static void json_doc_printed(char *buf, size_t len)
+{
+	captured(buf, len);
+	opts.json = false;
+}
+
 static void case_error_replaces_open_array(void)
 {
 	char out[512];
 	struct json j;
 
-	opts.json = true;
-	capture_stdout();
-	json_begin(&j, stdout);
+	json_doc_begin(&j);
 	json_arr_open(&j, NULL);
 	json_obj_open(&j, NULL);
 	json_str(&j, "prefix", "198.18.0.0/24");
@@ -59,8 +72,7 @@ static void case_error_replaces_open_array(void)
 	runtime_err("cannot read the ban table: Permission denied");
 	json_arr_close(&j);
 	json_end(&j);
-	captured(out, sizeof(out));
-	opts.json = false;
+	json_doc_printed(out, sizeof(out));
 	CHECK(!strcmp(out, "{\"error\":\"cannot read the ban table\",\"hint\":\"Permission denied\"}\n"),
 	      "stdout: '%s'", out);
 }
@@ -70,16 +82,13 @@ static void case_document_whole(void)
 	char out[512];
 	struct json j;
 
-	opts.json = true;
-	capture_stdout();
-	json_begin(&j, stdout);
+	json_doc_begin(&j);
 	json_arr_open(&j, NULL);
 	json_u64(&j, NULL, 1);
 	json_u64(&j, NULL, 2);
 	json_arr_close(&j);
 	json_end(&j);
-	captured(out, sizeof(out));
-	opts.json = false;
+	json_doc_printed(out, sizeof(out));
 	CHECK(!strcmp(out, "[1,2]\n"), "stdout: '%s'", out);
 }
 
@@ -89,16 +98,13 @@ static void case_error_after_document(void)
 	char out[512];
 	struct json j;
 
-	opts.json = true;
-	capture_stdout();
-	json_begin(&j, stdout);
+	json_doc_begin(&j);
 	json_obj_open(&j, NULL);
 	json_bool(&j, "ok", true);
 	json_obj_close(&j);
 	json_end(&j);
 	usage_err("bad word 'x': see 'sluice help'");
-	captured(out, sizeof(out));
-	opts.json = false;
+	json_doc_printed(out, sizeof(out));
 	CHECK(!strcmp(out, "{\"ok\":true}\n{\"error\":\"bad word 'x'\",\"hint\":\"see 'sluice help'\"}\n"),
 	      "stdout: '%s'", out);
 }
