@@ -5,6 +5,13 @@ BPFTOOL		?= bpftool
 CC		?= gcc
 BUILD		:= build
 VERSION		:= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+# A build from a git checkout names its commit, 0.1.0+git.abc1234 (and
+# .dirty with uncommitted edits to tracked files), so that it is never
+# taken for the release; a tree without a .git of its own (a release
+# tarball, the Debian package's clean copy) is VERSION as it is.
+GIT_COMMIT	:= $(if $(wildcard .git),$(shell git rev-parse --short=7 HEAD 2>/dev/null))
+GIT_DIRTY	:= $(if $(GIT_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null || echo .dirty))
+FULL_VERSION	:= $(VERSION)$(if $(GIT_COMMIT),+git.$(GIT_COMMIT)$(GIT_DIRTY))
 
 # Where `make install` puts things, under DESTDIR when staging a package.
 # systemd's own unit directory for PREFIX=/usr, else one under PREFIX
@@ -21,7 +28,7 @@ BPF_CFLAGS	:= -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 CFLAGS		?= -O2 -g
 USER_INC	= $(addprefix -iquote ,$(USER_DIRS))
 CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) $(USER_INC) \
-		   -DSLUICE_VERSION='"$(VERSION)"'
+		   -DSLUICE_VERSION='"$(FULL_VERSION)"'
 LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) \
 		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) \
 		   $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd) -lelf -lz -lpthread
@@ -40,7 +47,7 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: all clean test test-quick demo bench install uninstall deps check soak man
+.PHONY: FORCE print-version all clean test test-quick demo bench install uninstall deps check soak man
 
 all: $(BUILD)/sluice man
 
@@ -58,6 +65,18 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	mv $@.tmp $@
 
 .SECONDARY:
+
+# The version the binary says, rewritten only when it changes: the objects
+# that print it are rebuilt then (a commit, an edit making the tree dirty).
+VERSION_STAMP	:= $(BUILD)/version.txt
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(FULL_VERSION)' | cmp -s - $@ || echo '$(FULL_VERSION)' > $@
+VERSION_USERS	:= main.o daemon/exporter.o daemon/check/server.o
+$(addprefix $(BUILD)/user/,$(VERSION_USERS)) $(addprefix $(BUILD)/asan/,$(VERSION_USERS)): $(VERSION_STAMP)
+
+print-version:
+	@echo '$(FULL_VERSION)'
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS)
 	@mkdir -p $(@D)
@@ -80,9 +99,9 @@ $(BUILD)/man/synopsis.rst: $(BUILD)/sluice doc/synopsis.awk
 	awk -f doc/synopsis.awk $@.help > $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/man/version.rst: VERSION
+$(BUILD)/man/version.rst: $(VERSION_STAMP)
 	@mkdir -p $(@D)
-	printf '.. |version| replace:: sluice %s\n' '$(VERSION)' > $@
+	printf '.. |version| replace:: sluice %s\n' '$(FULL_VERSION)' > $@
 
 $(BUILD)/sluice.8: $(MAN_SRCS) $(BUILD)/man/synopsis.rst $(BUILD)/man/version.rst
 	$(RST2MAN) --halt=warning --strip-elements-with-class=no-man doc/sluice.8.rst $@.tmp

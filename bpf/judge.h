@@ -258,11 +258,12 @@ out:
 	reason = j.reason == JUDGE_REROUTE ? SLUICE_R_NO_BUCKET : j.reason;
 	if (reason == SLUICE_R_RATE_LIMITED && READ_ONCE(cfg->leasing))
 		reason = lease_take(cfg, p, j.idx, n ? READ_ONCE(n->dropped) : 0);
-	/* A --monitor rule's would-drop counts as the source's dropped: the
-	 * dry run shows whom enforcing would hit (the rule says which). */
+	/* A --monitor rule's would-drop has a count of its own: the dry run
+	 * shows whom enforcing would hit, and a rule that changes mode later
+	 * turns no earlier packet into a drop (or a drop into a would-drop). */
 	if (n)
-		count_slot(b, sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED ?
-			   &n->dropped : &n->passed, p->id);
+		count_slot(b, sluice_reason_is_drop(reason) ? &n->dropped :
+			   reason == SLUICE_R_MONITORED ? &n->would_drop : &n->passed, p->id);
 	if (reason == SLUICE_R_WITHIN_LIMIT && p->id)
 		slot_establish(cfg, b, n, p->id);
 	return (int)reason;

@@ -711,8 +711,11 @@ __noinline int src_claim(struct sluice_config *cfg, const struct sluice_src_key 
 		goto out;
 	}
 	n = src_count(at);
-	if (n)
-		WRITE_ONCE(*(__u64 *)n, 0);
+	if (n) {
+		WRITE_ONCE(n->passed, 0);
+		WRITE_ONCE(n->dropped, 0);
+		WRITE_ONCE(n->would_drop, 0);
+	}
 	WRITE_ONCE(SLOT_A0(s), w.a0);
 	WRITE_ONCE(SLOT_A1(s), w.a1);
 	*id = SLUICE_SLOT_LIVE | (w.id & SLUICE_SLOT_ID_MASK) | (claim & SLUICE_SLOT_VER_MASK);

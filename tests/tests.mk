@@ -14,7 +14,7 @@ TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 
 # Unit tests, the math with a fake clock: tests/unit/test_NAME.c runs the
 # cases, which are in it or in tests/unit/NAME_*.c, one file a subject.
-UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_table.c tests/unit/test_check_prom.c,\
+UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_table.c tests/unit/test_check_prom.c tests/unit/test_output.c,\
 		     $(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
 UNIT_PARTS	:= $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
@@ -40,6 +40,14 @@ $(BUILD)/tests/test_table: tests/unit/test_table.c user/lib/table.c user/lib/tab
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_table.c user/lib/table.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_table
+
+# The error funnel and the JSON writer (user/lib/output.c) alone.
+$(BUILD)/tests/test_output: tests/unit/test_output.c user/lib/output.c user/lib/output_log.c \
+		user/lib/output.h user/lib/opts.h $(TEST_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_output.c user/lib/output.c \
+		user/lib/output_log.c -o $@
+TEST_BINS	+= $(BUILD)/tests/test_output
 
 # The check server's /metrics text against its golden file: its writer
 # (user/daemon/check/metrics.c) over user/lib/prom.c, no libbpf.

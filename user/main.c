@@ -30,21 +30,31 @@ static const struct cli_opt global_opts[] = {
 
 static int version_run(const struct cli_cmd *c, struct cli_args *a)
 {
+	struct json j;
+
 	(void)c;
 	(void)a;
-	printf("sluice %s\n", SLUICE_VERSION);
+	if (!opts.json) {
+		printf("sluice %s\n", SLUICE_VERSION);
+		return 0;
+	}
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "version", SLUICE_VERSION);
+	json_obj_close(&j);
+	json_end(&j);
 	return 0;
 }
 
 static const struct cli_cmd version_cmd = {
-	.name = "version", .path = "version", .run = version_run,
+	.name = "version", .path = "version", .json = true, .run = version_run,
 	.help = "Prints the version of sluice.",
 };
 
 static int help_run(const struct cli_cmd *c, struct cli_args *a);
 
 static const struct cli_cmd help_cmd = {
-	.name = "help", .path = "help", .run = help_run,
+	.name = "help", .path = "help", .run = help_run, .no_json = "it prints the usage lines",
 	.help = "Prints this list; 'sluice COMMAND --help' tells about one command.",
 };
 

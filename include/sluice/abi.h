@@ -410,8 +410,10 @@ struct sluice_bucket {
 	__u64 bound;		/* SLUICE_BOUND(gen, policy) [| _DIRECT] [| _PENDING] */
 	__u32 passed;		/* packets, atomically added, up to
 				 * SLUICE_SRC_COUNT_MAX */
-	__u32 dropped;		/* or, under a --monitor rule, would have been:
-				 * the bound rule's flag tells which */
+	__u32 dropped;
+	__u32 would_drop;	/* passed, but dropped but for a --monitor
+				 * rule: counted apart, so a rule that changes
+				 * mode relabels no earlier packet */
 };
 /* Where a bucket's passed and dropped stop counting (about 4.3e9): below
  * 2^32 by more than any number of CPUs that add at once, so they never
@@ -450,11 +452,13 @@ struct sluice_slot {
 struct sluice_slot_bucket {
 	struct sluice_slot s[SLUICE_SLOTS_PER_BUCKET];
 };
-/* Each slot's passed and dropped, beside the table (one entry per bucket):
- * zeroed when a source claims the slot. */
+/* Each slot's passed, dropped and would-drop (a --monitor rule's) counts,
+ * beside the table (one entry per bucket): zeroed when a source claims the
+ * slot. */
 struct sluice_slot_count {
 	__u32 passed;
 	__u32 dropped;
+	__u32 would_drop;
 };
 struct sluice_slot_counts {
 	struct sluice_slot_count c[SLUICE_SLOTS_PER_BUCKET];

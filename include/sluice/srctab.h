@@ -9,8 +9,8 @@
  * slots of one of two buckets of the table, chosen by a hash of its key
  * seeded at random when the table is made (struct sluice_src_seed,
  * root's alone), so nobody outside can aim a flood at one bucket. The table
- * has --max-sources / SLUICE_SRC_LOAD slots, so 40 bytes a slot (the slot
- * and its counts) cost 62.5 bytes a bucket, home or keyed.
+ * has --max-sources / SLUICE_SRC_LOAD slots, so 44 bytes a slot (the slot
+ * and its counts) cost 68.75 bytes a bucket, home or keyed.
  */
 #ifndef SLUICE_SRCTAB_H
 #define SLUICE_SRCTAB_H

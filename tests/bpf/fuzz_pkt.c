@@ -277,7 +277,8 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		rb = v.bucketed ? ref_bucket_find(&st, &v.key) : NULL;
 		if (rb) {
 			missing = bucket_lookup(&fx.m, &v.key, &b) != 0;
-			bad |= missing || b.passed != rb->passed || b.dropped != rb->dropped;
+			bad |= missing || b.passed != rb->passed || b.dropped != rb->dropped ||
+			       b.would_drop != rb->would_drop;
 		}
 		if (!bad)
 			continue;
@@ -293,11 +294,12 @@ static int replay(__u32 phase, const char *policy, __u64 budget, __u32 upto)
 		if (rb) {
 			print_key("reference", &v.key);
 			if (missing)
-				say("  bucket passed/dropped: program has no such bucket, reference %u/%u\n",
-				       rb->passed, rb->dropped);
+				say("  bucket passed/dropped/would-drop: program has no such bucket, "
+				    "reference %u/%u/%u\n", rb->passed, rb->dropped, rb->would_drop);
 			else
-				say("  bucket passed/dropped: program %u/%u, reference %u/%u\n",
-				       b.passed, b.dropped, rb->passed, rb->dropped);
+				say("  bucket passed/dropped/would-drop: program %u/%u/%u, reference "
+				    "%u/%u/%u\n", b.passed, b.dropped, b.would_drop, rb->passed,
+				    rb->dropped, rb->would_drop);
 		}
 	}
 	if (!found)
@@ -320,13 +322,15 @@ static int check_buckets(struct fixture *fx, const struct ref_state *st, __u32 p
 	for (i = 0; i < n && bad < 5; i++) {
 		const struct ref_bucket *rb = ref_bucket_find(st, &rows[i].key);
 
-		if (rb && rb->passed == rows[i].b.passed && rb->dropped == rows[i].b.dropped)
+		if (rb && rb->passed == rows[i].b.passed && rb->dropped == rows[i].b.dropped &&
+		    rb->would_drop == rows[i].b.would_drop)
 			continue;
 		say("MISMATCH phase %u: bucket not as the reference has it\n", phase);
 		print_key("program", &rows[i].key);
-		say("  passed/dropped: program %u/%u, reference %s%u/%u\n", rows[i].b.passed,
-		       rows[i].b.dropped, rb ? "" : "(no such bucket) ", rb ? rb->passed : 0,
-		       rb ? rb->dropped : 0);
+		say("  passed/dropped/would-drop: program %u/%u/%u, reference %s%u/%u/%u\n",
+		    rows[i].b.passed, rows[i].b.dropped, rows[i].b.would_drop,
+		    rb ? "" : "(no such bucket) ", rb ? rb->passed : 0, rb ? rb->dropped : 0,
+		    rb ? rb->would_drop : 0);
 		bad++;
 	}
 	if (!bad && n != st->n) {

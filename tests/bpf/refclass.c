@@ -456,9 +456,11 @@ judged:
 	if (r->monitor && sluice_reason_is_drop(reason))
 		reason = SLUICE_R_MONITORED;
 	if (v->bucketed) {
-		/* A --monitor rule's would-drop is the source's dropped. */
-		if (sluice_reason_is_drop(reason) || reason == SLUICE_R_MONITORED)
+		/* A --monitor rule's would-drop has a count of its own. */
+		if (sluice_reason_is_drop(reason))
 			b->dropped++;
+		else if (reason == SLUICE_R_MONITORED)
+			b->would_drop++;
 		else
 			b->passed++;
 	}

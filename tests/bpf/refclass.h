@@ -72,7 +72,7 @@ struct ref_bucket {
 	struct sluice_src_key key;
 	__u64 spent;		/* units admitted */
 	int banned;
-	__u32 passed, dropped;
+	__u32 passed, dropped, would_drop;
 	int used;
 };
 

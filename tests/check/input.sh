@@ -65,7 +65,7 @@ usage 2 -i nosuch0 check-server
 # With -j the one error is a JSON object on stdout, and stderr is empty.
 rc=0
 out=$(timeout 5 nsenter --net="/run/netns/$NS_RX" "$SLUICE_CHECK" -i "$IF_RX" -j check-server 2>"$(netns_tmp j-err)") || rc=$?
-[[ $rc == 2 && ! -s $(netns_tmp j-err) ]] && jq -e '.error | startswith("the check server has no JSON output")' <<<"$out" >/dev/null ||
+[[ $rc == 2 && ! -s $(netns_tmp j-err) ]] && jq -e '.error | startswith("check-server has no JSON output")' <<<"$out" >/dev/null ||
 	fail "-j check-server: exit $rc, want 2 and one JSON error on stdout, got: $out / $(cat "$(netns_tmp j-err)")"
 usage 2 -i "$IF_RX" check-server extra
 usage 2 -i "$IF_RX" check-server --bogus

@@ -680,7 +680,7 @@ t_save_diff() {
 	sl -i "$IF" policy save
 	expect "policy save to the default place" 0 "^$def: the live policy of $IF saved\$" -
 	check "the default file is what policy show prints" cmp -s "$def" "$CLI_TMP/show.txt"
-	rm -f "$def"
+	rm -f "$def" "/etc/sluice/.$IF.policy.saved"
 	((made_dir)) && rmdir /etc/sluice
 
 	# Bad input changes nothing.
@@ -698,11 +698,74 @@ t_save_diff() {
 	check "the policy after the bad input" cmp -s "$OUT" "$CLI_TMP/show.txt"
 }
 
+# policy save replaces only what it wrote itself: a hand-written (or
+# hand-edited) file is refused, in one line, without --force, and is left
+# as it was; the file save wrote, unchanged since, is replaced.
+t_save_guard() {
+	local def=/etc/sluice/$IF.policy made_dir=0 hand
+	cli_attach "$IF" --max-sources 4096
+	sl_ok -i "$IF" limit set 198.18.3.0/24 --rate 10 --burst 5
+	hand=$(printf '%s\n' '# eth1: the office, by hand' 'limit set 198.18.3.0/24 --rate 10 --burst 5  # printers')
+	printf '%s\n' "$hand" >"$CLI_TMP/hand.pol"
+	sl -i "$IF" policy save "$CLI_TMP/hand.pol"
+	expect "policy save over a hand-written file: refused" 2 - \
+		"^sluice: $CLI_TMP/hand\.pol is not what policy save last wrote there .*--force"
+	check "one line on stderr" test "$(wc -l <"$ERR")" -eq 1
+	check "the hand-written file is unchanged" test "$(cat "$CLI_TMP/hand.pol")" == "$hand"
+	sl -i "$IF" policy save "$CLI_TMP/new.pol"
+	expect "policy save to a new file" 0 "saved\$" -
+	sl_ok -i "$IF" limit set 198.18.4.0/24 --rate 20
+	sl -i "$IF" policy save "$CLI_TMP/new.pol"
+	expect "policy save over its own file, unchanged since" 0 "saved\$" -
+	check "the file has the new rule" grep -q '^limit set 198.18.4.0/24 ' "$CLI_TMP/new.pol"
+	printf '# kept by hand\n' >>"$CLI_TMP/new.pol"
+	sl_ok -i "$IF" limit set 198.18.5.0/24 --rate 20
+	sl -i "$IF" policy save "$CLI_TMP/new.pol"
+	expect "policy save over its own file edited since: refused" 2 - "is not what policy save last wrote"
+	check "the edited file keeps its edit" grep -qx '# kept by hand' "$CLI_TMP/new.pol"
+	sl -i "$IF" policy save --force "$CLI_TMP/hand.pol"
+	expect "policy save --force over a hand-written file" 0 "saved\$" -
+	check "--force replaced it" grep -q '^limit set 198.18.5.0/24 ' "$CLI_TMP/hand.pol"
+	# The default place, as an operator who wrote it by hand has it.
+	[[ -d /etc/sluice ]] || made_dir=1
+	mkdir -p /etc/sluice
+	[[ ! -e $def ]] || die "$def exists: not overwriting it"
+	printf '%s\n' "$hand" >"$def"
+	sl -i "$IF" policy save
+	expect "policy save (no FILE) over the hand-written $def: refused" 2 - "^sluice: $def is not what"
+	check "$def is unchanged" test "$(cat "$def")" == "$hand"
+	rm -f "$def" "/etc/sluice/.$IF.policy.saved"
+	((made_dir)) && rmdir /etc/sluice
+}
+
+# Durations take d (days); a policy file that opens with a UTF-8 byte order
+# mark is read as if it had none.
+t_day_bom() {
+	cli_attach "$IF" --max-sources 4096
+	printf '\xef\xbb\xbflimit set 198.18.3.0/24 --rate 10 --ban 1d\n' >"$CLI_TMP/bom.pol"
+	sl -i "$IF" policy check "$CLI_TMP/bom.pol"
+	expect "policy check of a file with a BOM" 0 ': 1 rules, valid$' -
+	sl -i "$IF" policy apply "$CLI_TMP/bom.pol"
+	expect "policy apply of a file with a BOM and --ban 1d" 0 'and 1 rule$' -
+	sl_ok -i "$IF" policy show
+	check "policy show: --ban 1d" grep -qx -- 'limit set 198.18.3.0/24 --rate 10 --burst 10 --ban 1d' "$OUT"
+	sl -i "$IF" limit set 198.18.4.0/24 --rate 10 --ban 7d
+	expect "limit set --ban 7d (the most)" 0 "--ban 7d$" -
+	sl -i "$IF" limit set 198.18.4.0/24 --rate 10 --ban 8d
+	expect "limit set --ban 8d: over the most" 2 - "^sluice: bad --ban '8d': give 1ms to 7d\$"
+	sl -i "$IF" ban add 198.18.9.0/24 --for 2d
+	expect "ban add --for 2d" 0 . -
+	sl_ok -i "$IF" -j ban list
+	check "the ban lasts 2 days" jq -e \
+		'any(.[]; .prefix == "198.18.9.0/24" and .left_seconds > 169000 and .left_seconds <= 172800)' "$OUT"
+}
+
 case $name in
 help | noargs | stats-watch | roundtrip-v2 | identity | ban-empty | apply-message | save-diff) ;;
+save-guard | day-bom) ;;
 json | roundtrip | precedence | v6-not-v4 | v4-mapped | limit-del | attach-opts | write-error) ;;
 *)
-	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty|apply-message|save-diff" >&2
+	echo "usage: tests/cli/positive.sh help|noargs|json|roundtrip|precedence|v6-not-v4|v4-mapped|limit-del|attach-opts|write-error|stats-watch|roundtrip-v2|identity|ban-empty|apply-message|save-diff|save-guard|day-bom" >&2
 	exit 2
 	;;
 esac

@@ -165,6 +165,12 @@ done < <(awk '/^```/ { code = !code; next } code' "${README:-$ROOT/README.md}" |
 	grep -vE '^sluice (COMMAND|OBJECT)')
 echo "# $n command lines of README.md checked"
 
+# Links render as links: no Markdown [text](url) written into an .rst page
+# survives as it was typed.
+while IFS= read -r l; do
+	fail "sluice(8) shows a raw Markdown link (write \`text <url>\`__): $l"
+done < <(grep -nE '\[[^]]+\]\([^)]+\)' "$TMP/man.txt")
+
 # Nothing the CLI takes is called unsupported.
 while IFS= read -r s; do
 	while read -r o; do

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by tests/e2e/check_nginx*.sh and tools/bench-check.sh (sourced, not
 # a test): Debian's nginx serving a small static site in the rx (server)
-# namespace, configured from contrib/nginx/sluice-check.conf, in front of
+# namespace, configured from contrib/nginx/sluice-check.conf (the snippet
+# in the site's server block) and sluice-check-upstream.conf, in front of
 # `sluice check-server` on its Unix socket (as contrib has it, the socket in
 # the test's scratch directory), or with CHECK_VIA=tcp on 127.0.0.1:9465 of
 # the same namespace; curl from the tx (client) namespace, from one of
@@ -9,7 +10,7 @@
 # Source tests/lib/netns.sh first, then:
 #   nginx_init                 # checks nginx and curl, makes the site (after netns_init)
 #   client_addrs ADDR...       # more client addresses on the tx veth (198.18.0.0/24)
-#   nginx_conf FILE [SED...]   # the contrib config for this namespace (+ sed edits)
+#   nginx_conf FILE [SED...]   # a site with the contrib snippet, for this namespace (+ sed edits)
 #   nginx_conf_main FILE SITE_CONF [HTTP_LINES]  # nginx.conf around a server block
 #   nginx_start MAIN_CONF      # nginx in the rx namespace, waits until it listens
 #   nginx_stop                 # stops it (waits for the master to exit)
@@ -22,8 +23,8 @@
 #   sleep_until T              # sleep until the epoch time T (now's clock)
 #   num_lt A B                 # whether decimal A < B
 #
-# nginx: the contrib server block with its listen lines on $RX4 and $RX6
-# port $HTTP_PORT only (never the host's namespace) and its root on the
+# nginx: a server block with the contrib snippet, listening on $RX4 and
+# $RX6 port $HTTP_PORT only (never the host's namespace), its root on the
 # site below; pid, logs and temp files in the test's scratch directory;
 # workers as nobody in group sluice-check-clients, the check server's
 # default --socket-group, as the recipe's 'user www-data
@@ -36,6 +37,8 @@ CHECK_PORT=9465
 CHECK_VIA=${CHECK_VIA:-unix}
 CHECK_SOCK=
 CHECK_CONTRIB=$SLUICE_ROOT/contrib/nginx/sluice-check.conf
+CHECK_UPSTREAM=$SLUICE_ROOT/contrib/nginx/sluice-check-upstream.conf
+CHECK_SOCK_LINE='^\s*server unix:/run/sluice/check.sock;$'
 NGINX=${NGINX:-/usr/sbin/nginx}
 NGINX_PID=
 CHECK_PID=
@@ -49,6 +52,7 @@ nginx_init() {
 	"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
 		skip "this nginx has no auth_request module"
 	[[ -r $CHECK_CONTRIB ]] || fail "cannot read $CHECK_CONTRIB"
+	[[ -r $CHECK_UPSTREAM ]] || fail "cannot read $CHECK_UPSTREAM"
 	NGINX_DIR=$(netns_tmp nginx)
 	NGINX_SITE=$NGINX_DIR/site
 	NGINX_ACCESS=$NGINX_DIR/access.log
@@ -94,25 +98,31 @@ client_addrs() {
 	done
 }
 
-# The contrib file with this namespace's listen addresses and site root;
-# each of those three lines must be there exactly once. Extra sed
-# expressions (the tests' deliberately broken variants) follow; each must
-# change the file.
+# The site: contrib's upstream (its socket line swapped for this test's
+# check server) and a server block of the test's own, listening on this
+# namespace's addresses and serving the site above (index index.html), with
+# contrib's snippet in it, as a site includes it. The upstream's socket
+# line must be there exactly once. Extra sed expressions (the tests'
+# deliberately broken variants) follow, on the whole file; each must
+# change it.
 nginx_conf() { # OUT [SED_EXPR...]
-	local out=$1 pat e before
+	local out=$1 pat=$CHECK_SOCK_LINE e before
 	shift
 	local upstream=unix:$CHECK_SOCK
 	[[ $CHECK_VIA == tcp ]] && upstream=$CHECK_ADDR:$CHECK_PORT
-	for pat in '^\s*listen 80;$' '^\s*listen \[::\]:80;$' '^\s*root /var/www/html;$' \
-		'^\s*server unix:/run/sluice/check.sock;$'; do
-		[[ $(grep -c "$pat" "$CHECK_CONTRIB") == 1 ]] ||
-			fail "$CHECK_CONTRIB: want exactly one line matching '$pat'"
-	done
-	sed -e "s|^\(\s*\)listen 80;$|\1listen $RX4:$HTTP_PORT;|" \
-		-e "s|^\(\s*\)listen \[::\]:80;$|\1listen [$RX6]:$HTTP_PORT;|" \
-		-e "s|^\(\s*\)root /var/www/html;$|\1root $NGINX_SITE;|" \
-		-e "s|^\(\s*\)server unix:/run/sluice/check.sock;$|\1server $upstream;|" \
-		"$CHECK_CONTRIB" >"$out" || fail "cannot write $out"
+	[[ $(grep -c "$pat" "$CHECK_UPSTREAM") == 1 ]] ||
+		fail "$CHECK_UPSTREAM: want exactly one line matching '$pat'"
+	! grep -qE '^\s*(server|listen|root|server_name)\b' "$CHECK_CONTRIB" ||
+		fail "$CHECK_CONTRIB: a snippet of server lines, without server, listen, root or server_name"
+	{
+		sed -e "s|^\(\s*\)server unix:/run/sluice/check.sock;$|\1server $upstream;|" "$CHECK_UPSTREAM"
+		printf 'server {\n\tlisten %s:%s;\n\tlisten [%s]:%s;\n\tserver_name _;\n' \
+			"$RX4" "$HTTP_PORT" "$RX6" "$HTTP_PORT"
+		printf '\troot %s;\n\tindex index.html;\n' "$NGINX_SITE"
+		sed 's/^/\t/' "$CHECK_CONTRIB"
+		# shellcheck disable=SC2016 # nginx's variables, written as they are
+		printf '\tlocation / {\n\t\ttry_files $uri $uri/ =404;\n\t}\n}\n'
+	} >"$out" || fail "cannot write $out"
 	for e in "$@"; do
 		before=$(cat "$out")
 		sed -i -e "$e" "$out" || fail "sed '$e' on $out"

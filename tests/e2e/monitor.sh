@@ -4,7 +4,10 @@
 # without --monitor then drops (`rate_limited`) for the same traffic from a
 # fresh source. The dry run is seen per rule and per source: limit list,
 # query and top (ranked by them) show the would-drops, status a live
-# --monitor rule, the exporter sluice_policy_monitored_packets_total.
+# --monitor rule, the exporter sluice_policy_monitored_packets_total. Once
+# the rule enforces, the dry run's source still shows its would-drops as
+# would-drops, and the drops of its next packets as drops (it failed so
+# while both were one count labelled by the rule's mode now).
 # A --monitor rule with --ban bans nobody, now or later: `ban list` shows
 # no ban during the dry run, and once --monitor is removed the flooded
 # source's next packet is rate limited (it starts a ban of its own), not
@@ -91,6 +94,21 @@ assert_eq "$limited" "$monitored" "dropped when enforced equals monitored in the
 assert_eq "$(sluice_jq '[.dropped, .would_drop, .monitor] | join(" ")' query 198.18.9.20)" \
 	"$would 0 false" "query -j dropped, would_drop, monitor when enforced"
 assert_eq "$(sluice_jq '.interfaces[0].monitor_rules' status)" 0 "status -j monitor_rules when enforced"
+# The dry run's source keeps its would-drops as would-drops under the
+# enforcing rule, before and after it sends again: each packet is labelled
+# by the mode it was judged in, not by the rule's mode now.
+assert_eq "$(sluice_jq '[.passed, .dropped, .would_drop] | join(" ")' query 198.18.9.10)" \
+	"$COUNT 0 $would" "query -j of the dry run's source once enforced: passed, dropped, would_drop"
+out=$(flood --src 198.18.9.10 --dport "$DPORT" --count 10 --pps 1000 --seconds 5)
+assert_eq "$(flood_field "$out" .sent)" 10 "flood of 10 from the dry run's source sent all"
+sleep 0.2
+assert_eq "$(sluice_jq '[.passed, .dropped, .would_drop] | join(" ")' query 198.18.9.10)" \
+	"$COUNT 10 $would" "query -j of the dry run's source after 10 more, enforced"
+out=$(sluice_rx query 198.18.9.10) || fail "query failed"
+[[ $out == *"passed $COUNT, dropped 10, would drop $would (while monitored)"* ]] || fail "query says: $out"
+ok "query says passed $COUNT, dropped 10, would drop $would (while monitored)"
+assert_eq "$(sluice_jq '.[] | select(.source == "198.18.9.10") | [.passed, .dropped, .would_drop] | join(" ")' top)" \
+	"$COUNT 10 $would" "top -j row of the dry run's source, enforced"
 
 # --monitor --ban: the would-be ban is neither shown nor kept.
 sluice_rx limit set 198.18.10.0/24 --rate "$RATE" --burst 5 --ban 1h --monitor

@@ -439,12 +439,14 @@ static int attach_finish(struct attach_job *job)
 	if (job->mode_change)
 		snprintf(changed, sizeof(changed), ", changed from %s mode (unprotected for "
 			 "%.1f ms)", mode_name(job->old_mode), (double)job->gap_ns / 1e6);
-	printf("attached to %s in %s mode (%s), program id %u%s%s%s\n", job->iface,
-	       mode_name(job->used),
-	       job->multiprog ? "libxdp dispatcher" :
-				"single program; libxdp's dispatcher was not used",
-	       prog_id_of(job->prog_fd),
-	       job->had_pins ? ", state kept from the previous attach" : "", changed, upgraded);
+	if (!opts.json)
+		printf("attached to %s in %s mode (%s), program id %u%s%s%s\n", job->iface,
+		       mode_name(job->used),
+		       job->multiprog ? "libxdp dispatcher" :
+					"single program; libxdp's dispatcher was not used",
+		       prog_id_of(job->prog_fd),
+		       job->had_pins ? ", state kept from the previous attach" : "", changed,
+		       upgraded);
 	attach_log(job);
 	if (job->up.any)
 		upgrade_carry_bans(job->skel, &job->up);
@@ -491,7 +493,7 @@ static int attach_run(const struct cli_cmd *cmd, struct cli_args *a)
 
 const struct cli_cmd attach_cmd = {
 	.name = "attach", .path = "attach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
-	.opts = attach_opts, .run = attach_run, CLI_DEFAULTS(attach_defaults),
+	.opts = attach_opts, .json_quiet = true, .run = attach_run, CLI_DEFAULTS(attach_defaults),
 	.help = "Loads sluice on IFACE, or replaces the program there keeping its maps and\n"
 		"policy. Pins are root's; the maps are readable by the pins' group.",
 };
@@ -528,8 +530,9 @@ static int detach_orphan(const char *iface, int ifindex)
 	err = detach_prog(iface, ifindex, id, &was_mode);
 	if (err)
 		return err;
-	printf("detached from %s (a sluice program without pins: its policy and counters were "
-	       "already gone)\n", iface);
+	if (!opts.json)
+		printf("detached from %s (a sluice program without pins: its policy and counters "
+		       "were already gone)\n", iface);
 	log_event(LOG_NOTICE, "%s: detached (program id %u, which had no pins)", iface, id);
 	return 0;
 }
@@ -623,15 +626,16 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	remove_pins(dir);
 	if (!access(dir, F_OK))
 		return runtime_err("cannot remove %s: remove it by hand", dir);
-	printf("detached from %s%s\n", iface,
-	       ifindex && !force ? "" : " (pins removed; the interface was not seen here, and "
-					"its program runs in no network namespace)");
+	if (!opts.json)
+		printf("detached from %s%s\n", iface,
+		       ifindex && !force ? "" : " (pins removed; the interface was not seen here, "
+						"and its program runs in no network namespace)");
 	log_event(LOG_NOTICE, "%s: detached%s", iface, ifindex && !force ? "" : " (pins removed)");
 	return 0;
 }
 
 const struct cli_cmd detach_cmd = {
 	.name = "detach", .path = "detach", .args = "IFACE", .min_pos = 1, .max_pos = 1,
-	.opts = detach_opts, .run = detach_run, CLI_DEFAULTS(detach_defaults),
+	.opts = detach_opts, .json_quiet = true, .run = detach_run, CLI_DEFAULTS(detach_defaults),
 	.help = "Removes the program and its pins from IFACE.",
 };

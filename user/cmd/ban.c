@@ -420,6 +420,38 @@ static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_k
 	return !memcmp(k->a, masked.a, sizeof(k->a));
 }
 
+int source_bans(const struct sluice_maps *m, const struct policy *p,
+		const struct sluice_src_key *addr, struct source_ban **out, size_t *n)
+{
+	struct ban *bans = NULL;
+	size_t nb = 0, k = 0;
+	int err = read_bans(m, p, &bans, &nb);
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	if (nb)
+		qsort(bans, nb, sizeof(*bans), ban_cmp);
+	*out = calloc(nb ? nb : 1, sizeof(**out));
+	if (!*out) {
+		free(bans);
+		return runtime_err("out of memory");
+	}
+	for (size_t i = 0; i < nb; i++) {
+		if (!ban_covers(&bans[i].row.key, addr, false))
+			continue;
+		(*out)[k].key = bans[i].row.key;
+		(*out)[k].rule = bans[i].rule;
+		(*out)[k].left_ns = bans[i].left_ns;
+		(*out)[k].escalated = bans[i].escalated;
+		k++;
+	}
+	*n = k;
+	free(bans);
+	return 0;
+}
+
 /* Lift one ban: the bucket becomes spent as of now (a token bucket empty,
  * refilling at its rate; a window full for the rest of this window). Its
  * slot of the source table (home or keyed) moves by CAS, as the
@@ -590,7 +622,7 @@ static const struct cli_cmd ban_list_cmd = {
 };
 static const struct cli_cmd ban_del_cmd = {
 	.name = "del", .path = "ban del", .args = "ADDR[/LEN]", .min_pos = 1, .max_pos = 1,
-	.opts = ban_del_opts, .run = ban_del, CLI_DEFAULTS(ban_del_defaults),
+	.opts = ban_del_opts, .json_quiet = true, .run = ban_del, CLI_DEFAULTS(ban_del_defaults),
 	.help = "Lifts the prefix ban on exactly ADDR[/LEN] (from every list, or --list NAME's\n"
 		"only); without --list also every ban of a --ban rule on a bucket holding ADDR,\n"
 		"or on the keyed prefix ADDR/LEN (the bucket is left empty and refills at its\n"

@@ -433,7 +433,7 @@ int prefix_bans_list(const struct bantab *t, int list, struct json *j)
 
 const struct cli_cmd ban_add_cmd = {
 	.name = "add", .path = "ban add", .args = "ADDR[/LEN]", .min_pos = 1, .max_pos = 1,
-	.opts = ban_add_opts, .run = ban_add_run, CLI_DEFAULTS(ban_add_defaults),
+	.opts = ban_add_opts, .json_quiet = true, .run = ban_add_run, CLI_DEFAULTS(ban_add_defaults),
 	.help = "Bans an address or a prefix, IPv4 or IPv6, forever or --for DURATION: its\n"
 		"packets are dropped before any rule, counted as 'banned' and to the list.\n"
 		"Adding it again sets its end anew. The ban belongs to --list NAME\n"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "sluice.h"
 #include "rule.h"
+#include "hash.h"
 
 /* The default rule in a few words: a file without one resets it to these. */
 static void default_words(const struct rule *def, char *buf, size_t len)
@@ -65,6 +66,24 @@ static int policy_show(const struct cli_cmd *c, struct cli_args *a)
 	return 0;
 }
 
+/* What policy check says of a valid file. */
+static void check_ok(const char *path, unsigned int rules)
+{
+	struct json j;
+
+	if (!opts.json) {
+		printf("%s: %u rules, valid\n", path, rules);
+		return;
+	}
+	json_begin(&j, stdout);
+	json_obj_open(&j, NULL);
+	json_str(&j, "file", path);
+	json_u64(&j, "rules", rules);
+	json_bool(&j, "valid", true);
+	json_obj_close(&j);
+	json_end(&j);
+}
+
 /* policy apply FILE, policy check FILE (id 1: check only). */
 static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 {
@@ -80,7 +99,7 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	err = policy_parse_file(path, next);
 	if (err || c->id) {
 		if (!err)
-			printf("%s: %u rules, valid\n", path, next->n);
+			check_ok(path, next->n);
 		free(next);
 		return err;
 	}
@@ -91,7 +110,7 @@ static int policy_file(const struct cli_cmd *c, struct cli_args *a)
 	}
 	free(cur);
 	err = policy_commit(&m, next);
-	if (!err) {
+	if (!err && !opts.json) {
 		default_words(&next->def, def, sizeof(def));
 		printf("%s: applied to %s: the default (%s) and %u rule%s\n", path, m.iface, def,
 		       next->n, next->n == 1 ? "" : "s");
@@ -127,9 +146,71 @@ static int write_whole(const char *path, const char *text)
 	return 0;
 }
 
+/* What sluice last wrote to a file it saved, as a digest in a sidecar
+ * beside it (".NAME.saved"), so that save can tell its own file from one
+ * written or edited by hand. */
+static int saved_digest_path(const char *path, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	int dir = base ? (int)(base - path + 1) : 0;
+
+	if ((size_t)snprintf(out, len, "%.*s.%s.saved", dir, path, base ? base + 1 : path) >= len)
+		return usage_err("%s: path too long", path);
+	return 0;
+}
+
+static __u64 text_digest(const char *text, size_t len)
+{
+	return hash_bytes(0, text, len);
+}
+
+/* Whether the file at path (which exists) is what sluice last saved there,
+ * or already holds text: then save may replace it. */
+static bool save_may_replace(const char *path, const char *digest_path, const char *text)
+{
+	unsigned long long want = 0;
+	char *old = NULL;
+	size_t cap = 0, n = 0;
+	bool ok = false;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = (size_t)getdelim(&old, &cap, '\0', f);
+	if (ferror(f) || !old || strlen(old) != n) {
+		fclose(f);
+		free(old);
+		return false;	/* unreadable, or not text: not sluice's */
+	}
+	fclose(f);
+	if (!strcmp(old, text)) {
+		ok = true;
+	} else {
+		f = fopen(digest_path, "r");
+		if (f) {
+			ok = fscanf(f, "%16llx", &want) == 1 && want == text_digest(old, n);
+			fclose(f);
+		}
+	}
+	free(old);
+	return ok;
+}
+
+struct save_options {
+	bool force;
+};
+static const struct save_options save_defaults = { .force = false };
+static const struct cli_opt save_opts[] = {
+	CLI_FLAG("force", 0, "replace FILE even if it is not what policy save last wrote there",
+		 struct save_options, force),
+	CLI_OPT_END,
+};
+
 static int policy_save(const struct cli_cmd *c, struct cli_args *a)
 {
-	char def_path[PATH_MAX];
+	const struct save_options *o = CLI_OPTIONS(a, struct save_options);
+	char def_path[PATH_MAX], digest_path[PATH_MAX + 16], digest[24];
 	const char *path = a->npos ? a->pos[0] : NULL;
 	struct sluice_maps m;
 	struct stat st;
@@ -148,12 +229,25 @@ static int policy_save(const struct cli_cmd *c, struct cli_args *a)
 		}
 		path = def_path;
 	}
+	err = saved_digest_path(path, digest_path, sizeof(digest_path));
+	if (err)
+		goto out;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = usage_err("%s is a directory: give a file to save the policy in", path);
 		goto out;
 	}
+	if (!o->force && access(path, F_OK) == 0 && !save_may_replace(path, digest_path, text)) {
+		err = usage_err("%s is not what policy save last wrote there (written or edited by "
+				"hand?): keep it and save elsewhere ('policy save FILE'), see "
+				"'policy diff %s', or replace it with --force", path, path);
+		goto out;
+	}
 	err = write_whole(path, text);
+	snprintf(digest, sizeof(digest), "%016llx\n",
+		 (unsigned long long)text_digest(text, strlen(text)));
 	if (!err)
+		err = write_whole(digest_path, digest);
+	if (!err && !opts.json)
 		printf("%s: the live policy of %s saved\n", path, m.iface);
 out:
 	free(text);
@@ -278,26 +372,29 @@ static int policy_diff(const struct cli_cmd *c, struct cli_args *a)
 
 static const struct cli_cmd policy_apply_cmd = {
 	.name = "apply", .path = "policy apply", .args = "FILE", .min_pos = 1, .max_pos = 1,
-	.run = policy_file, .id = 0,
+	.json_quiet = true, .run = policy_file, .id = 0,
 	.help = "Replaces the whole policy with FILE's, atomically; a FILE with one bad line is\n"
 		"refused whole. One rule a line, the words of limit default/set, allow and deny\n"
 		"without 'sluice'; '#' starts a comment.",
 };
 static const struct cli_cmd policy_check_cmd = {
 	.name = "check", .path = "policy check", .args = "FILE", .min_pos = 1, .max_pos = 1,
-	.run = policy_file, .id = 1,
+	.json = true, .run = policy_file, .id = 1,
 	.help = "Validates FILE as policy apply would, and changes nothing.",
 };
 static const struct cli_cmd policy_show_cmd = {
 	.name = "show", .path = "policy show", .run = policy_show,
+	.no_json = "it prints a policy file; see 'limit list -j'",
 	.help = "Prints the live policy as a file: policy apply of it gives the same policy.",
 };
 static const struct cli_cmd policy_save_cmd = {
 	.name = "save", .path = "policy save", .args = "[FILE]", .max_pos = 1,
-	.run = policy_save,
+	.opts = save_opts, .json_quiet = true, .run = policy_save, CLI_DEFAULTS(save_defaults),
 	.help = "Writes the live policy, as policy show prints it, to FILE (default\n"
 		SLUICE_CONF_DIR "/IFACE.policy, which the attach unit applies at boot), so\n"
-		"that CLI edits survive a reboot. The file is replaced whole; its comments go.",
+		"that CLI edits survive a reboot. The file is replaced whole; its comments go.\n"
+		"A FILE that is not what policy save last wrote there (a digest of it is kept\n"
+		"in .FILE.saved beside it) is refused without --force.",
 };
 static const struct cli_cmd policy_diff_cmd = {
 	.name = "diff", .path = "policy diff", .args = "FILE", .min_pos = 1, .max_pos = 1,

@@ -126,12 +126,18 @@ static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 	return err;
 }
 
+/* Dropped and would-drop packets together: whom a rule hits, or would. */
+static __u64 hits(const struct sluice_bucket *b)
+{
+	return (__u64)b->dropped + b->would_drop;
+}
+
 static int top_cmp(const void *a, const void *b)
 {
 	const struct bucket_row *x = a, *y = b;
 
-	if (x->b.dropped != y->b.dropped)
-		return x->b.dropped < y->b.dropped ? 1 : -1;
+	if (hits(&x->b) != hits(&y->b))
+		return hits(&x->b) < hits(&y->b) ? 1 : -1;
 	if (x->b.passed != y->b.passed)
 		return x->b.passed < y->b.passed ? 1 : -1;
 	return memcmp(&x->key, &y->key, sizeof(x->key));
@@ -331,17 +337,14 @@ struct src_counts {
 	__u64 passed, dropped, would_drop;
 };
 
-static void split_counts(const struct rule *r, const struct sluice_bucket *b,
-			 struct src_counts *c)
+/* A bucket's counts as shown: its would-drops passed, so they count in
+ * passed too. Each packet keeps the label of the mode it was judged in,
+ * whatever the rule's mode now. */
+static void split_counts(const struct sluice_bucket *b, struct src_counts *c)
 {
-	c->passed = b->passed;
+	c->passed = (__u64)b->passed + b->would_drop;
 	c->dropped = b->dropped;
-	c->would_drop = 0;
-	if (r->monitor) {
-		c->passed += b->dropped;
-		c->would_drop = b->dropped;
-		c->dropped = 0;
-	}
+	c->would_drop = b->would_drop;
 }
 
 static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
@@ -394,7 +397,7 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		view_source(&m, bucket_rule(&m, p, cfg.gen_slot, &rows[i].key), &cfg, &rows[i].b,
 			    now, &v);
 		policy_rule_label(p, v.rule, label, sizeof(label));
-		split_counts(v.rule, &rows[i].b, &c);
+		split_counts(&rows[i].b, &c);
 		if (opts.json) {
 			json_obj_open(&j, NULL);
 			json_str(&j, "source", addr);
@@ -408,7 +411,7 @@ static int top_run(const struct cli_cmd *cmd, struct cli_args *a)
 		} else {
 			char would[24] = "-";
 
-			if (v.rule->monitor)
+			if (v.rule->monitor || c.would_drop)
 				snprintf(would, sizeof(would), "%llu", (unsigned long long)c.would_drop);
 			printf("%-43s %-24s %14llu %14llu %14s\n", addr, label,
 			       (unsigned long long)c.passed, (unsigned long long)c.dropped, would);
@@ -487,9 +490,45 @@ static void view_state(const struct sluice_policy *sp, __u64 st, __u64 now, stru
 	}
 }
 
+/* The live rule bans that hold the queried source (ban list's, of its
+ * buckets under every rule). */
+struct query_bans {
+	struct source_ban *b;
+	size_t n;
+};
+
+static void ban_label(const struct policy *p, const struct source_ban *b, char *label,
+		      size_t len)
+{
+	if (b->rule)
+		policy_rule_label(p, b->rule, label, len);
+	else
+		snprintf(label, len, "(a rule since deleted)");
+}
+
+static void query_bans_json(struct json *j, const struct policy *p, const struct query_bans *qb)
+{
+	char label[RULE_TEXT_MAX], key[SLUICE_CIDR_STR_MAX];
+
+	json_arr_open(j, "bans");
+	for (size_t i = 0; i < qb->n; i++) {
+		ban_label(p, &qb->b[i], label, sizeof(label));
+		format_source(&qb->b[i].key, key, sizeof(key));
+		json_obj_open(j, NULL);
+		json_str(j, "policy", label);
+		json_str(j, "kind", qb->b[i].escalated ? "escalated" : "rule");
+		json_str(j, "bucket", key);
+		json_u64(j, "left_ms", (qb->b[i].left_ns + 999999) / 1000000);
+		json_double(j, "left_seconds", (double)qb->b[i].left_ns / SLUICE_NS_PER_SEC);
+		json_obj_close(j);
+	}
+	json_arr_close(j);
+}
+
 static void query_json(const struct sluice_maps *m, const char *text, const char *bucket,
 		       const struct policy *p, const struct src_view *v, const char *label,
-		       const struct sluice_lpm_val *cands, const struct state_view *s)
+		       const struct sluice_lpm_val *cands, const struct state_view *s,
+		       const struct query_bans *qb)
 {
 	const struct rule *r = v->rule;
 	__u64 tokens = s->available, wait = s->wait, ban_left = s->ban_left;
@@ -515,7 +554,7 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 		json_null(&j, "retry_after_seconds");
 		json_null(&j, "retry_after_ns");
 	}
-	split_counts(r, &v->b, &c);
+	split_counts(&v->b, &c);
 	json_u64(&j, "passed", c.passed);
 	json_u64(&j, "dropped", c.dropped);
 	json_u64(&j, "would_drop", c.would_drop);
@@ -535,8 +574,12 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 		json_null(&j, "window");
 	}
 	json_str(&j, "bucket", bucket);
+	/* Banned by any rule; the longest ban's time left. */
+	if (qb->n && qb->b[0].left_ns > ban_left)
+		ban_left = qb->b[0].left_ns;
 	json_bool(&j, "banned", ban_left != 0);
 	json_u64(&j, "ban_left_ms", (ban_left + 999999) / 1000000);
+	query_bans_json(&j, p, qb);
 	/* Rules with a match that decide this source's packets they fit,
 	 * before the policy above. */
 	json_arr_open(&j, "match_rules");
@@ -557,8 +600,9 @@ static void query_json(const struct sluice_maps *m, const char *text, const char
 static void query_text(const struct sluice_maps *m, const char *text, const char *bucket,
 		       const struct policy *p, const struct rule *r, const struct src_view *v,
 		       char *label, const struct sluice_lpm_val *cands,
-		       const struct state_view *sv)
+		       const struct state_view *sv, const struct query_bans *qb)
 {
+	char key[SLUICE_CIDR_STR_MAX];
 	struct state_view st = *sv;
 	struct src_counts c;
 	bool tracked = v->tracked;
@@ -598,10 +642,24 @@ static void query_text(const struct sluice_maps *m, const char *text, const char
 		policy_rule_label(p, c, label, RULE_TEXT_MAX);
 		printf("  packets fitting %s go to that rule first\n", label);
 	}
-	split_counts(r, &v->b, &c);
-	if (r->monitor)
+	/* Bans of other rules' buckets (the one above is shown already). */
+	for (size_t i = 0; i < qb->n; i++) {
+		format_source(&qb->b[i].key, key, sizeof(key));
+		if (qb->b[i].rule == r && !qb->b[i].escalated && !strcmp(key, bucket) && st.ban_left)
+			continue;
+		ban_label(p, &qb->b[i], label, RULE_TEXT_MAX);
+		printf("  banned by %s%s (bucket %s) for %.3f s more\n", label,
+		       qb->b[i].escalated ? ", escalated" : "", key,
+		       (double)qb->b[i].left_ns / SLUICE_NS_PER_SEC);
+	}
+	split_counts(&v->b, &c);
+	if (r->monitor && !c.dropped)
 		printf("  passed %llu, would drop %llu (monitor)\n",
 		       (unsigned long long)c.passed, (unsigned long long)c.would_drop);
+	else if (c.would_drop)
+		printf("  passed %llu, dropped %llu, would drop %llu (while monitored)\n",
+		       (unsigned long long)c.passed, (unsigned long long)c.dropped,
+		       (unsigned long long)c.would_drop);
 	else
 		printf("  passed %llu, dropped %llu\n", (unsigned long long)c.passed,
 		       (unsigned long long)c.dropped);
@@ -620,6 +678,7 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 	struct src_view v;
 	char label[RULE_TEXT_MAX], text[SLUICE_CIDR_STR_MAX], bucket[SLUICE_CIDR_STR_MAX];
 	struct state_view st = { 0 };
+	struct query_bans qb = { 0 };
 	bool tracked, have_cands;
 	__u64 now;
 	const char *e;
@@ -647,22 +706,26 @@ static int query_run(const struct cli_cmd *cmd, struct cli_args *a)
 	policy_rule_label(p, r, label, sizeof(label));
 	format_source(&addr, text, sizeof(text));
 	format_source(&key, bucket, sizeof(bucket));
-
-	if (opts.json) {
-		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, &st);
-	} else {
-		query_text(&m, text, bucket, p, r, &v, label, have_cands ? &cands : NULL, &st);
-	}
+	err = source_bans(&m, p, &addr, &qb.b, &qb.n);
+	if (err)
+		goto out;
+	if (opts.json)
+		query_json(&m, text, bucket, p, &v, label, have_cands ? &cands : NULL, &st, &qb);
+	else
+		query_text(&m, text, bucket, p, r, &v, label, have_cands ? &cands : NULL, &st, &qb);
+out:
+	free(qb.b);
 	free(p);
 	maps_close(&m);
-	return 0;
+	return err;
 }
 
 const struct cli_cmd query_cmd = {
 	.name = "query", .path = "query", .args = "ADDR", .min_pos = 1, .max_pos = 1,
 	.json = true, .run = query_run,
 	.help = "One source: the rule that decides it, its bucket's tokens left, retry-after\n"
-		"and ban; rules with a match that its packets may fit first.",
+		"and ban; rules with a match that its packets may fit first; every live ban of\n"
+		"a --ban rule or a request rule that holds it.",
 };
 
 const struct cli_cmd stats_cmd = {

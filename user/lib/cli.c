@@ -3,6 +3,7 @@
  * parse by their table, and usage and --help are printed from the same
  * tables, so what is accepted and what is documented cannot drift apart. */
 #include <string.h>
+#include "opts.h"
 #include "output.h"
 #include "parse.h"
 #include "cli.h"
@@ -233,7 +234,7 @@ void cli_usage_line(FILE *f, const struct cli_cmd *c)
 	}
 	if (c->args)
 		fprintf(f, " %s", c->args);
-	if (c->json)
+	if (c->json || c->json_quiet)
 		fputs(" [-j]", f);
 	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
 		const struct cli_opt *o = &c->opts[i];
@@ -343,6 +344,8 @@ void cli_help(FILE *f, const struct cli_cmd *c)
 	}
 	if (c->json)
 		fprintf(f, "  %-30s %s\n", "-j, --json", "print JSON");
+	else if (c->json_quiet)
+		fprintf(f, "  %-30s %s\n", "-j, --json", "print nothing on success, an error as JSON");
 }
 
 const struct cli_cmd *cli_find(const struct cli_cmd *obj, const char *word)
@@ -397,6 +400,10 @@ int cli_dispatch(const struct cli_cmd *obj, int argc, char **argv)
 		cli_help(stdout, c);
 		return 0;
 	}
+	if (opts.json && !c->json && !c->json_quiet)
+		return usage_err("%s has no JSON output: drop -j%s%s%s", c->path,
+				 c->no_json ? " (" : "", c->no_json ? c->no_json : "",
+				 c->no_json ? ")" : "");
 	if (cli_parse(c, argc - 2, argv + 2, &a, why, sizeof(why)) ||
 	    cli_fill(c, &a, why, sizeof(why)))
 		return usage_err("%s", why);

@@ -100,7 +100,10 @@ struct cli_cmd {
 	int min_pos, max_pos;		/* how many positional words */
 	const struct cli_opt *opts;	/* NULL-terminated (name and short_name 0), or NULL */
 	unsigned int on;		/* bit picking opts' entries (their only), 0 = all */
-	bool json;			/* -j changes its output */
+	/* -j: every command honours it or refuses it (exit 2, one line). */
+	bool json;			/* -j: it prints JSON */
+	bool json_quiet;		/* -j: it prints nothing on success (errors as JSON) */
+	const char *no_json;		/* refused: where to look instead ("see 'limit list -j'") */
 	const char *help;		/* what it does: lines without indent, '\n' between */
 	cli_run_fn run;
 	const struct cli_cmd *const *sub;	/* NULL-terminated, or NULL */

@@ -3,6 +3,8 @@
  * one JSON writer every -j output goes through. */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "opts.h"
 #include "output.h"
@@ -25,6 +27,9 @@ static char *hint_split(char *line)
 	return split;
 }
 
+/* The document for stdout being written (json_begin to json_end), if any. */
+static struct json *json_open_doc;
+
 void json_error_fields(struct json *j, const char *line)
 {
 	char what[1024];
@@ -42,13 +47,18 @@ void json_error_fields(struct json *j, const char *line)
 }
 
 /* With -j: the error as one JSON object on stdout, {"error": what went
- * wrong, "hint": what to do or null}. false when stdout cannot take it. */
+ * wrong, "hint": what to do or null}, in place of any document the command
+ * had begun. false when stdout cannot take it. */
 static bool json_error(const char *line)
 {
 	struct json j;
 
 	if (ferror(stdout))
 		return false;
+	if (json_open_doc) {
+		json_open_doc->dropped = true;
+		json_open_doc = NULL;
+	}
 	json_begin(&j, stdout);
 	json_obj_open(&j, NULL);
 	json_error_fields(&j, line);
@@ -154,6 +164,16 @@ void json_begin(struct json *j, FILE *f)
 {
 	memset(j, 0, sizeof(*j));
 	j->f = f;
+	j->out = f;
+	if (f != stdout)
+		return;
+	/* Without a buffer (no memory) the document goes out as it is written. */
+	j->f = open_memstream(&j->buf, &j->len);
+	if (!j->f) {
+		j->f = f;
+		return;
+	}
+	json_open_doc = j;
 }
 
 static void json_open(struct json *j, const char *key, char ch)
@@ -210,7 +230,17 @@ void json_null(struct json *j, const char *key)
 void json_end(struct json *j)
 {
 	fputc('\n', j->f);
-	fflush(j->f);
+	if (j->f != j->out) {
+		fclose(j->f);	/* j->buf and j->len now hold the whole document */
+		if (!j->dropped && j->buf)
+			fwrite(j->buf, 1, j->len, j->out);
+		free(j->buf);
+		j->buf = NULL;
+		j->f = j->out;
+	}
+	if (json_open_doc == j)
+		json_open_doc = NULL;
+	fflush(j->out);
 }
 
 void str_append(char *buf, size_t len, const char *fmt, ...)

@@ -45,9 +45,15 @@ bool log_to_journal(void);
  * error funnel, which has its text already. */
 void log_line(int prio, const char *text);
 
-/* One JSON writer, for -j. */
+/* One JSON writer, for -j. A document for stdout is held in memory until
+ * json_end writes it whole: an error reported while it is open (the error
+ * funnel's JSON object) replaces it, rather than landing inside it. */
 struct json {
-	FILE *f;
+	FILE *f;		/* where the values go: the document's buffer, or out */
+	FILE *out;		/* where json_end writes the document */
+	char *buf;		/* the buffered document (open_memstream) */
+	size_t len;
+	bool dropped;		/* an error replaced it: json_end writes nothing */
 	int depth;
 	bool need_comma[16];
 };

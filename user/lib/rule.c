@@ -35,7 +35,7 @@ const struct cli_opt rule_opts[] = {
 	[O_PER] = CLI_OPT("per", 0, "source|/LEN|rule",
 		    "a bucket per address (default), per /LEN of it, or one for the rule",
 		    ON_LIMIT, NULL),
-	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h)",
+	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h, 1d)",
 		    ON_LIMIT, NULL),
 	[O_BAN_AFTER] = CLI_OPT("ban-after", 0, "N",
 			  "--requests: ban in XDP after N requests rejected in a row (default 10)",
@@ -58,7 +58,7 @@ const struct cli_opt rule_opts[] = {
 
 const struct cli_cmd rule_cmd_set = {
 	.name = "set", .path = "limit set", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_SET, .run = rule_edit_run, .id = RULE_SET,
+	.opts = rule_opts, .on = RULE_ON_SET, .json_quiet = true, .run = rule_edit_run, .id = RULE_SET,
 	.help = "Limits sources in CIDR whose packets the match (if any) fits; --rate, --bytes\n"
 		"or --requests is required. A rule is named by its CIDR and match: the same CIDR\n"
 		"and match again replaces it. A --requests rule limits the HTTP requests that\n"
@@ -68,31 +68,31 @@ const struct cli_cmd rule_cmd_set = {
 };
 const struct cli_cmd rule_cmd_default = {
 	.name = "default", .path = "limit default", .min_pos = 0, .max_pos = 0,
-	.opts = rule_opts, .on = RULE_ON_DEFAULT, .run = rule_edit_run, .id = RULE_DEFAULT,
+	.opts = rule_opts, .on = RULE_ON_DEFAULT, .json_quiet = true, .run = rule_edit_run, .id = RULE_DEFAULT,
 	.help = "The limit of sources no rule covers; --rate or --bytes is required. --per takes\n"
 		"source or rule here: for a bucket per /LEN, set rules for 0.0.0.0/0 and ::/0.",
 };
 const struct cli_cmd rule_cmd_del = {
 	.name = "del", .path = "limit del", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_DEL, .run = rule_edit_run, .id = RULE_DEL,
+	.opts = rule_opts, .on = RULE_ON_DEL, .json_quiet = true, .run = rule_edit_run, .id = RULE_DEL,
 	.help = "Deletes the rule (limit, allow or deny) of CIDR with this match, or with\n"
 		"--requests its request rule.",
 };
 const struct cli_cmd rule_cmd_allow = {
 	.name = "allow", .path = "allow", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_ALLOW,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .json_quiet = true, .run = rule_edit_run, .id = RULE_ALLOW,
 	.help = "Sources in CIDR are never limited (only their packets the match fits).",
 };
 const struct cli_cmd rule_cmd_deny = {
 	.name = "deny", .path = "deny", .args = "CIDR", .min_pos = 1, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_ACCESS, .run = rule_edit_run, .id = RULE_DENY,
+	.opts = rule_opts, .on = RULE_ON_ACCESS, .json_quiet = true, .run = rule_edit_run, .id = RULE_DENY,
 	.help = "Packets from CIDR (that the match fits) are always dropped.",
 };
 
 const struct cli_cmd rule_cmd_new_sources = {
 	.name = "new-sources", .path = "limit new-sources", .args = "[off]",
 	.min_pos = 0, .max_pos = 1,
-	.opts = rule_opts, .on = RULE_ON_BUDGET, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
+	.opts = rule_opts, .on = RULE_ON_BUDGET, .json_quiet = true, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
 	.help = "How fast sources never seen before may take an entry of the source table\n"
 		"(spoofed floods): a packet of a new source over this budget is dropped as\n"
 		"new_source_limited and takes no entry. --rate in new sources per second, minute\n"
@@ -116,6 +116,7 @@ static const struct {
 	const char *suffix;
 	__u64 ns;
 } duration_units[] = {
+	{ "d", 86400ULL * SLUICE_NS_PER_SEC },
 	{ "h", 3600ULL * SLUICE_NS_PER_SEC },
 	{ "m", 60ULL * SLUICE_NS_PER_SEC },
 	{ "s", SLUICE_NS_PER_SEC },
@@ -223,7 +224,7 @@ int rule_parse_rate(const char *opt, const char *s, struct rule *r, char *why, s
 	return 0;
 }
 
-/* DURATION: a whole number and ms, s, m or h. */
+/* DURATION: a whole number and ms, s, m, h or d. */
 int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_ns,
 			__u64 *out, char *why, size_t len)
 {
@@ -234,7 +235,7 @@ int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_
 	while (isdigit((unsigned char)s[n]))
 		n++;
 	if (n == 0 || n >= sizeof(num)) {
-		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m or 1h",
+		snprintf(why, len, "bad %s '%s': give a whole number and a unit: 250ms, 30s, 5m, 1h or 7d",
 			 opt, s);
 		return -1;
 	}
@@ -255,7 +256,7 @@ int rule_parse_duration(const char *opt, const char *s, __u64 min_ns, __u64 max_
 		*out = v * duration_units[i].ns;
 		return 0;
 	}
-	snprintf(why, len, "bad %s '%s': %s, use ms, s, m or h (250ms, 30s, 5m, 1h)", opt, s,
+	snprintf(why, len, "bad %s '%s': %s, use ms, s, m, h or d (250ms, 30s, 5m, 1h, 7d)", opt, s,
 		 s[n] ? "unsupported unit" : "a duration needs a unit");
 	return -1;
 }

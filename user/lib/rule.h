@@ -48,7 +48,7 @@ int rule_parse_line(char *line, struct rule *r, enum rule_verb *verb, char *why,
 /* The parsers of single rule words, for commands that take the same words
  * with the same meaning and errors (sluice simulate); each is 0, or -1 with
  * the reason in why. The rate first (r->unit set): into r->rate and
- * r->period. --burst N into r->burst. A DURATION (250ms, 30s, 5m, 1h) in
+ * r->period. --burst N into r->burst. A DURATION (250ms, 30s, 5m, 1h, 1d) in
  * [min_ns, max_ns]. --window (s; NULL for the rate's unit) into
  * r->window_ns, and the budget rate x window, which must be whole and fit
  * r->algo's word, into r->burst. */

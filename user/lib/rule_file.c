@@ -9,6 +9,8 @@
 #include "rule.h"
 
 #define WHY_LEN 512
+#define UTF8_BOM "\xef\xbb\xbf"
+#define UTF8_BOM_LEN 3
 
 /* One line's rule into p, or the error of NAME:LINE. */
 static int put_line(struct policy *p, const struct rule *r, enum rule_verb verb,
@@ -62,7 +64,13 @@ int policy_parse_stream(FILE *f, const char *name, struct policy *p)
 	policy_init(p);
 	while (!err && (len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		if (len - (line[len - 1] == '\n') > POLICY_LINE_MAX) {
+		/* A UTF-8 byte order mark, as some Windows editors write one, is
+		 * no part of the first rule. */
+		if (lineno == 1 && len >= UTF8_BOM_LEN && !memcmp(line, UTF8_BOM, UTF8_BOM_LEN)) {
+			len -= UTF8_BOM_LEN;
+			memmove(line, line + UTF8_BOM_LEN, (size_t)len + 1);
+		}
+		if (len - (len > 0 && line[len - 1] == '\n') > POLICY_LINE_MAX) {
 			err = usage_err("%s:%u: line longer than %d characters", name, lineno,
 					POLICY_LINE_MAX);
 			break;

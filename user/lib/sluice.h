@@ -68,6 +68,19 @@ int ban_sweep(struct ban_writer *w);
  * source again right there. */
 void ban_sweep_window(const struct sluice_src_key *key) __attribute__((weak));
 
+/* A live ban of a --ban rule's bucket, or of a request rule (escalated),
+ * that holds a source: query shows them, as ban list does. */
+struct source_ban {
+	struct sluice_src_key key;	/* the bucket: the source's own, or its prefix's */
+	const struct rule *rule;	/* of p, or NULL: a rule since deleted */
+	__u64 left_ns;
+	bool escalated;
+};
+/* Every live rule ban holding addr, longest first, malloc'd into *out (n
+ * of them). Prints the error and returns its exit code. */
+int source_bans(const struct sluice_maps *m, const struct policy *p,
+		const struct sluice_src_key *addr, struct source_ban **out, size_t *n);
+
 /* --- ban_prefix.c: prefix bans (ban add, ban load, their part of ban
  * del and ban list) --- */
 /* Opens the picked interface's maps and ban table; edit: writable and

@@ -329,6 +329,7 @@ bool srctab_read(const struct srctab *t, __u32 at, struct sluice_src_key *key,
 	b->bound = s.ctl;
 	b->passed = READ_ONCE(n->passed);
 	b->dropped = READ_ONCE(n->dropped);
+	b->would_drop = READ_ONCE(n->would_drop);
 	return true;
 }
 
@@ -440,6 +441,7 @@ static bool slot_is(const struct sluice_slot *sl, const struct sluice_slot_count
 	b->bound = sl->ctl;
 	b->passed = n->passed;
 	b->dropped = n->dropped;
+	b->would_drop = n->would_drop;
 	return true;
 }
 
@@ -476,6 +478,7 @@ static int slot_walk_lookup(const struct sluice_maps *m, const struct key_place 
 					err = 0;
 				b->passed = err ? 0 : sc.c[i].passed;
 				b->dropped = err ? 0 : sc.c[i].dropped;
+				b->would_drop = err ? 0 : sc.c[i].would_drop;
 			}
 		done += count;
 		in = out;

@@ -480,8 +480,6 @@ static int check_options(const struct cli_args *a, struct check_setup *cs)
 
 	cs->listen_spec = o->listen;
 	cs->max_sources = o->max_sources;
-	if (opts.json)
-		return usage_err("the check server has no JSON output: drop -j");
 	if (cs->listen_spec && !httpd_parse_listen(cs->listen_spec, &cs->ss, &cs->sslen))
 		return usage_err("bad --listen '%s': give ADDR:PORT, e.g. %s or [::1]:9465",
 				 cs->listen_spec, LISTEN_EXAMPLE);

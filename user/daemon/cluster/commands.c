@@ -33,8 +33,6 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	int err;
 
 	(void)c;
-	if (opts.json)
-		return usage_err("cluster join has no JSON output: drop -j (see 'cluster status -j')");
 	err = parse_url(a->pos[0], &url);
 	if (err)
 		return err;
@@ -238,8 +236,6 @@ static int leave_run(const struct cli_cmd *c, struct cli_args *a)
 
 	(void)c;
 	(void)a;
-	if (opts.json)
-		return usage_err("cluster leave has no JSON output: drop -j (see 'cluster status -j')");
 	err = pick_iface(iface, sizeof(iface));
 	if (!err)
 		err = maps_open(iface, &m);
@@ -284,6 +280,7 @@ out:
 static const struct cli_cmd join_cmd = {
 	.name = "join", .path = "cluster join", .args = "redis://HOST[:PORT]",
 	.min_pos = 1, .max_pos = 1, .opts = join_opts, .run = join_run,
+	.no_json = "see 'cluster status -j'",
 	CLI_DEFAULTS(join_defaults),
 	.help = "Runs the cluster agent of the interface until SIGINT or SIGTERM: its --cluster\n"
 		"rules then hold across every host joined to the same Redis. Each host spends a\n"
@@ -297,6 +294,7 @@ static const struct cli_cmd cluster_status_cmd = {
 };
 static const struct cli_cmd leave_cmd = {
 	.name = "leave", .path = "cluster leave", .run = leave_run,
+	.no_json = "see 'cluster status -j'",
 	.help = "Takes the interface out of the cluster for an agent that stopped without\n"
 		"leaving (killed, crashed): its --cluster rules go from limit / 8N to the whole\n"
 		"limit and its leases are cleared, as the agent does on SIGTERM. Refused while the\n"
