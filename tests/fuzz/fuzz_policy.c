@@ -77,7 +77,9 @@ static unsigned int model(const uint8_t *data, size_t size, struct policy *p)
 	struct rule r;
 
 	policy_init(p);
-	for (size_t at = 0, len; at < size; at += len + 1) {
+	/* doc/policy.rst: a UTF-8 byte order mark opening the file is skipped */
+	for (size_t at = size >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0, len; at < size;
+	     at += len + 1) {
 		const uint8_t *nl = memchr(data + at, '\n', size - at);
 		int k;
 
