@@ -34,7 +34,10 @@ out=$(flood --xdp --src 198.18.7.0 --sources "$NSRC" --dport "$DPORT" --count 40
 echo "flood: $out"
 sent=$(flood_field "$out" .sent)
 secs=$(flood_field "$out" .seconds)
-assert_ge "$(flood_field "$out" .pps)" 1000000 "XDP frames per second"
+# Above what e2e/counter_exact's socket sender reaches (about 260,000 a
+# second), with room for a busy machine: this runs [serial] and sends about
+# 1,000,000 a second alone, 500,000 to 900,000 beside other work.
+assert_ge "$(flood_field "$out" .pps)" 400000 "XDP frames per second"
 
 rows=$(sluice_rx -j top -n 100000 | jq -c '[.[] | select(.source | startswith("198.18.7."))]')
 assert_eq "$(jq length <<<"$rows")" "$NSRC" "sources tracked"
