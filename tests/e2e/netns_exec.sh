@@ -43,9 +43,9 @@ echo "$out"
 ok "attach under ip netns exec pinned in the host's $SLUICE_PIN_ROOT/$IF_RX"
 prog=$(link_prog)
 [[ -n $prog ]] || fail "no XDP program on $IF_RX after attach"
-assert_eq "$(x_jq ".interfaces[] | select(.interface == \"$IF_RX\") | .prog_id" status)" "$prog" \
+assert_eq "$(x_jq ".interfaces[] | select(.interface == \"$IF_RX\") | .prog_id" -i "$IF_RX" status)" "$prog" \
 	"status under ip netns exec: program id"
-assert_eq "$(x_jq ".interfaces[] | select(.interface == \"$IF_RX\") | .attached" status)" true \
+assert_eq "$(x_jq ".interfaces[] | select(.interface == \"$IF_RX\") | .attached" -i "$IF_RX" status)" true \
 	"status under ip netns exec: attached"
 assert_eq "$(sluice_jq '.interfaces[0].prog_id' status)" "$prog" "status under nsenter: program id"
 
@@ -105,8 +105,8 @@ ok "re-attach under ip netns exec replaced program $prog with $(link_prog)"
 
 # A bpffs mounted in there (a plausible fix a user might try) is private
 # to the command: the host's still wins.
-ip netns exec "$NS_RX" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec "$0" -j status' "$SLUICE" \
-	>"$(netns_tmp private.json)" || fail "status with a private bpffs failed"
+ip netns exec "$NS_RX" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec "$0" -j -i "$1" status' \
+	"$SLUICE" "$IF_RX" >"$(netns_tmp private.json)" || fail "status with a private bpffs failed"
 assert_eq "$(jq -r --arg i "$IF_RX" '.interfaces[] | select(.interface == $i) | .prog_id' \
 	"$(netns_tmp private.json)")" "$(link_prog)" "status with a bpffs mounted under ip netns exec"
 
@@ -133,7 +133,7 @@ trap 'unmount_alt; netns_cleanup' EXIT
 sluice_rx --bpffs "$alt" attach --mode native "$IF_RX" >/dev/null || fail "attach --bpffs failed"
 [[ -d $alt/sluice/$IF_RX && ! -e $SLUICE_PIN_ROOT/$IF_RX ]] || fail "attach --bpffs did not pin in $alt"
 ok "attach --bpffs pinned in $alt/sluice/$IF_RX"
-assert_eq "$(SLUICE_BPFFS=$alt x_rx -j status | jq -r '.interfaces[0].prog_id')" "$(link_prog)" \
+assert_eq "$(SLUICE_BPFFS=$alt x_rx -j -i "$IF_RX" status | jq -r '.interfaces[0].prog_id')" "$(link_prog)" \
 	"SLUICE_BPFFS status under ip netns exec"
 rc=0
 err=$(sluice_rx --bpffs /nonexistent status 2>&1 >/dev/null) || rc=$?
