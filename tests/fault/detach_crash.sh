@@ -51,7 +51,11 @@ check_after_kill() { # WHAT
 			[[ $st == null ]] || assert_eq "$(jq -r .attached <<<"$st")" false \
 				"$what: status says not attached (the link has no program)"
 		else
-			[[ -n $err ]] || err=$(jq -r '"sluice: \(.error): \(.hint)"' <<<"$st" 2>/dev/null) # -j: on stdout
+			# -j: on stdout, the interface's own entry in the list (or, with
+			# no list, the lone error object)
+			[[ -n $err ]] || err=$(jq -r --arg i "$IF_RX" \
+				'([.interfaces[]? | select(.interface == $i)][0] // .) |
+				 "sluice: \(.error): \(.hint)"' <<<"$st" 2>/dev/null)
 			[[ $(wc -l <<<"$err") == 1 && $err == *"sluice detach"* ]] ||
 				fail "$what: status failed without saying to detach: $err"
 			ok "$what: status says: $err"
