@@ -54,7 +54,9 @@ static int redis_fail(struct redis *r, const char *what)
 	if (r->too_big)
 		snprintf(r->why, sizeof(r->why), "%s: a reply longer than %u bytes or %u elements: "
 			 "the agent takes no more", what, REPLY_BYTES_MAX, REPLY_ELEMENTS_MAX);
-	if (r->c && r->c->err == REDIS_ERR_PROTOCOL)
+	/* Something answered, but not as Redis does (or beyond what the
+	 * agent asks for): not a server it can use. */
+	if ((r->c && r->c->err == REDIS_ERR_PROTOCOL) || r->too_big)
 		r->not_redis = true;
 	redis_close(r);
 	return -1;
