@@ -121,10 +121,11 @@ static void *reply_array(const redisReadTask *task, int elements)
 	redisReply *rep;
 	redisReply **el = NULL;
 
-	if (elements < 0 || !budget(task, (size_t)elements * sizeof(*el), (size_t)elements))
+	if (elements < 0 || !budget(task, (size_t)elements * sizeof(redisReply *),
+					   (size_t)elements))
 		return NULL;
 	if (elements > 0) {
-		el = calloc((size_t)elements, sizeof(*el));
+		el = calloc((size_t)elements, sizeof(redisReply *));
 		if (!el)
 			return NULL;
 	}

@@ -19,8 +19,8 @@
  * in its place) sends no more into the agent's memory than this. The
  * largest reply it asks for is the heartbeat's, PEERS_ANSWER_MAX members
  * of PEER_MEMBER_MAX bytes and their scores: about 60 KiB. */
-#define REPLY_BYTES_MAX		(1024 * 1024)	/* bytes buffered, and held in replies */
-#define REPLY_ELEMENTS_MAX	4096		/* elements of one reply, all levels */
+#define REPLY_BYTES_MAX		(1024U * 1024)	/* bytes buffered, and held in replies */
+#define REPLY_ELEMENTS_MAX	4096U		/* elements of one reply, all levels */
 
 enum redis_kind { REDIS_TCP, REDIS_TLS, REDIS_UNIX };
 

@@ -45,8 +45,6 @@ static int parse_db(const char *s, const char *p, struct redis_url *u)
 {
 	__u64 db;
 
-	if (!*p)
-		return 0;
 	if (!parse_u64(p, 0, REDIS_DB_MAX, &db))
 		return usage_err("bad Redis URL '%s': the database after the host is a number, "
 				 "0 to %llu (nothing else may follow): %s", s, REDIS_DB_MAX, url_form);
