@@ -121,7 +121,7 @@ wait_cluster up 2 10
 ok "h1 ($(cstatus 1 .redis)) and h2 ($(cstatus 2 .redis)) up with 2 peers"
 run_phase even 198.18.1.1 "$PPS" "$SECS" 1 2
 expected=$(calc "$BURST + $RATE * $PH_T" %.1f)
-bound=$(calc "$BURST + $RATE * ($PH_T + 2 * $SYNC_MS / 1000) + $RATE * $SYNC_MS / 2000 + $RATE * $SYNC_MS / 1000 / $DIV + 2" %.1f)
+bound=$(accuracy_bound 2)
 echo "RESULT auth TCP+TLS: t=${PH_T}s admitted=$PH_ADMITTED expected=$expected bound=$bound"
 assert_near "$PH_ADMITTED" "$expected" 5 "TCP + TLS, ACL user: admitted vs B + R x t"
 assert_le "$PH_ADMITTED" "$bound" "TCP + TLS, ACL user: admitted vs the bound"

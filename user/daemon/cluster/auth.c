@@ -81,15 +81,16 @@ static int read_password(struct redis *r, const char *file)
 	return 0;
 }
 
-/* OpenSSL's first queued error, for a message. */
-static const char *tls_error(void)
+/* A usage error about FILE of OPTION, with OpenSSL's first queued error. */
+static int tls_file_err(const char *option, const char *file)
 {
-	static char buf[160];
+	char why[160] = "unknown error";
 	unsigned long e = ERR_get_error();
 
-	ERR_error_string_n(e, buf, sizeof(buf));
+	if (e)
+		ERR_error_string_n(e, why, sizeof(why));
 	ERR_clear_error();
-	return e ? buf : "unknown error";
+	return usage_err("cannot load %s %s: %s", option, file, why);
 }
 
 static int tls_setup(struct redis *r, const struct redis_auth_files *f)
@@ -106,18 +107,17 @@ static int tls_setup(struct redis *r, const struct redis_auth_files *f)
 		return 0;
 	r->tls = SSL_CTX_new(TLS_client_method());
 	if (!r->tls)
-		return runtime_err("cannot set up TLS: %s", tls_error());
+		return runtime_err("cannot set up TLS: out of memory");
 	SSL_CTX_set_min_proto_version(r->tls, TLS1_2_VERSION);
 	SSL_CTX_set_verify(r->tls, SSL_VERIFY_PEER, NULL);
 	/* Without --redis-ca, the system's CAs: a self-signed server is refused. */
 	if (f->ca ? SSL_CTX_load_verify_locations(r->tls, f->ca, NULL) != 1 :
 		    SSL_CTX_set_default_verify_paths(r->tls) != 1)
-		return usage_err("cannot load --redis-ca %s: %s", f->ca ? f->ca : "(the system's)",
-				 tls_error());
+		return tls_file_err("--redis-ca", f->ca ? f->ca : "(the system's CAs)");
 	if (f->cert && SSL_CTX_use_certificate_chain_file(r->tls, f->cert) != 1)
-		return usage_err("cannot load --redis-cert %s: %s", f->cert, tls_error());
+		return tls_file_err("--redis-cert", f->cert);
 	if (f->key && SSL_CTX_use_PrivateKey_file(r->tls, f->key, SSL_FILETYPE_PEM) != 1)
-		return usage_err("cannot load --redis-key %s: %s", f->key, tls_error());
+		return tls_file_err("--redis-key", f->key);
 	if (f->key && SSL_CTX_check_private_key(r->tls) != 1)
 		return usage_err("--redis-key %s is not the key of --redis-cert %s", f->key, f->cert);
 	return 0;
