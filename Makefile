@@ -31,6 +31,7 @@ CFLAGS		+= -std=gnu11 -Wall -Wextra -Werror -I include -I $(BUILD) $(USER_INC) \
 		   -DSLUICE_VERSION='"$(FULL_VERSION)"'
 LIBS		:= $(shell pkg-config --libs libxdp libbpf libmicrohttpd 2>/dev/null || echo -lxdp -lbpf -lmicrohttpd) \
 		   $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis) \
+		   $(shell pkg-config --libs libssl libcrypto 2>/dev/null || echo -lssl -lcrypto) \
 		   $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd) -lelf -lz -lpthread
 
 # user/: main.c, lib/ (the core every command uses), cmd/ (one file per

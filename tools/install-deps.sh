@@ -20,6 +20,7 @@ PACKAGES=(
 	fail2ban				# its action for sluice, tested with the real one
 	crowdsec crowdsec-custom-bouncer	# the CrowdSec bouncer, tested with the real one
 	redis-server libhiredis-dev		# cluster agent and its tests
+	libssl-dev openssl			# its rediss:// (TLS), and the test's certificates
 	libsystemd-dev				# sd_notify: the daemons' readiness and watchdog
 	build-essential debhelper dpkg-dev	# the Debian package (dpkg-buildpackage)
 	fakeroot lintian systemd		# its test: lintian, systemd-analyze verify

@@ -50,7 +50,7 @@ set_rule "$RATE" "$BURST"
 check() { # WHAT H
 	local what=$1 h=$2 expected bound ratio ops="" per="" n
 	expected=$(calc "$BURST + $RATE * $PH_T" %.1f)
-	bound=$(calc "$BURST + $RATE * ($PH_T + 2 * $SYNC_MS / 1000) + $RATE * $SYNC_MS / 2000 + $RATE * $SYNC_MS / 1000 / $DIV + $h" %.1f)
+	bound=$(accuracy_bound "$h")
 	ratio=$(calc "$PH_ADMITTED / $expected" %.4f)
 	for ((n = 1; n <= h; n++)); do
 		ops+=" h$n=${PH_OPS[n]:-0}"

@@ -47,8 +47,8 @@ assert_near "$(nft_count 1 f)" "$(calc "$BURST + $RATE * $t")" 5 "no agent (N = 
 before=$(state)
 for url in "http://$REDIS_ADDR:6379" "redis://" "redis://:6379" "redis://$REDIS_ADDR:0" \
 	"redis://$REDIS_ADDR:70000" "redis://$REDIS_ADDR:" "redis://$REDIS_ADDR:6379x" \
-	"redis://$REDIS_ADDR:-1" "redis://[2001:2::1" "redis://$REDIS_ADDR/0" "junk" "" \
-	"rediss://$REDIS_ADDR:6379"; do
+	"redis://$REDIS_ADDR:-1" "redis://[2001:2::1" "redis://$REDIS_ADDR/x" "redis://u:pw@$REDIS_ADDR" "junk" "" \
+	"rediss://$REDIS_ADDR:6379/x" "unix://run/redis.sock"; do
 	expect_exit 2 "join '$url'" hs 1 cluster join "$url" --node h1 --sync "$SYNC_MS"
 done
 for args in "--sync 0" "--sync 9" "--sync 10001" "--sync abc" "--sync" "--node" \

@@ -25,6 +25,7 @@
 #   wait_field N KEY VALUE END POLL WHAT   until host N's status says KEY VALUE
 #   wait_listen N ADDR PORT    until host N can connect to ADDR:PORT
 #   past END                   whether now() is past END
+#   accuracy_bound H           accuracy.sh's bound for H hosts over $PH_T s
 #   nft_count_add NAME SRC     a counter on every host for UDP from SRC
 #   nft_count N NAME           host N's counter
 #   flood_at N FILE ARGS...    bounded sluice-flood from client N at host N (bg)
@@ -385,6 +386,12 @@ set_rule() { # RATE BURST: on every host
 				fail "limit set --cluster on host $n: $out"
 		fi
 	done
+}
+
+# accuracy.sh's bound on what H hosts admit over $PH_T s of a flood
+# (RATE, BURST, SYNC_MS, DIV as the test sets them): see there.
+accuracy_bound() { # H
+	calc "$BURST + $RATE * ($PH_T + 2 * $SYNC_MS / 1000) + $RATE * $SYNC_MS / 2000 + $RATE * $SYNC_MS / 1000 / $DIV + $1" %.1f
 }
 
 # The rule's passed count on host N (limit list -j).

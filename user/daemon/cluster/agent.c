@@ -121,6 +121,7 @@ static bool wait_tick(__u64 tick, const sigset_t *stop, struct notify *nt)
 static void agent_free(struct agent *ag)
 {
 	redis_close(&ag->r);
+	redis_teardown(&ag->r);
 	if (ag->lw)
 		lease_writer_close(ag->lw);
 	maps_close(&ag->m);
@@ -220,14 +221,17 @@ out:
 /* The agent's Redis terms and the state it starts from: NAME#ID among the
  * peers, ID random at each start; N = 1 (this agent) until it has seen
  * others beat, whatever an agent before it saw. */
-static void agent_setup(struct agent *ag, const struct redis_url *url, const char *node,
-			__u64 sync_ms)
+static void agent_setup(struct agent *ag, struct redis *conf, const char *node, __u64 sync_ms)
 {
+	const struct redis_url *url = &conf->url;
 	__u64 instance;
 
 	ag->ttl_ms = 5 * sync_ms > NODE_TTL_MIN_MS ? 5 * sync_ms : NODE_TTL_MIN_MS;
 	snprintf(ag->ttl_arg, sizeof(ag->ttl_arg), "%llu", (unsigned long long)ag->ttl_ms);
-	ag->r.url = *url;
+	ag->r = *conf;
+	/* Taken over: the TLS context is ag->r's now, the password wiped here. */
+	conf->tls = NULL;
+	explicit_bzero(conf->password, sizeof(conf->password));
 	ag->r.timeout_ns = ag->sync_ns / 2 > REDIS_TIMEOUT_MIN_NS ? ag->sync_ns / 2 :
 								     REDIS_TIMEOUT_MIN_NS;
 	ag->r.ops = &ag->st.redis_ops;
@@ -245,7 +249,7 @@ static void agent_setup(struct agent *ag, const struct redis_url *url, const cha
 	snprintf(ag->st.url, sizeof(ag->st.url), "%s", url->text);
 }
 
-int agent_run(const char *iface, const struct redis_url *url, const char *node, __u64 sync_ms)
+int agent_run(const char *iface, struct redis *conf, const char *node, __u64 sync_ms)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	struct sluice_cluster_state old;
@@ -254,9 +258,11 @@ int agent_run(const char *iface, const struct redis_url *url, const char *node, 
 	int err;
 
 	err = agent_open(iface, sync_ms, &old, &ag);
-	if (!ag)
+	if (!ag) {
+		redis_teardown(conf);
 		return err;
-	agent_setup(ag, url, node, sync_ms);
+	}
+	agent_setup(ag, conf, node, sync_ms);
 	/* A write to a Redis that went away must fail, not kill the agent. */
 	sigaction(SIGPIPE, &ign, NULL);
 	sigemptyset(&stop);

@@ -59,8 +59,9 @@ static inline __u64 ceil_pos(double x)
 	return x > (double)i ? i + 1 : i;
 }
 
-/* agent.c: runs the agent of iface until SIGINT or SIGTERM: the exit code. */
-int agent_run(const char *iface, const struct redis_url *url, const char *node, __u64 sync_ms);
+/* agent.c: runs the agent of iface until SIGINT or SIGTERM: the exit code.
+ * conf: the URL and what redis_setup read, taken over (and torn down). */
+int agent_run(const char *iface, struct redis *conf, const char *node, __u64 sync_ms);
 
 /* sync.c */
 /* The live cluster rule at index idx, or NULL when there is none. */

@@ -12,6 +12,7 @@
 struct join_options {
 	const char *node;	/* NULL: the host name */
 	__u32 sync_ms;
+	struct redis_auth_files auth;
 };
 
 static const struct join_options join_defaults = { .sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT };
@@ -21,38 +22,64 @@ static const struct cli_opt join_opts[] = {
 		struct join_options, node),
 	CLI_U32("sync", 0, "MS", "the sync interval", struct join_options, sync_ms,
 		SLUICE_CLUSTER_SYNC_MS_MIN, SLUICE_CLUSTER_SYNC_MS_MAX, "ms"),
+	CLI_STR("redis-password-file", 0, "FILE", "Redis's password, its first line (mode 0600; "
+		"else $" REDIS_PASSWORD_ENV ")", struct join_options, auth.password_file),
+	CLI_STR("redis-ca", 0, "FILE", "rediss://: the CA that signed the server's certificate "
+		"(default: the system's)", struct join_options, auth.ca),
+	CLI_STR("redis-cert", 0, "FILE", "rediss://: this client's certificate (with --redis-key)",
+		struct join_options, auth.cert),
+	CLI_STR("redis-key", 0, "FILE", "rediss://: its private key", struct join_options,
+		auth.key),
 	CLI_OPT_END,
 };
 
+/* The node's name: --node, or the host name (into host): NULL after a
+ * usage error printed. */
+static const char *join_node(const struct join_options *o, char *host, size_t len)
+{
+	if (o->node) {
+		if (node_name_ok(o->node))
+			return o->node;
+		usage_err("bad --node '%.64s': give 1 to %u of A-Z a-z 0-9 . _ -", o->node,
+			  SLUICE_CLUSTER_NAME_MAX - 1);
+		return NULL;
+	}
+	if (gethostname(host, len))
+		host[0] = '\0';
+	host[len - 1] = '\0';
+	if (node_name_ok(host))
+		return host;
+	usage_err("the host name '%.64s' cannot name a node: give --node NAME (1 to %u of A-Z "
+		  "a-z 0-9 . _ -)", host, SLUICE_CLUSTER_NAME_MAX - 1);
+	return NULL;
+}
+
 static int join_run(const struct cli_cmd *c, struct cli_args *a)
 {
-	struct redis_url url;
-	char iface[IF_NAMESIZE], host[256];
 	const struct join_options *o = CLI_OPTIONS(a, struct join_options);
-	const char *node = o->node;
+	char iface[IF_NAMESIZE], host[256];
+	const char *node;
+	struct redis *conf;
 	int err;
 
 	(void)c;
-	err = parse_url(a->pos[0], &url);
+	/* Holds the password: wiped when done. */
+	conf = calloc(1, sizeof(*conf));
+	if (!conf)
+		return runtime_err("out of memory");
+	err = parse_url(a->pos[0], &conf->url);
 	if (err)
-		return err;
-	if (!node) {
-		if (gethostname(host, sizeof(host)))
-			host[0] = '\0';
-		host[sizeof(host) - 1] = '\0';
-		if (!node_name_ok(host))
-			return usage_err("the host name '%.64s' cannot name a node: give --node NAME "
-					 "(1 to %u of A-Z a-z 0-9 . _ -)", host,
-					 SLUICE_CLUSTER_NAME_MAX - 1);
-		node = host;
-	} else if (!node_name_ok(node)) {
-		return usage_err("bad --node '%.64s': give 1 to %u of A-Z a-z 0-9 . _ -", node,
-				 SLUICE_CLUSTER_NAME_MAX - 1);
-	}
-	err = pick_iface(iface, sizeof(iface));
-	if (err)
-		return err;
-	return agent_run(iface, &url, node, o->sync_ms);
+		goto out;
+	node = join_node(o, host, sizeof(host));
+	err = node ? pick_iface(iface, sizeof(iface)) : EXIT_USAGE;
+	if (!err)
+		err = redis_setup(conf, &o->auth);
+	if (!err)
+		err = agent_run(iface, conf, node, o->sync_ms);
+out:
+	explicit_bzero(conf, sizeof(*conf));
+	free(conf);
+	return err;
 }
 /* --- status --- */
 
@@ -278,14 +305,17 @@ out:
 }
 
 static const struct cli_cmd join_cmd = {
-	.name = "join", .path = "cluster join", .args = "redis://HOST[:PORT]",
+	.name = "join", .path = "cluster join", .args = "URL",
 	.min_pos = 1, .max_pos = 1, .opts = join_opts, .run = join_run,
 	.no_json = "see 'cluster status -j'",
 	CLI_DEFAULTS(join_defaults),
 	.help = "Runs the cluster agent of the interface until SIGINT or SIGTERM: its --cluster\n"
 		"rules then hold across every host joined to the same Redis. Each host spends a\n"
 		"local share (limit / 8N) and leases more tokens from Redis every sync interval;\n"
-		"while Redis does not answer, limit / N. One agent per interface.",
+		"while Redis does not answer, limit / N. One agent per interface. URL is\n"
+		"redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS) or unix://[USER@]/PATH[?db=DB];\n"
+		"the password never in it (ps shows it): --redis-password-file or $"
+		REDIS_PASSWORD_ENV ".",
 };
 static const struct cli_cmd cluster_status_cmd = {
 	.name = "status", .path = "cluster status", .json = true, .run = status_run,

@@ -12,20 +12,47 @@
 #define REDIS_URL_IN_MAX	100	/* longest URL taken: its canonical form fits the state */
 #define NUM_MAX			32	/* a number as a Redis argument */
 
+/* Where the password comes from when no --redis-password-file is given. */
+#define REDIS_PASSWORD_ENV	"SLUICE_REDIS_PASSWORD"
+#define REDIS_PASSWORD_MAX	512	/* bytes of a password, at most */
+/* What the agent takes of one reply, at most: a Redis (or whatever answers
+ * in its place) sends no more into the agent's memory than this. The
+ * largest reply it asks for is the heartbeat's, PEERS_ANSWER_MAX members
+ * of PEER_MEMBER_MAX bytes and their scores: about 60 KiB. */
+#define REPLY_BYTES_MAX		(1024U * 1024)	/* bytes buffered, and held in replies */
+#define REPLY_ELEMENTS_MAX	4096U		/* elements of one reply, all levels */
+
+enum redis_kind { REDIS_TCP, REDIS_TLS, REDIS_UNIX };
+
 struct redis_url {
+	enum redis_kind kind;
 	char host[REDIS_URL_IN_MAX];
 	int port;
-	char text[SLUICE_CLUSTER_URL_MAX];	/* redis://HOST:PORT, as status shows it */
+	bool v6;
+	char path[REDIS_URL_IN_MAX];		/* unix:// */
+	char user[64];				/* the ACL user, "" for the default one */
+	int db;
+	char text[SLUICE_CLUSTER_URL_MAX];	/* as status and the logs show it: no password */
 };
 
 /* url.c */
+/* redis://[USER@]HOST[:PORT][/DB], rediss://... or unix://[USER@]/PATH[?db=DB]:
+ * 0, or a usage error printed (a password in it refused, never echoed). */
 int parse_url(const char *s, struct redis_url *u);
 /* 1 to 63 of [A-Za-z0-9._-]. */
 bool node_name_ok(const char *s);
 
+struct ssl_ctx_st;
+struct ssl_st;
+
 struct redis {
 	redisContext *c;		/* NULL when not connected */
+	struct ssl_st *ssl;		/* rediss://: the TLS session over c's socket */
 	struct redis_url url;
+	struct ssl_ctx_st *tls;		/* rediss://: the CA, and the client's cert */
+	char password[REDIS_PASSWORD_MAX];	/* "" for none */
+	size_t reply_bytes, reply_elements;	/* the reply being read so far */
+	bool too_big;			/* that reply went past REPLY_*_MAX */
 	__u64 timeout_ns;		/* S/2, at least REDIS_TIMEOUT_MIN_NS */
 	char grant_sha[48], beat_sha[48];
 	__u64 *ops;			/* commands sent, counted here */
@@ -49,6 +76,14 @@ int load_scripts(struct redis *r, __u64 deadline);
  * 0, or -1 with why (and not_redis when something answered, but not as
  * Redis). */
 int redis_connect(struct redis *r, __u64 deadline);
+/* The credentials and the TLS terms of join's options, read before the
+ * agent starts: 0, or a usage error (exit 2) printed. */
+struct redis_auth_files {
+	const char *password_file, *ca, *cert, *key;
+};
+int redis_setup(struct redis *r, const struct redis_auth_files *f);
+/* Frees what redis_setup took (the password wiped). */
+void redis_teardown(struct redis *r);
 /* v as a Redis argument, into buf of NUM_MAX. */
 void num_arg(char *buf, double v);
 

@@ -1,47 +1,100 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* url: the parts of `cluster join`'s command line that name things: the
- * redis:// URL of the Redis server, and the node's name among the peers. */
+ * URL of the Redis server (redis://, rediss://, unix://), and the node's
+ * name among the peers. */
 #include <string.h>
 #include <arpa/inet.h>
 #include "sluice.h"
 #include "redis.h"
 
 #define REDIS_PORT_DEFAULT	6379
+#define REDIS_DB_MAX		1000000ULL	/* Redis's `databases` is far smaller */
 
-/* redis://HOST[:PORT], HOST a name, an IPv4 address or [an IPv6 one]:
- * 0, or a usage error printed. */
-int parse_url(const char *s, struct redis_url *u)
+static const char url_form[] = "give redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS) or "
+			       "unix://[USER@]/PATH[?db=DB]";
+
+/* [USER@]: the ACL user, if any, into u->user; a password there refused
+ * (the command line shows in ps). *p moves past it. 0, or a usage error. */
+static int parse_user(const char *s, const char **p, struct redis_url *u)
 {
-	static const char form[] = "give redis://HOST[:PORT], e.g. redis://127.0.0.1:6379";
-	const char *h, *end, *p;
+	const char *at = strchr(*p, '@'), *colon;
+	size_t n;
+
+	if (!at)
+		return 0;
+	colon = memchr(*p, ':', (size_t)(at - *p));
+	if (colon)
+		return usage_err("bad Redis URL: it holds a password, which anyone can read in ps: "
+				 "give the URL without it and the password in "
+				 "--redis-password-file FILE or $%s", REDIS_PASSWORD_ENV);
+	n = (size_t)(at - *p);
+	if (!n || n >= sizeof(u->user))
+		return usage_err("bad Redis URL '%s': the user before '@' must be 1 to %zu "
+				 "characters: %s", s, sizeof(u->user) - 1, url_form);
+	for (size_t i = 0; i < n; i++)
+		if ((*p)[i] <= ' ' || (*p)[i] > '~' || strchr("/?#[]", (*p)[i]))
+			return usage_err("bad Redis URL '%s': the user may hold no space, control "
+					 "character or / ? # [ ]: %s", s, url_form);
+	memcpy(u->user, *p, n);
+	*p = at + 1;
+	return 0;
+}
+
+/* DB as digits at p (after '/' or "?db="), to the end: 0, or a usage error. */
+static int parse_db(const char *s, const char *p, struct redis_url *u)
+{
+	__u64 db;
+
+	if (!parse_u64(p, 0, REDIS_DB_MAX, &db))
+		return usage_err("bad Redis URL '%s': the database after the host is a number, "
+				 "0 to %llu (nothing else may follow): %s", s, REDIS_DB_MAX, url_form);
+	u->db = (int)db;
+	return 0;
+}
+
+static int parse_unix(const char *s, const char *p, struct redis_url *u)
+{
+	const char *q;
+	size_t n;
+	int err;
+
+	err = parse_user(s, &p, u);
+	if (err)
+		return err;
+	if (*p != '/')
+		return usage_err("bad Redis URL '%s': a socket's path is absolute: "
+				 "unix:///run/redis/redis-server.sock", s);
+	q = strstr(p, "?db=");
+	n = q ? (size_t)(q - p) : strlen(p);
+	if (n >= sizeof(u->path) || strpbrk(p, "?#") != q)
+		return usage_err("bad Redis URL '%s': give unix://[USER@]/PATH[?db=DB]", s);
+	memcpy(u->path, p, n);
+	return q ? parse_db(s, q + 4, u) : 0;
+}
+
+static int parse_host(const char *s, const char *h, struct redis_url *u)
+{
+	const char *end, *p;
 	struct in6_addr a6;
 	size_t n;
 	__u64 port = REDIS_PORT_DEFAULT;
-	bool v6 = false;
+	int err;
 
-	memset(u, 0, sizeof(*u));
-	if (strlen(s) >= REDIS_URL_IN_MAX)
-		return usage_err("bad Redis URL: longer than %u characters: %s", REDIS_URL_IN_MAX - 1,
-				 form);
-	if (!strncmp(s, "rediss://", 9) || !strncmp(s, "unix://", 7))
-		return usage_err("bad Redis URL '%s': only plain TCP is supported: %s", s, form);
-	if (strncmp(s, "redis://", 8) != 0)
-		return usage_err("bad Redis URL '%s': %s", s, form);
-	h = s + 8;
-	if (strchr(h, '@'))
-		return usage_err("bad Redis URL '%s': the agent has no AUTH (user or password): %s",
-				 s, form);
+	err = parse_user(s, &h, u);
+	if (err)
+		return err;
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (!end)
-			return usage_err("bad Redis URL '%s': an IPv6 address ends with ']': %s", s, form);
+			return usage_err("bad Redis URL '%s': an IPv6 address ends with ']': %s", s,
+					 url_form);
 		n = (size_t)(end - h - 1);
 		memcpy(u->host, h + 1, n < sizeof(u->host) ? n : sizeof(u->host) - 1);
 		if (inet_pton(AF_INET6, u->host, &a6) != 1)
 			return usage_err("bad Redis URL '%s': '%s' is not an IPv6 address: %s", s,
-					 u->host, form);
+					 u->host, url_form);
 		p = end + 1;
-		v6 = true;
+		u->v6 = true;
 	} else {
 		if (strchr(strchr(h, ':') ? strchr(h, ':') + 1 : "", ':'))
 			return usage_err("bad Redis URL '%s': an IPv6 address goes in brackets: "
@@ -52,12 +105,12 @@ int parse_url(const char *s, struct redis_url *u)
 			if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
 			      (h[i] >= '0' && h[i] <= '9') || h[i] == '.' || h[i] == '-'))
 				return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
-						 u->host, form);
+						 u->host, url_form);
 		if (!n)
-			return usage_err("bad Redis URL '%s': no host: %s", s, form);
+			return usage_err("bad Redis URL '%s': no host: %s", s, url_form);
 		if (h[0] == '-' || h[0] == '.')
 			return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
-					 u->host, form);
+					 u->host, url_form);
 		p = h + n;
 	}
 	if (*p == ':') {
@@ -68,16 +121,63 @@ int parse_url(const char *s, struct redis_url *u)
 			memcpy(digits, p + 1, n);
 		if (!parse_u64(digits, 1, 65535, &port) || (p[1 + n] && !strchr("/?#", p[1 + n])))
 			return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s,
-					 form);
+					 url_form);
 		p += 1 + n;
 	}
-	if (*p)
-		return usage_err("bad Redis URL '%s': nothing may follow HOST:PORT (no path, "
-				 "database or options): %s", s, form);
 	u->port = (int)port;
-	snprintf(u->text, sizeof(u->text), "redis://%s%s%s:%d", v6 ? "[" : "", u->host,
-		 v6 ? "]" : "", u->port);
+	if (*p == '/')
+		return parse_db(s, p + 1, u);
+	if (*p)
+		return usage_err("bad Redis URL '%s': only /DB may follow HOST:PORT (no path or "
+				 "options): %s", s, url_form);
 	return 0;
+}
+
+/* The URL as status and every log line show it: never a password (the
+ * agent has none from the URL), the user and the database when given. */
+static void url_text(struct redis_url *u)
+{
+	char user[sizeof(u->user) + 1] = "", db[24] = "";
+
+	if (u->user[0])
+		snprintf(user, sizeof(user), "%s@", u->user);
+	if (u->kind == REDIS_UNIX) {
+		if (u->db)
+			snprintf(db, sizeof(db), "?db=%d", u->db);
+		snprintf(u->text, sizeof(u->text), "unix://%s%s%s", user, u->path, db);
+		return;
+	}
+	if (u->db)
+		snprintf(db, sizeof(db), "/%d", u->db);
+	snprintf(u->text, sizeof(u->text), "%s://%s%s%s%s:%d%s",
+		 u->kind == REDIS_TLS ? "rediss" : "redis", user, u->v6 ? "[" : "", u->host,
+		 u->v6 ? "]" : "", u->port, db);
+}
+
+int parse_url(const char *s, struct redis_url *u)
+{
+	int err;
+
+	memset(u, 0, sizeof(*u));
+	if (strlen(s) >= REDIS_URL_IN_MAX)
+		return usage_err("bad Redis URL: longer than %u characters: %s", REDIS_URL_IN_MAX - 1,
+				 url_form);
+	if (!strncmp(s, "redis://", 8)) {
+		u->kind = REDIS_TCP;
+		err = parse_host(s, s + 8, u);
+	} else if (!strncmp(s, "rediss://", 9)) {
+		u->kind = REDIS_TLS;
+		err = parse_host(s, s + 9, u);
+	} else if (!strncmp(s, "unix://", 7)) {
+		u->kind = REDIS_UNIX;
+		err = parse_unix(s, s + 7, u);
+	} else {
+		return usage_err("bad Redis URL: it starts with none of redis://, rediss:// and "
+				 "unix://: %s", url_form);
+	}
+	if (!err)
+		url_text(u);
+	return err;
 }
 
 /* 1 to 63 of [A-Za-z0-9._-]. */
