@@ -604,7 +604,7 @@ budget_of() { # WHO FIELD (2 per source, 3 per keyed, 4 verified)
 }
 if have min; then
 	echo
-	echo "== issue 34 item 5: sluice against its targets (ratios to the minimal bucket on" \
+	echo "== sluice against its performance targets (ratios to the minimal bucket on" \
 		"the NAPI thread, median of $ROUNDS interleaved rounds; memory and verifier as above) =="
 	printf '%-40s %9s %9s %9s\n' "figure" "before" "now" "target"
 	for nsrc in 1 65536 random; do
