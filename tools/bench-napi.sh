@@ -40,7 +40,7 @@
 # BENCH_RATE (N/s or N/m, default 1/m; burst 1), BENCH_JSON=FILE writes
 # the medians as JSON. Before the rounds, sluice (and the older build) is
 # attached at three --max-sources sizes with nothing sent, for its memory
-# and its verifier count (the issue-34 table at the end). BENCH_PPS=N paces the measured floods at N frames/s
+# and its verifier count (the targets table at the end). BENCH_PPS=N paces the measured floods at N frames/s
 # (the live-frames generator reaches about 500000 paced): every
 # configuration then gets the same offered load below its capacity, so no
 # ring fills and the producer and consumer do not fight over it, at the
@@ -347,7 +347,7 @@ record_memory() { # CFG TABLE
 	echo "$cfg $table $total $n" >>"$MEMORY"
 }
 
-# The issue-34 budget of a sluice build: its memory and its verifier
+# The budget of a sluice build: its memory and its verifier
 # count, from sluice attached at --max-sources BUDGET_SIZES with the
 # default policy and nothing sent. Per size: every map of the interface
 # (the XDP program's map_ids and every pin under the interface, by id,
@@ -580,10 +580,10 @@ if have sluice && have min; then
 		fi
 	done
 fi
-# The issue-34 item-5 table: each figure before and now, its target, and
+# The targets table: each figure before and now, its target, and
 # whether now meets it. Ratios: to the minimal bucket, the median of the
 # rounds' own ratios (the rule kinds' targets: 1.3 where every packet is
-# keyed, as the issue asks of --proto udp; 1.0 for the windows, which
+# keyed, as with --proto udp; 1.0 for the windows, which
 # keep home buckets like the plain rule).
 verdict() { # VALUE TARGET
 	if [[ $1 == - ]]; then

@@ -58,7 +58,7 @@ printf 'allow 198.18.1.0/24\nallow 198.18.2.0/24\nallow 198.18.4.0/24\nlimit set
 	>"$PD/bad-rate.pol"
 printf 'allow 198.18.1.0/24\ndeny\n' >"$PD/no-cidr.pol"
 printf 'allow 198.18.1.0/24 198.18.2.0/24\n' >"$PD/extra-word.pol"
-# Policy model v2: a valid line, then one the issue's "Bad input" refuses.
+# Policy model v2: a valid line, then one that bad input rules refuse.
 printf 'limit default --rate 5\nlimit set 198.18.0.0/16 --rate 10 --proto udp --dport 53\nlimit set 198.18.1.0/24 --rate 10 --dport 53\n' \
 	>"$PD/mix-dport.pol"
 printf 'allow 198.18.1.0/24\nlimit set 198.18.2.0/24 --rate 10 --syn --proto udp\n' >"$PD/mix-syn.pol"
