@@ -237,6 +237,7 @@ static void agent_setup(struct agent *ag, struct redis *conf, const char *node, 
 	ag->r.ops = &ag->st.redis_ops;
 	ag->st.mode = SLUICE_CLUSTER_NONE;	/* until the first attempt says */
 	snprintf(ag->limit_arg, sizeof(ag->limit_arg), "%u", PEERS_ANSWER_MAX);
+	snprintf(ag->sync_us_arg, sizeof(ag->sync_us_arg), "%llu", (unsigned long long)sync_ms * 1000);
 	ag->st.peers = 1;
 	ag->st.pid = (__u32)getpid();
 	ag->st.sync_ms = (__u32)sync_ms;

@@ -7,15 +7,30 @@
 #define SLUICE_CLUSTER_LUA_H
 
 /*
- * One lease grant from the cluster-wide GCRA bucket of one (rule, source).
- * KEYS[1] = sluice:{RULE|SOURCE}, the bucket's TAT in µs of Redis's clock.
+ * One lease grant from the cluster-wide GCRA bucket of one (rule, source),
+ * shared fairly between the hosts that ask for it.
+ * KEYS[1] = sluice:{RULE|SOURCE}, the bucket's TAT in µs of Redis's clock;
+ * KEYS[2] = the same name and ASKERS_SUFFIX (one hash slot with it): a hash
+ * of the hosts that asked recently, NAME#ID -> "TIME DEMAND S" (when it
+ * last asked, µs; its arrivals per second; its sync interval, µs).
  * ARGV = T (µs per unit), tau (burst x T, µs), charge (units the host
  * admitted on its local share since it last reported), want (units asked
- * for the next sync). The charge is taken first, whatever it costs (a
- * host cannot take back what it admitted); then up to want units are
- * granted out of what the bucket holds. Returns the grant. The key lives
- * as long as its TAT lies ahead: an idle bucket is a full one.
+ * for the next sync), this host's NAME#ID, its S (µs), the most entries
+ * the hash may hold (more: it is dropped and starts again).
+ * The charge is taken first, whatever it costs (a host cannot take back
+ * what it admitted); then up to want units are granted out of what the
+ * bucket holds, and no more than this host's fair part: while other hosts
+ * asked within 3 of their S, the rate R = 1e6/T is divided max-min
+ * between their demands and this one (a host that wants less than an even
+ * part gets all it wants, the rest is split evenly between the others),
+ * and the host may take its level times the time since it last asked (S
+ * on a first ask, 2 S at most), less its charge, plus an even part of
+ * what the bucket holds beyond one S of refill (the burst). Alone, a host
+ * takes what the bucket holds. Returns the grant. The bucket's key lives
+ * as long as its TAT lies ahead (an idle bucket is a full one), the
+ * hash 3 S after its last ask; a host that wants 0 leaves the hash.
  */
+#define ASKERS_SUFFIX	":hosts"
 #define CLUSTER_LUA_GRANT						\
 	"local t = redis.call('TIME')\n"				\
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"	\
@@ -23,11 +38,55 @@
 	"local tau = tonumber(ARGV[2])\n"				\
 	"local charge = tonumber(ARGV[3])\n"				\
 	"local want = tonumber(ARGV[4])\n"				\
+	"local S = tonumber(ARGV[6])\n"					\
 	"local tat = tonumber(redis.call('GET', KEYS[1])) or 0\n"	\
 	"if tat < now then tat = now end\n"				\
 	"tat = tat + charge * T\n"					\
-	"local avail = math.floor((now + tau - tat) / T)\n"		\
-	"local g = math.min(want, math.max(avail, 0))\n"		\
+	"local avail = math.max(math.floor((now + tau - tat) / T), 0)\n" \
+	"if redis.call('HLEN', KEYS[2]) > tonumber(ARGV[7]) then\n"	\
+	"  redis.call('DEL', KEYS[2])\n"				\
+	"end\n"								\
+	"local rec = redis.call('HGETALL', KEYS[2])\n"			\
+	"local mine = want * 1e6 / S\n"				\
+	"local d, gone, keep, last = { mine }, {}, 3 * S, nil\n"	\
+	"for i = 1, #rec, 2 do\n"					\
+	"  local at, dr, s = string.match(rec[i + 1], '^(%d+) (%S+) (%d+)$')\n" \
+	"  at, dr, s = tonumber(at), tonumber(dr), tonumber(s)\n"	\
+	"  if rec[i] == ARGV[5] then\n"					\
+	"    last = at\n"						\
+	"  elseif at and dr and s and at <= now and now - at <= 3 * s then\n" \
+	"    d[#d + 1] = dr\n"						\
+	"    keep = math.max(keep, 3 * s)\n"				\
+	"  else\n"							\
+	"    gone[#gone + 1] = rec[i]\n"				\
+	"  end\n"							\
+	"end\n"								\
+	"if #gone > 0 then redis.call('HDEL', KEYS[2], unpack(gone)) end\n" \
+	"local cap = avail\n"						\
+	"if #d > 1 then\n"						\
+	"  local left, level = 1e6 / T, nil\n"				\
+	"  table.sort(d)\n"						\
+	"  for k = 1, #d do\n"						\
+	"    if d[k] > left / (#d - k + 1) then\n"			\
+	"      level = left / (#d - k + 1)\n"				\
+	"      break\n"							\
+	"    end\n"							\
+	"    left = left - d[k]\n"					\
+	"  end\n"							\
+	"  if level then\n"						\
+	"    local dt = S\n"						\
+	"    if last then dt = math.min(math.max(now - last, 0), 2 * S) end\n" \
+	"    cap = math.floor(level * dt / 1e6 - charge + math.max(avail - S / T, 0) / #d)\n" \
+	"  end\n"							\
+	"end\n"								\
+	"if want > 0 then\n"						\
+	"  redis.call('HSET', KEYS[2], ARGV[5],\n"			\
+	"             string.format('%.0f %.6g %.0f', now, mine, S))\n" \
+	"  redis.call('PEXPIRE', KEYS[2], math.ceil(keep / 1000))\n"	\
+	"else\n"							\
+	"  redis.call('HDEL', KEYS[2], ARGV[5])\n"			\
+	"end\n"								\
+	"local g = math.max(math.min(want, avail, cap), 0)\n"		\
 	"tat = tat + g * T\n"						\
 	"redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX',\n" \
 	"           math.max(1, math.ceil((tat - now) / 1000)))\n"	\

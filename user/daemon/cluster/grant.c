@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 #include "sluice.h"
 #include "agent.h"
+#include "cluster_lua.h"
 
 static int send_beat(struct agent *ag)
 {
@@ -16,16 +17,23 @@ static int send_beat(struct agent *ag)
 	return redis_append(&ag->r, 7, argv);
 }
 
+/* e's grant: its bucket's key and, beside it, the hosts asking for it
+ * (the bucket's name and a suffix, so any hash tag carries over), its GCRA
+ * terms, this sync's charge and want, and what the fair split needs: this
+ * agent's NAME#ID, its S in µs, and the most asking hosts Redis keeps. */
 static int send_grant(struct agent *ag, const struct hot *e)
 {
 	char t[NUM_MAX], tau[NUM_MAX], charge[NUM_MAX], want[NUM_MAX];
-	const char *argv[] = { "EVALSHA", ag->r.grant_sha, "1", e->rkey, t, tau, charge, want };
+	char askers[REDIS_KEY_MAX + sizeof(ASKERS_SUFFIX)];
+	const char *argv[] = { "EVALSHA", ag->r.grant_sha, "2", e->rkey, askers, t, tau,
+			       charge, want, ag->member, ag->sync_us_arg, ag->limit_arg };
 
+	snprintf(askers, sizeof(askers), "%s%s", e->rkey, ASKERS_SUFFIX);
 	num_arg(t, e->t_us);
 	num_arg(tau, e->tau_us);
 	snprintf(charge, sizeof(charge), "%llu", (unsigned long long)e->charge);
 	snprintf(want, sizeof(want), "%llu", (unsigned long long)e->want);
-	return redis_append(&ag->r, 8, argv);
+	return redis_append(&ag->r, (int)(sizeof(argv) / sizeof(argv[0])), argv);
 }
 
 /* Step 3: one pipelined round trip, the heartbeat and a grant per hot
