@@ -143,6 +143,14 @@ for ((k = 1; k <= NH; k++)); do
 	tts=""
 	((k > 1)) && tts="; host $k's time to share (0.9 R/K over 0.5 s): $(time_to_share "$k" "$share") ms"
 	echo "RESULT fair K=$k busy: admitted/s over ${WIN}s from $(calc "($a - ${START[k]}) * 1000" %.0f) ms:$rates (sum $sum)$tts"
+	if ((k > 1)); then
+		trace=""
+		for ((i = 0; i < 6; i++)); do
+			trace+=" $(rate_between "$k" "$(calc "${START[k]} + $i * $SYNC_MS / 1000")" \
+				"$(calc "${START[k]} + ($i + 1) * $SYNC_MS / 1000")")"
+		done
+		echo "RESULT   host $k's admitted/s in its first 6 syncs as busy:$trace"
+	fi
 	for ((n = 1; n <= k; n++)); do
 		if awk -v r="${RATE_OF[n]}" -v s="$share" 'BEGIN { exit !(r >= s) }'; then
 			ok "K=$k: host $n admitted ${RATE_OF[n]}/s >= 0.9 R/K = $share"
