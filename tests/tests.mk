@@ -254,6 +254,19 @@ $(BUILD)/tests/sluice-racy-cluster: $(RACY_CLUSTER_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice-racy-cluster
+# The sluice binary whose cluster agent grants first come, first served:
+# user/daemon/cluster/grant.c built with GRANT_ASKERS_MAX 0, so the grant
+# script drops the hash of asking hosts at every grant and each host asks
+# alone. tests/cluster/fair.sh shows that busy hosts' shares then follow
+# their sync phases, not an even split.
+$(BUILD)/tests/fcfs_grant.o: user/daemon/cluster/grant.c $(HEADERS) $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DGRANT_ASKERS_MAX=0U -c $< -o $@
+$(BUILD)/tests/sluice-fcfs-cluster: $(filter-out $(BUILD)/user/daemon/cluster/grant.o,$(USER_OBJS)) \
+		$(BUILD)/tests/fcfs_grant.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/sluice-fcfs-cluster
 # sluice whose XDP program's eviction takes established sources as
 # probation ones (SLUICE_EVICT_IGNORES_ESTABLISHED, test_srctab's churn
 # variant): the flood tests' *_BREAK=evict run against it and must fail.

@@ -18,7 +18,9 @@
 # the next 0.5 s (counters polled every 50 ms, so to about 50 ms).
 #
 # usage: fair.sh [H]   (2 or 3, default 3)
-# CLUSTER_AGENT_BIN=FILE runs FILE's `cluster join` as the agent.
+# CLUSTER_AGENT_BIN=FILE runs FILE's `cluster join` as the agent:
+# build/tests/sluice-fcfs-cluster (grants first come, first served) fails
+# here, its newer busy hosts held to about their local share.
 set -euo pipefail
 # shellcheck source=tests/cluster/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -117,12 +119,12 @@ time_to_share() { # N SHARE
 	while ! awk -v a="$t" -v b="$end" 'BEGIN { exit !(a > b) }'; do
 		r=$(rate_between "$1" "$t" "$(calc "$t + 0.5")")
 		if [[ $r != nan ]] && awk -v r="$r" -v s="$2" 'BEGIN { exit !(r >= s) }'; then
-			calc "($t - ${START[$1]}) * 1000" %.0f
+			echo "$(calc "($t - ${START[$1]}) * 1000" %.0f) ms"
 			return
 		fi
 		t=$(calc "$t + 0.05")
 	done
-	echo "never (> $(calc "($STEP - 0.5) * 1000" %.0f))"
+	echo "never (> $(calc "($STEP - 0.5) * 1000" %.0f) ms)"
 }
 
 short=()
@@ -142,7 +144,7 @@ for ((k = 1; k <= NH; k++)); do
 		sum=$(calc "$sum + ${RATE_OF[n]}" %.1f)
 	done
 	tts=""
-	((k > 1)) && tts="; host $k's time to share (0.9 R/K over 0.5 s): $(time_to_share "$k" "$share") ms"
+	((k > 1)) && tts="; host $k's time to share (0.9 R/K over 0.5 s): $(time_to_share "$k" "$share")"
 	echo "RESULT fair K=$k busy: admitted/s over ${WIN}s from $(calc "($a - ${START[k]}) * 1000" %.0f) ms:$rates (sum $sum)$tts"
 	if ((k > 1)); then
 		trace=""

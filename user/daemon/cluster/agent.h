@@ -44,8 +44,7 @@ struct agent {
 	__u64 ttl_ms;			/* the heartbeat's */
 	char ttl_arg[NUM_MAX];
 	char member[PEER_MEMBER_MAX];	/* NAME#ID, this agent in sluice:{nodes} */
-	char limit_arg[NUM_MAX];	/* members the heartbeat answers with, at most;
-					 * hosts a bucket's askers hash keeps, at most */
+	char limit_arg[NUM_MAX];	/* members the heartbeat answers with, at most */
 	char sync_us_arg[NUM_MAX];	/* S in µs, for the grant's fair split */
 	struct peer_seen *seen;		/* SLUICE_CLUSTER_HOSTS_MAX */
 	__u32 nseen;

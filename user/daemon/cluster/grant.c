@@ -17,6 +17,15 @@ static int send_beat(struct agent *ag)
 	return redis_append(&ag->r, 7, argv);
 }
 
+/* The most fields a bucket's hash of asking hosts may hold: room for the
+ * cap's peers and as many that are no agent's. tests/tests.mk builds an
+ * agent with 0 (build/tests/sluice-fcfs-cluster): the hash is dropped at
+ * every grant, each host asks alone, first come, first served, and
+ * tests/cluster/fair.sh must fail with it. */
+#ifndef GRANT_ASKERS_MAX
+#define GRANT_ASKERS_MAX	PEERS_ANSWER_MAX
+#endif
+
 /* e's grant: its bucket's key and, beside it, the hosts asking for it
  * (the bucket's name and a suffix, so any hash tag carries over), its GCRA
  * terms, this sync's charge and want, and what the fair split needs: this
@@ -24,11 +33,12 @@ static int send_beat(struct agent *ag)
 static int send_grant(struct agent *ag, const struct hot *e)
 {
 	char t[NUM_MAX], tau[NUM_MAX], charge[NUM_MAX], want[NUM_MAX];
-	char askers[REDIS_KEY_MAX + sizeof(ASKERS_SUFFIX)];
+	char askers[REDIS_KEY_MAX + sizeof(ASKERS_SUFFIX)], askers_max[NUM_MAX];
 	const char *argv[] = { "EVALSHA", ag->r.grant_sha, "2", e->rkey, askers, t, tau,
-			       charge, want, ag->member, ag->sync_us_arg, ag->limit_arg };
+			       charge, want, ag->member, ag->sync_us_arg, askers_max };
 
 	snprintf(askers, sizeof(askers), "%s%s", e->rkey, ASKERS_SUFFIX);
+	snprintf(askers_max, sizeof(askers_max), "%u", GRANT_ASKERS_MAX);
 	num_arg(t, e->t_us);
 	num_arg(tau, e->tau_us);
 	snprintf(charge, sizeof(charge), "%llu", (unsigned long long)e->charge);
