@@ -12,7 +12,9 @@
 # 2 S after the newest host became busy (its first flood packet). The test
 # asserts, per window:
 #   - host 1 alone holds at least 0.9 R (a lone busy host has the whole limit);
-#   - with K busy hosts, each holds at least 0.9 R / K.
+#   - with K busy hosts, each holds at least 0.9 R / K;
+#   - once the others stop, host 1 holds at least 0.9 R again (from 0.5 s
+#     after they stopped: they leave the split when they ask for 0).
 # It prints, for the record, the time to share: from the first packet of a
 # newly busy host to the first moment from which it admits 0.9 R / K over
 # the next 0.5 s (counters polled every 50 ms, so to about 50 ms).
@@ -32,6 +34,7 @@ PPS=5000	# per busy host: 5 R, far above any fair share
 ALONE=4		# s that host 1 floods alone
 WIN=3		# s, the measuring window
 STEP=4		# s between one host's start and the next's
+AFTER=4		# s that host 1 floods alone again after the others stop
 SRC=198.18.0.1
 NH=${1:-3}
 [[ $NH =~ ^[23]$ ]] || fail "host count '$NH': give 2 or 3"
@@ -71,23 +74,26 @@ poll_counters() { # FILE END
 	done
 }
 
-# Host n starts at START[n] (now()'s clock) and floods until the last
-# window ends. sluice-flood's --align counts on CLOCK_MONOTONIC: one offset
-# between the two clocks, read once, places them (to a few ms).
+# Host n starts at START[n] (now()'s clock); hosts 2.. stop together at
+# STOP, host 1 floods on alone for AFTER s. sluice-flood's --align counts
+# on CLOCK_MONOTONIC: one offset between the two clocks, read once, places
+# them (to a few ms).
 base=$(mono)
 off=$(calc "$(now) - $base")
-END_ALL=$(calc "1 + $ALONE + ($NH - 1) * $STEP + 0.5")
+STOP_AT=$(calc "1 + $ALONE + ($NH - 1) * $STEP")
+END_ALL=$(calc "$STOP_AT + $AFTER")
+STOP=$(calc "$base + $off + $STOP_AT")
 START=()
 for ((n = 1; n <= NH; n++)); do
 	lead=$(calc "1 + ($n > 1) * ($ALONE + ($n - 2) * $STEP)" %.3f)
 	START[n]=$(calc "$base + $off + $lead")
-	secs=$(calc "$END_ALL - $lead" %.0f)
+	secs=$(calc "($n > 1 ? $STOP_AT : $END_ALL) - $lead" %.0f)
 	flood_at "$n" "$NETNS_TMP/flood.$n" --src "$SRC" --count $((PPS * secs)) --pps "$PPS" \
 		--seconds $((secs + 2)) \
 		--align "$(awk -v s="$base" -v l="$lead" 'BEGIN { s += l; printf "60+%.3f", s - 60 * int(s / 60) }')"
 done
 POLL=$NETNS_TMP/poll
-poll_counters "$POLL" "$(calc "$base + $off + $END_ALL")" &
+poll_counters "$POLL" "$(calc "$base + $off + $END_ALL + 0.2")" &
 CL_PIDS+=($!)
 flood_wait
 wait "${CL_PIDS[-1]}" || fail "the counter poller failed"
@@ -127,41 +133,54 @@ time_to_share() { # N SHARE
 	echo "never (> $(calc "($STEP - 0.5) * 1000" %.0f) ms)"
 }
 
+# Host N's admitted rate in each of the 6 sync intervals from T.
+sync_trace() { # N T
+	local i out=""
+	for ((i = 0; i < 6; i++)); do
+		out+=" $(rate_between "$1" "$(calc "$2 + $i * $SYNC_MS / 1000")" \
+			"$(calc "$2 + ($i + 1) * $SYNC_MS / 1000")")"
+	done
+	echo "$out"
+}
+
 short=()
-# The window after host K became busy: each busy host's rate against 0.9 R / K.
-for ((k = 1; k <= NH; k++)); do
-	a=$(calc "${START[k]} + 2 * $SYNC_MS / 1000")
-	if ((k == 1)); then
-		a=$(calc "${START[1]} + 0.5") # past the first grants and the burst
-	fi
-	b=$(calc "$a + $WIN")
+# Every host's rate over the window [A, A + WIN], hosts 1..K busy, each
+# against 0.9 R / K: a shortfall is kept in short[], the rates printed
+# (WHAT and the window's start FROM ms after the event that opened it).
+RATES=""
+check_window() { # WHAT A K FROM
+	local what=$1 a=$2 k=$3 n share sum=0
 	share=$(calc "0.9 * $RATE / $k" %.1f)
-	rates="" sum=0
+	RATES=""
 	for ((n = 1; n <= NH; n++)); do
-		RATE_OF[n]=$(rate_between "$n" "$a" "$b")
-		[[ ${RATE_OF[n]} != nan ]] || fail "K=$k: the polls do not cover the window"
-		rates+=" h$n=${RATE_OF[n]}"
+		RATE_OF[n]=$(rate_between "$n" "$a" "$(calc "$a + $WIN")")
+		[[ ${RATE_OF[n]} != nan ]] || fail "$what: the polls do not cover the window"
+		RATES+=" h$n=${RATE_OF[n]}"
 		sum=$(calc "$sum + ${RATE_OF[n]}" %.1f)
 	done
-	tts=""
-	((k > 1)) && tts="; host $k's time to share (0.9 R/K over 0.5 s): $(time_to_share "$k" "$share")"
-	echo "RESULT fair K=$k busy: admitted/s over ${WIN}s from $(calc "($a - ${START[k]}) * 1000" %.0f) ms:$rates (sum $sum)$tts"
-	if ((k > 1)); then
-		trace=""
-		for ((i = 0; i < 6; i++)); do
-			trace+=" $(rate_between "$k" "$(calc "${START[k]} + $i * $SYNC_MS / 1000")" \
-				"$(calc "${START[k]} + ($i + 1) * $SYNC_MS / 1000")")"
-		done
-		echo "RESULT   host $k's admitted/s in its first 6 syncs as busy:$trace"
-	fi
+	RATES="admitted/s over ${WIN}s from $4 ms:$RATES (sum $sum)"
 	for ((n = 1; n <= k; n++)); do
 		if awk -v r="${RATE_OF[n]}" -v s="$share" 'BEGIN { exit !(r >= s) }'; then
-			ok "K=$k: host $n admitted ${RATE_OF[n]}/s >= 0.9 R/K = $share"
+			ok "$what: host $n admitted ${RATE_OF[n]}/s >= 0.9 R/K = $share"
 		else
-			short+=("K=$k: host $n admitted ${RATE_OF[n]}/s, want >= 0.9 R/K = $share")
+			short+=("$what: host $n admitted ${RATE_OF[n]}/s, want >= 0.9 R/K = $share")
 		fi
 	done
+}
+
+# The window after host K became busy (for K = 1, past the burst).
+for ((k = 1; k <= NH; k++)); do
+	from=$((k == 1 ? 500 : 2 * SYNC_MS))
+	check_window "K=$k" "$(calc "${START[k]} + $from / 1000")" "$k" "$from"
+	tts=""
+	((k > 1)) && tts="; host $k's time to share (0.9 R/K over 0.5 s): $(time_to_share "$k" "$(calc "0.9 * $RATE / $k" %.1f)")"
+	echo "RESULT fair K=$k busy: $RATES$tts"
+	((k == 1)) || echo "RESULT   host $k's admitted/s in its first 6 syncs as busy:$(sync_trace "$k" "${START[k]}")"
 done
+# Hosts 2.. stopped: host 1, alone again, has the whole limit back.
+check_window "alone again" "$(calc "$STOP + 0.5")" 1 500
+echo "RESULT fair alone again (the others stopped): $RATES"
+echo "RESULT   host 1's admitted/s in the first 6 syncs after:$(sync_trace 1 "$STOP")"
 echo "RESULT fair: failed syncs per host: before the floods: $failed0; at the end: $(for ((n = 1; n <= NH; n++)); do printf 'h%s=%s ' "$n" "$(cstatus "$n" .sync_failures)"; done)"
 # Every window is printed first; then each host short of its share fails.
 ((${#short[@]} == 0)) || fail "$(printf '%s; ' "${short[@]}")"
