@@ -272,7 +272,7 @@ static bool map_node(const redisReply *e, const char *asked, struct rc_node *nd)
 	if (h->type != REDIS_REPLY_STRING || p->type != REDIS_REPLY_INTEGER || p->integer < 1 ||
 	    p->integer > 65535 || h->len >= sizeof(nd->host))
 		return false;
-	snprintf(nd->host, sizeof(nd->host), "%s", h->len && strcmp(h->str, "?") ? h->str : asked);
+	snprintf(nd->host, sizeof(nd->host), "%s", h->len && strcmp(h->str, "?") != 0 ? h->str : asked);
 	nd->port = (int)p->integer;
 	return true;
 }
@@ -383,7 +383,7 @@ static bool redirect_of(const struct redis *r, const char *err, struct rc_node *
 	__u64 port;
 
 	*ask = !strncmp(err, "ASK ", 4);
-	if (!*ask && strncmp(err, "MOVED ", 6))
+	if (!*ask && strncmp(err, "MOVED ", 6) != 0)
 		return false;
 	addr = strchr(err + (*ask ? 4 : 6), ' ');
 	colon = addr ? strrchr(addr, ':') : NULL;
