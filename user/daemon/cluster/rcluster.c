@@ -366,7 +366,7 @@ int rcluster_locate(struct redis *r, __u64 deadline)
 			return 0;
 		}
 		snprintf(why, sizeof(why), "%s", r->why);
-		snprintf(r->why, sizeof(r->why), "the slot map from %.40s:%d: %.80s", at->host, at->port,
+		snprintf(r->why, sizeof(r->why), "%.40s:%d: %.100s", at->host, at->port,
 			 why);
 	}
 	return -1;
