@@ -14,6 +14,8 @@
 #                          at a time PAUSE seconds apart (ASK meanwhile),
 #                          then SETSLOT NODE on every primary (MOVED after)
 #   rc_kill PORT           SIGKILL of node PORT (by its PID)
+#   rc_acl USER PASSWORD   doc/cluster.md's ACL user, with its Redis Cluster
+#                          commands, on every node (ACLs are per node)
 #   rc_seeds               the agents' --redis-cluster list (every node but the first)
 #   rc_url                 the agents' URL (the first node)
 #
@@ -148,6 +150,18 @@ rc_kill() { # PORT
 	kill -KILL "${CL_PIDS[i]}"
 	wait "${CL_PIDS[i]}" 2>/dev/null || true
 	CL_PIDS[i]=
+}
+
+# The agent's ACL user of doc/cluster.md's Production setup, plus what
+# its Redis Cluster section adds (CLUSTER SLOTS, ASKING), on every node.
+rc_acl() { # USER PASSWORD
+	local i
+	for ((i = 0; i < RC_NODES; i++)); do
+		[[ $(rc_cli $((RC_PORT0 + i)) ACL SETUSER "$1" reset on ">$2" '~sluice:*' resetchannels -@all \
+			+ping +select '+script|load' +evalsha +zrem +time +get +set +zadd +zremrangebyscore \
+			+pexpire +zrangebyscore '+cluster|slots' +asking) == OK ]] ||
+			fail "ACL SETUSER on :$((RC_PORT0 + i))"
+	done
 }
 
 # Calls of COMMAND (lower case) node PORT served, from INFO commandstats.

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # cluster/rcluster: two hosts joined to a real Redis Cluster (six
 # redis-server, three primaries with a replica each, made by `redis-cli
-# --cluster create`) with --redis-cluster, one source flooding both under a
-# --cluster rule. While it floods:
+# --cluster create`) with --redis-cluster, as doc/cluster.md's ACL user (its
+# password in a file), one source flooding both under a --cluster rule.
+# While it floods:
 #   (a) the slot of the agents' hash tag is resharded to another primary
 #       by hand, one key at a time (so the moved key answers ASK on the old
 #       primary meanwhile), then handed over (MOVED from then on). The
-#       agents must not fall back for it (under 0.3 s in fallback each,
-#       against a resharding of about 2 s), ASKING must reach the new
+#       agents must not fall back for it (in fallback for under a fifth
+#       of the resharding's 4 s each: a sync may time out on a busy
+#       machine, but one that fails at each ASK is in fallback all along),
+#       ASKING must reach the new
 #       primary, and both agents must say they sync with the new primary
 #       within 5 s;
 #   (b) that primary is killed (SIGKILL): its replica takes over after the
@@ -42,7 +45,7 @@ NH=2
 DIV=8		# SLUICE_CLUSTER_LOCAL_DIV
 SRC=198.18.0.1
 TAG_SLOT=59	# redis-cli cluster keyslot sluice (tests/unit/test_keyslot.c)
-ASK_PAUSE=1	# seconds between the slot's keys moved: the ASK window
+ASK_PAUSE=2	# seconds between the slot's keys moved: the ASK window
 AGENT_BIN=${RCLUSTER_AGENT_BIN:-$SLUICE}
 [[ -x $AGENT_BIN ]] || fail "$AGENT_BIN not built (make $AGENT_BIN)"
 
@@ -83,10 +86,15 @@ fallback_s() { # N: seconds host N spent in fallback so far
 cluster_init rc "$NH"
 cluster_setup
 rc_start
-REDIS_URL=$(rc_url)
+rc_acl sluice "rc-$$-password"
+pwfile=$NETNS_TMP/redis-password
+install -m 0600 /dev/null "$pwfile"
+echo "rc-$$-password" >"$pwfile"
+url=$(rc_url)
+REDIS_URL=${url/redis:\/\//redis://sluice@}
 set_rule "$RATE" "$BURST"
 for ((n = 1; n <= NH; n++)); do
-	agent_start "$n" "$AGENT_BIN" --redis-cluster "$(rc_seeds)"
+	agent_start "$n" "$AGENT_BIN" --redis-cluster "$(rc_seeds)" --redis-password-file "$pwfile"
 done
 wait_cluster up "$NH" 10
 owner=$(rc_owner "$TAG_SLOT")
@@ -119,15 +127,19 @@ ask0=$(rc_calls "$to" asking)
 t0=$(now)
 rc_move_slot "$TAG_SLOT" "$owner" "$to" "$ASK_PAUSE"
 t1=$(now)
+ask_s=$(calc "$t1 - $t0" %.2f)
 moved_s=$(wait_on "$to" 5 "after the slot moved")
 asks=$(($(rc_calls "$to" asking) - ask0))
-echo "RESULT rcluster reshard :$owner -> :$to: ASK window $(calc "$t1 - $t0" %.2f) s ($asks ASKING on :$to); both agents on :$to ${moved_s} s after SETSLOT NODE"
-assert_ge "$asks" 1 "ASKING calls on the importing primary :$to"
+echo "RESULT rcluster reshard :$owner -> :$to: ASK window $ask_s s ($asks ASKING on :$to); both agents on :$to ${moved_s} s after SETSLOT NODE"
+declare -A fbr=()
 for ((n = 1; n <= NH; n++)); do
-	d=$(calc "$(fallback_s "$n") - ${fb1[$n]}" %.3f)
-	echo "RESULT rcluster reshard: host $n in fallback $d s"
-	assert_le "$d" 0.3 "host $n: seconds in fallback during the resharding (ASK and MOVED followed)"
+	fbr[$n]=$(calc "$(fallback_s "$n") - ${fb1[$n]}" %.3f)
+	echo "RESULT rcluster reshard: host $n in fallback ${fbr[$n]} s"
 done
+for ((n = 1; n <= NH; n++)); do
+	assert_le "${fbr[$n]}" "$(calc "$ask_s / 5" %.2f)" "host $n: seconds in fallback during the resharding (ASK and MOVED followed)"
+done
+assert_ge "$asks" 1 "ASKING calls on the importing primary :$to"
 sleep 2
 window_rates flood 1 1 2
 echo "RESULT rcluster after the reshard: the cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"
