@@ -267,6 +267,19 @@ $(BUILD)/tests/sluice-fcfs-cluster: $(filter-out $(BUILD)/user/daemon/cluster/gr
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice-fcfs-cluster
+# The sluice binary whose cluster agent speaks to a Redis Cluster as a
+# naive client would: MOVED and ASK plain errors, the slot's first owner
+# kept for good (tests/cluster/rcluster_noredirect.c in place of
+# user/daemon/cluster/rcluster.c). tests/cluster/rcluster.sh fails with it.
+$(BUILD)/tests/rcluster_noredirect.o: tests/cluster/rcluster_noredirect.c \
+		user/daemon/cluster/rcluster.c $(HEADERS) $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/tests/sluice-rcluster-noredirect: $(filter-out $(BUILD)/user/daemon/cluster/rcluster.o,\
+		$(USER_OBJS)) $(BUILD)/tests/rcluster_noredirect.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/sluice-rcluster-noredirect
 # sluice whose XDP program's eviction takes established sources as
 # probation ones (SLUICE_EVICT_IGNORES_ESTABLISHED, test_srctab's churn
 # variant): the flood tests' *_BREAK=evict run against it and must fail.

@@ -6,7 +6,8 @@
 #   (N = 1: burst + R x t of a short flood);
 # - bad URLs and options: one line, exit 2, and `cluster status -j` and
 #   `limit list -j` unchanged; bad --cluster rules: the same;
-# - a server that answers but is not Redis: one line, exit 1;
+# - a server that answers but is not Redis: one line, exit 1; nor is a
+#   Redis without cluster support under --redis-cluster;
 # - Redis unreachable at join (no such host; nothing listening): the agent
 #   says so in one line, status is fallback with the agent alive, and it
 #   stops on SIGTERM (exit 0, status stopped);
@@ -97,6 +98,12 @@ while True:
 else
 	echo "python3 not installed: the not-Redis server case is not run"
 fi
+# --redis-cluster against a Redis without cluster support: one line, exit 1.
+expect_exit 1 "join --redis-cluster a Redis that is no cluster node" hs 1 cluster join "$REDIS_URL" \
+	--redis-cluster "$REDIS_ADDR:$REDIS_PORT" --node h1 --sync "$SYNC_MS"
+[[ $ERR == *"CLUSTER SLOTS answered -ERR"*"not a Redis Cluster node"* ]] ||
+	fail "join --redis-cluster a plain Redis: want CLUSTER SLOTS's error named, got '$ERR'"
+assert_eq "$(cstatus 1 .agent_alive)" false "after --redis-cluster a plain Redis: agent_alive"
 
 # Unreachable at join: no host at that address (connect times out), and
 # nothing listening (refused). A visible fallback, never a hang.

@@ -36,7 +36,7 @@ static int racy_bad(struct agent *ag, const char *cmd, redisReply *rep)
 int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 {
 	struct hot_set *hs = &ag->hot;
-	const char *beat[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
+	const char *beat[] = { "EVALSHA", ag->r.beat_sha, "1", redis_nodes_key(&ag->r), ag->member,
 			       ag->ttl_arg, ag->limit_arg };
 	redisReply *rep;
 	double now, tat, avail;

@@ -84,7 +84,8 @@ static int attempt(struct agent *ag, bool first)
 	__u32 npeers = 0;
 	int ret = 0;
 
-	if (!ag->r.c && redis_connect(&ag->r, deadline)) {
+	/* Not connected, or a MOVED named the slot's new owner: (re)connect. */
+	if ((!ag->r.c || redis_stale(&ag->r)) && redis_connect(&ag->r, deadline)) {
 		if (first && ag->r.not_redis)
 			return runtime_err("%s is not a Redis server the agent can use: %s",
 					   ag->st.url, ag->r.why);
@@ -92,6 +93,7 @@ static int attempt(struct agent *ag, bool first)
 	}
 	if (!ret)
 		ret = sync_once(ag, deadline, &npeers);
+	snprintf(ag->st.url, sizeof(ag->st.url), "%s", redis_where(&ag->r));
 	return after_sync(ag, ret, npeers, first);
 }
 

@@ -10,11 +10,11 @@
 #include "sluice.h"
 #include "rule.h"
 #include "redis.h"
+#include "rcluster.h"
 #include "hotset.h"
 #include "notify.h"
 
-#define NODES_KEY		"sluice:{nodes}"
-/* A peer in sluice:{nodes} is NAME#ID, ID random at each agent start: two
+/* A peer in the heartbeat's set (redis_nodes_key(), sluice:{nodes}) is NAME#ID, ID random at each agent start: two
  * hosts given one name (cloned images, one --node) still count as two. */
 #define PEER_ID_SEP		'#'
 #define PEER_MEMBER_MAX		(SLUICE_CLUSTER_NAME_MAX + 1 + 16)

@@ -13,6 +13,7 @@
 #include <openssl/ssl.h>
 #include "sluice.h"
 #include "redis.h"
+#include "rcluster.h"
 
 /* The password file's first line into r->password: 0, or a usage error. */
 static int read_password_file(struct redis *r, const char *path)
@@ -137,6 +138,7 @@ int redis_setup(struct redis *r, const struct redis_auth_files *f)
 void redis_teardown(struct redis *r)
 {
 	explicit_bzero(r->password, sizeof(r->password));
+	rcluster_free(r);
 	if (r->tls)
 		SSL_CTX_free(r->tls);
 	r->tls = NULL;

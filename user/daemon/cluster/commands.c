@@ -13,6 +13,7 @@ struct join_options {
 	const char *node;	/* NULL: the host name */
 	__u32 sync_ms;
 	struct redis_auth_files auth;
+	const char *redis_cluster;	/* seeds; NULL: one Redis */
 };
 
 static const struct join_options join_defaults = { .sync_ms = SLUICE_CLUSTER_SYNC_MS_DEFAULT };
@@ -30,6 +31,9 @@ static const struct cli_opt join_opts[] = {
 		struct join_options, auth.cert),
 	CLI_STR("redis-key", 0, "FILE", "rediss://: its private key", struct join_options,
 		auth.key),
+	CLI_STR("redis-cluster", 0, "HOST:PORT[,...]", "a Redis Cluster: more seeds after the "
+		"URL's node; keys on one slot, its owner followed", struct join_options,
+		redis_cluster),
 	CLI_OPT_END,
 };
 
@@ -68,6 +72,8 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 	if (!conf)
 		return runtime_err("out of memory");
 	err = parse_url(a->pos[0], &conf->url);
+	if (!err && o->redis_cluster)
+		err = rcluster_setup(conf, o->redis_cluster);
 	if (err)
 		goto out;
 	node = join_node(o, host, sizeof(host));
@@ -76,6 +82,8 @@ static int join_run(const struct cli_cmd *c, struct cli_args *a)
 		err = redis_setup(conf, &o->auth);
 	if (!err)
 		err = agent_run(iface, conf, node, o->sync_ms);
+	else
+		redis_teardown(conf);
 out:
 	explicit_bzero(conf, sizeof(*conf));
 	free(conf);
@@ -315,7 +323,10 @@ static const struct cli_cmd join_cmd = {
 		"while Redis does not answer, limit / N. One agent per interface. URL is\n"
 		"redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS) or unix://[USER@]/PATH[?db=DB];\n"
 		"the password never in it (ps shows it): --redis-password-file or $"
-		REDIS_PASSWORD_ENV ".",
+		REDIS_PASSWORD_ENV ".\n"
+		"--redis-cluster HOST:PORT,... joins a Redis Cluster: the URL (redis:// or\n"
+		"rediss://, its user, no /DB) is its first seed, and every node is spoken to\n"
+		"alike; the agent's keys share one hash tag, so a sync is one slot's.",
 };
 static const struct cli_cmd cluster_status_cmd = {
 	.name = "status", .path = "cluster status", .json = true, .run = status_run,

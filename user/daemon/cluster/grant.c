@@ -11,7 +11,7 @@
 
 static int send_beat(struct agent *ag)
 {
-	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", NODES_KEY, ag->member,
+	const char *argv[] = { "EVALSHA", ag->r.beat_sha, "1", redis_nodes_key(&ag->r), ag->member,
 			       ag->ttl_arg, ag->limit_arg };
 
 	return redis_append(&ag->r, 7, argv);

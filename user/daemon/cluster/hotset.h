@@ -8,12 +8,13 @@
 #include "sluice.h"
 #include "rule.h"
 
-#define REDIS_KEY_MAX		(RULE_TEXT_MAX + SLUICE_CIDR_STR_MAX + 16)
+/* sluice:{sluice}:RULE|SOURCE (rcluster.c) is the longest form. */
+#define REDIS_KEY_MAX		(RULE_TEXT_MAX + SLUICE_CIDR_STR_MAX + 24)
 
 struct hot {
 	struct sluice_src_key key;
 	__u32 policy;			/* the rule's index in the policy table */
-	char rkey[REDIS_KEY_MAX];	/* sluice:{RULE|SOURCE} */
+	char rkey[REDIS_KEY_MAX];	/* redis_bucket_key(): sluice:{RULE|SOURCE} */
 	double t_us, tau_us;		/* the rule's emission interval and tolerance */
 	__u64 cap;			/* the most one sync asks for: B + R x S */
 	__u32 last_passed, last_dropped;	/* the bucket's counters at the last read */

@@ -100,7 +100,7 @@ static void say_odd(struct agent *ag, const redisReply *first, unsigned int odd)
 	cluster_name_show(first->str, first->len, shown, sizeof(shown));
 	log_event(LOG_WARNING, "cluster: %s: %u member%s of %s %s not an agent's (NAME#ID), "
 		  "e.g. '%s': not counted as peers", ag->m.iface, odd, odd == 1 ? "" : "s",
-		  NODES_KEY, odd == 1 ? "is" : "are", shown);
+		  redis_nodes_key(&ag->r), odd == 1 ? "is" : "are", shown);
 }
 
 /* The peers counted: this agent, then those seen beating twice; their

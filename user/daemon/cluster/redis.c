@@ -18,6 +18,7 @@
 #include "sluice.h"
 #include "cluster_lua.h"
 #include "redis.h"
+#include "rcluster.h"
 
 static struct timeval tv_of(__u64 ns)
 {
@@ -37,6 +38,8 @@ void redis_close(struct redis *r)
 	if (r->c)
 		redisFree(r->c);
 	r->c = NULL;
+	if (r->rc)
+		rcluster_close(r);
 }
 
 /* Closes the connection (its stream is out of step after any failure)
@@ -307,13 +310,17 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 	/* The next reply's budget starts anew. */
 	r->reply_bytes = r->reply_elements = 0;
 	*out = rep;
-	return 0;
+	return r->rc ? rcluster_reply(r, deadline, out) : 0;
 }
 
 int redis_append(struct redis *r, int argc, const char **argv)
 {
 	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK) {
 		redis_fail(r, "sending");
+		return -1;
+	}
+	if (r->rc && rcluster_sent(r, argc, argv)) {
+		redis_close(r);
 		return -1;
 	}
 	(*r->ops)++;
@@ -441,7 +448,7 @@ static int call_ok(struct redis *r, __u64 deadline, int argc, const char **argv)
 }
 
 /* The connection, TLS over it, AUTH and SELECT: 0, or -1 with why. */
-static int redis_open(struct redis *r, __u64 deadline)
+int redis_open(struct redis *r, __u64 deadline)
 {
 	const char *auth[3] = { "AUTH" };
 	int nauth = 1;
@@ -489,7 +496,7 @@ int redis_connect(struct redis *r, __u64 deadline)
 
 	redis_close(r);
 	r->not_redis = false;
-	if (redis_open(r, deadline))
+	if ((r->rc && rcluster_locate(r, deadline)) || redis_open(r, deadline))
 		return -1;
 	if (redis_call(r, deadline, 1, ping, &rep))
 		return -1;

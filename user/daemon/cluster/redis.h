@@ -44,6 +44,7 @@ bool node_name_ok(const char *s);
 
 struct ssl_ctx_st;
 struct ssl_st;
+struct rcluster;
 
 struct redis {
 	redisContext *c;		/* NULL when not connected */
@@ -58,6 +59,7 @@ struct redis {
 	__u64 *ops;			/* commands sent, counted here */
 	char why[160];			/* the last failure */
 	bool not_redis;			/* it answered, but not as Redis does */
+	struct rcluster *rc;		/* --redis-cluster: rcluster.c's; NULL: one Redis */
 };
 
 void redis_close(struct redis *r);
@@ -72,6 +74,8 @@ int redis_append(struct redis *r, int argc, const char **argv);
 int redis_call(struct redis *r, __u64 deadline, int argc, const char **argv, redisReply **out);
 /* SCRIPT LOAD of the grant and heartbeat scripts: 0, or -1 (why said). */
 int load_scripts(struct redis *r, __u64 deadline);
+/* The connection to r->url's node, TLS, AUTH and SELECT: 0, or -1 with why. */
+int redis_open(struct redis *r, __u64 deadline);
 /* Connects, checks that it is Redis and loads the scripts, by deadline:
  * 0, or -1 with why (and not_redis when something answered, but not as
  * Redis). */

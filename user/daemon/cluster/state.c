@@ -110,7 +110,7 @@ int after_sync(struct agent *ag, int ret, __u32 npeers, bool first)
  * heartbeat would expire anyway). */
 int agent_leave(struct agent *ag)
 {
-	const char *zrem[] = { "ZREM", NODES_KEY, ag->member };
+	const char *zrem[] = { "ZREM", redis_nodes_key(&ag->r), ag->member };
 	struct sluice_cluster_state *s = &ag->st;
 	__u64 now = mono_now_ns();
 	redisReply *rep;

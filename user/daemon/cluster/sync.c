@@ -45,7 +45,7 @@ void hot_bind(const struct agent *ag, struct hot *e, const struct rule *r)
 
 	policy_rule_label(ag->pol, r, label, sizeof(label));
 	bucket_source(&e->key, src, sizeof(src));
-	snprintf(e->rkey, sizeof(e->rkey), "sluice:{%s|%s}", label, src);
+	redis_bucket_key(&ag->r, e->rkey, sizeof(e->rkey), label, src);
 	e->t_us = 1e6 / per_s;
 	e->tau_us = (double)r->burst * e->t_us;
 	e->cap = r->burst + ceil_pos(per_s * (double)ag->sync_ns / SLUICE_NS_PER_SEC);
