@@ -36,7 +36,10 @@ SLACK_MS=50
 # that has not heard of the failover yet gives the old address, and the
 # next attempt asks the next one: at most 3 attempts, then the connect.
 REJOIN_MS=1500
-FAILOVER_SECS=30
+# The sentinels fail over about 1 s (down-after-milliseconds) after the
+# kill, plus the vote; a split vote is tried again after up to 2 x
+# failover-timeout (20 s).
+FAILOVER_SECS=45
 
 case ${SENTINEL_BREAK:-} in
 '') BIN=$SLUICE ;;
