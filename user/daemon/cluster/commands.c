@@ -313,7 +313,9 @@ static const struct cli_cmd join_cmd = {
 		"rules then hold across every host joined to the same Redis. Each host spends a\n"
 		"local share (limit / 8N) and leases more tokens from Redis every sync interval;\n"
 		"while Redis does not answer, limit / N. One agent per interface. URL is\n"
-		"redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS) or unix://[USER@]/PATH[?db=DB];\n"
+		"redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS), unix://[USER@]/PATH[?db=DB]\n"
+		"or sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER[?db=DB] (up to 5 Redis\n"
+		"Sentinels, asked for MASTER's address at each connect; no password or TLS to them);\n"
 		"the password never in it (ps shows it): --redis-password-file or $"
 		REDIS_PASSWORD_ENV ".",
 };
