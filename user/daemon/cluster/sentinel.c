@@ -72,17 +72,28 @@ static int ask_one(struct redis *r, int i, __u64 deadline)
 	return err;
 }
 
+#ifdef SLUICE_SENTINEL_STICKY
+/* The broken build of tests/cluster/sentinel.sh: once a sentinel has
+ * answered, its address forever, the sentinels never asked again. */
+static bool sticky(const struct sentinel_track *t)
+{
+	return t->asked;
+}
+#else
+static bool sticky(const struct sentinel_track *t)
+{
+	(void)t;
+	return false;
+}
+#endif
+
 int sentinel_locate(struct redis *r, __u64 deadline)
 {
 	struct sentinel_track *t = &r->st;
 	int n = r->url.nsentinels;
 
-#ifdef SLUICE_SENTINEL_STICKY
-	/* The broken build of tests/cluster/sentinel.sh: the first master's
-	 * address forever, the sentinels never asked again. */
-	if (t->asked)
+	if (sticky(t))
 		return 0;
-#endif
 	/* The address last given did not turn out a master: ask the next
 	 * sentinel first, in case that one lags behind the others. */
 	if (t->asked && !t->confirmed)

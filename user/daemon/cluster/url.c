@@ -82,6 +82,7 @@ static int parse_hostport(const char *s, const char *h, struct redis_url *u, con
 	size_t n;
 	__u64 port;
 
+	*rest = h;
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (!end)
