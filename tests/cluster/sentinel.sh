@@ -10,7 +10,8 @@
 # admits R again (+-15 %); over the whole flood the cluster admitted no
 # more than doc/cluster.md's failover bound (the accuracy bound, plus B/N +
 # R/N per second in fallback + 1 per host, plus one burst B that
-# asynchronous replication may lose). Prints the fallback time (kill ->
+# asynchronous replication may lose). Last, an agent whose sentinel names
+# a replica refuses it (ROLE) and stays in fallback. Prints the fallback time (kill ->
 # fallback), the failover time (kill -> the sentinels name the new
 # primary) and the rejoin time (that -> both up).
 #
@@ -152,4 +153,20 @@ expected=$(calc "$BURST + $RATE * $PH_T" %.0f)
 bound=$(calc "$(accuracy_bound "$NH") + $fb_term + $BURST" %.1f)
 echo "RESULT sentinel total: t=${PH_T}s admitted=$admitted B+R*t=$expected bound=$bound (accuracy $(accuracy_bound "$NH") + fallback $fb_term + replication $BURST)"
 assert_le "$admitted" "$bound" "the flood's admitted total vs the failover bound"
+
+# --- a sentinel that names a replica: the agent checks ROLE and stays in
+# fallback. Sentinel 0 also monitors, as "stale", the replica that was not
+# promoted (it goes on naming what it was given); host 2 joins through it.
+for i in 1 2; do
+	[[ $REDIS_ADDR:${SN_DATA_PORT[i]} == "$new" ]] || replica=${SN_DATA_PORT[i]}
+done
+[[ $(sn_rc "${SN_PORT[0]}" SENTINEL MONITOR stale "$REDIS_ADDR" "$replica" 2) == OK ]] ||
+	fail "SENTINEL MONITOR stale refused"
+agent_stop 2
+REDIS_URL=sentinel://sluice@$REDIS_ADDR:${SN_PORT[0]}/stale agent_start 2 "$BIN" --redis-password-file "$PWFILE"
+sleep 1
+assert_eq "$(cfield 2 mode)" fallback "host 2 through a sentinel that names a replica: mode"
+grep -q "$REDIS_ADDR:$replica is no master: ROLE answered the string 'slave'" "${AGENT_LOG[2]}" ||
+	fail "host 2: no 'is no master' line: $(tail -n 3 "${AGENT_LOG[2]}")"
+ok "host 2 refuses the replica $REDIS_ADDR:$replica: $(grep -m1 -o "is no master: .*" "${AGENT_LOG[2]}")"
 agent_logs
