@@ -115,6 +115,8 @@ cluster_cleanup() {
 	done
 	[[ -n $NS_REDIS ]] && ip netns del "$NS_REDIS" 2>/dev/null
 	if ((rc != 0)) && [[ -n $NETNS_TMP ]]; then
+		# A test's own logs (lib_sentinel.sh's servers), before they go.
+		declare -F cluster_fail_hook >/dev/null && cluster_fail_hook
 		for f in "$NETNS_TMP"/agent*.log; do
 			[[ -s $f ]] && { echo "--- $(basename "$f") (last 15 lines)"; tail -n 15 "$f"; }
 		done >&2

@@ -13,6 +13,8 @@
 #   sn_master                  HOST:PORT the sentinels' first answer names
 #   sn_kill_data I             SIGKILL of data node I (0 = the first primary)
 #   sn_rc PORT ARGS...         redis-cli at $REDIS_ADDR:PORT in the namespace
+#   sn_settled PORT MASTER     data node PORT is a replica of MASTER (HOST:PORT), linked
+# On a failure, the cleanup shows the tail of every server's log.
 
 SN_MASTER=sluice
 SN_DATA_PORT=(6379 6381 6382)
@@ -146,4 +148,20 @@ sn_kill_data() { # I: SIGKILL, by PID
 	done
 	CL_PIDS=("${keep[@]}")
 	SN_DATA_PID[$1]=
+}
+
+sn_settled() { # PORT MASTER
+	local info
+	info=$(sn_rc "$1" INFO replication 2>/dev/null | tr -d '\r')
+	[[ $info == *role:slave* && $info == *"master_host:${2%:*}"* &&
+		$info == *"master_port:${2##*:}"* && $info == *master_link_status:up* ]]
+}
+
+# lib.sh's cleanup calls it when the test failed.
+cluster_fail_hook() {
+	local f
+	for f in "$NETNS_TMP"/data*.log "$NETNS_TMP"/sentinel*.log; do
+		[[ -s $f ]] && { echo "--- $(basename "$f") (last 12 lines)"; tail -n 12 "$f"; }
+	done >&2
+	return 0
 }

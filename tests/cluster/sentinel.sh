@@ -160,6 +160,8 @@ assert_le "$admitted" "$bound" "the flood's admitted total vs the failover bound
 for i in 1 2; do
 	[[ $REDIS_ADDR:${SN_DATA_PORT[i]} == "$new" ]] || replica=${SN_DATA_PORT[i]}
 done
+# Settled first: a replica of the new primary, its link up.
+sn_until 20 "$REDIS_ADDR:$replica is not a replica of $new within 20 s" sn_settled "$replica" "$new"
 [[ $(sn_rc "${SN_PORT[0]}" SENTINEL MONITOR stale "$REDIS_ADDR" "$replica" 2) == OK ]] ||
 	fail "SENTINEL MONITOR stale refused"
 agent_stop 2
@@ -168,5 +170,6 @@ sleep 1
 assert_eq "$(cfield 2 mode)" fallback "host 2 through a sentinel that names a replica: mode"
 grep -q "$REDIS_ADDR:$replica is no master: ROLE answered the string 'slave'" "${AGENT_LOG[2]}" ||
 	fail "host 2: no 'is no master' line: $(tail -n 3 "${AGENT_LOG[2]}")"
+sn_settled "$replica" "$new" || fail "$REDIS_ADDR:$replica is no longer a replica of $new"
 ok "host 2 refuses the replica $REDIS_ADDR:$replica: $(grep -m1 -o "is no master: .*" "${AGENT_LOG[2]}")"
 agent_logs
