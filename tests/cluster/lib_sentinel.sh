@@ -19,7 +19,7 @@
 SN_MASTER=sluice
 SN_DATA_PORT=(6379 6381 6382)
 SN_PORT=(26379 26380 26381)
-SN_DATA_PID=() SN_PID=()
+SN_DATA_PID=()
 SN_PW=
 SN_DOC=$SLUICE_ROOT/doc/cluster.md
 
@@ -117,7 +117,6 @@ sn_start() {
 		printf 'bind %s\nport %s\ndir %s\n%s\n' "$REDIS_ADDR" "${SN_PORT[i]}" "$NETNS_TMP" \
 			"$lines" >"$conf"
 		sn_spawn "$conf" "$NETNS_TMP/sentinel$i.log" --sentinel
-		SN_PID[i]=$SN_LAST_PID
 	done
 	for i in 0 1 2; do
 		sn_until 20 "sentinel $i does not see 2 sentinels and 2 replicas within 20 s" \

@@ -96,7 +96,7 @@ for ((n = 1; n <= NH; n++)); do
 done
 
 # --- the sentinels' failover: the first moment any of them names another master
-new= t_new=
+new='' t_new=''
 end=$(calc "$t_kill + $FAILOVER_SECS")
 while [[ -z $new ]]; do
 	for i in 0 1 2; do
