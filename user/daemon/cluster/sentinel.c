@@ -99,6 +99,7 @@ int sentinel_locate(struct redis *r, __u64 deadline)
 	if (t->asked && !t->confirmed)
 		t->first = (t->answered + 1) % n;
 	t->confirmed = false;
+	snprintf(r->why, sizeof(r->why), "no time left to ask the sentinels");
 	for (int k = 0; k < n; k++) {
 		int i = (t->first + k) % n;
 		__u64 now = mono_now_ns();
