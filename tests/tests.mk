@@ -280,6 +280,19 @@ $(BUILD)/tests/sluice-rcluster-noredirect: $(filter-out $(BUILD)/user/daemon/clu
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice-rcluster-noredirect
+# The sluice binary whose cluster agent asks the sentinels of a sentinel://
+# URL once and keeps the first master's address forever
+# (-DSLUICE_SENTINEL_STICKY): tests/cluster/sentinel.sh with
+# SENTINEL_BREAK=sticky runs it and must fail, its agents never following
+# the failover.
+$(BUILD)/tests/sentinel_sticky.o: user/daemon/cluster/sentinel.c $(HEADERS) $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DSLUICE_SENTINEL_STICKY -c $< -o $@
+$(BUILD)/tests/sluice-sticky-sentinel: $(filter-out $(BUILD)/user/daemon/cluster/sentinel.o,$(USER_OBJS)) \
+		$(BUILD)/tests/sentinel_sticky.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
+TEST_BINS	+= $(BUILD)/tests/sluice-sticky-sentinel
 # sluice whose XDP program's eviction takes established sources as
 # probation ones (SLUICE_EVICT_IGNORES_ESTABLISHED, test_srctab's churn
 # variant): the flood tests' *_BREAK=evict run against it and must fail.

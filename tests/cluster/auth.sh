@@ -83,9 +83,8 @@ done
 [[ $(rc PING 2>/dev/null) == PONG ]] || fail "redis-server did not answer within 5 s"
 
 # --- 1. the ACL user: doc/cluster.md's line, as written, PASSWORD replaced
-acl=$(grep -m1 '^ACL SETUSER sluice ' "$DOC") || fail "no 'ACL SETUSER sluice' line in $DOC"
-read -ra words <<<"${acl//>PASSWORD/>$PW}"
-[[ $(rc "${words[@]}") == OK ]] || fail "ACL SETUSER from $DOC refused: $(rc "${words[@]}" 2>&1)"
+doc_acl "$PW"
+[[ $(rc "${ACL_WORDS[@]}") == OK ]] || fail "ACL SETUSER from $DOC refused: $(rc "${ACL_WORDS[@]}" 2>&1)"
 ok "the ACL user of $DOC: $(rc ACL LIST | grep '^user sluice ' | sed 's/#[0-9a-f]* /#... /')"
 
 # --- 3. the password file, as the doc says

@@ -84,6 +84,17 @@ cluster_init() { # TAG H
 	trap 'exit 143' TERM
 }
 
+# The agent's ACL user as doc/cluster.md's Production setup writes it,
+# >PASSWORD replaced by the test's: its words into ACL_WORDS (for
+# redis-cli, after the connection's options).
+ACL_DOC=$SLUICE_ROOT/doc/cluster.md
+ACL_WORDS=()
+doc_acl() { # PASSWORD
+	local acl
+	acl=$(grep -m1 '^ACL SETUSER sluice ' "$ACL_DOC") || fail "no 'ACL SETUSER sluice' line in $ACL_DOC"
+	read -ra ACL_WORDS <<<"${acl//>PASSWORD/>$1}"
+}
+
 # Stops (by PID) what the test started, in order: floods, agents (while
 # their pins exist, so they can write STOPPED), exporters, Redis; then
 # detaches sluice and removes the namespaces and pins.
@@ -115,6 +126,8 @@ cluster_cleanup() {
 	done
 	[[ -n $NS_REDIS ]] && ip netns del "$NS_REDIS" 2>/dev/null
 	if ((rc != 0)) && [[ -n $NETNS_TMP ]]; then
+		# A test's own logs (lib_sentinel.sh's servers), before they go.
+		declare -F cluster_fail_hook >/dev/null && cluster_fail_hook
 		for f in "$NETNS_TMP"/agent*.log; do
 			[[ -s $f ]] && { echo "--- $(basename "$f") (last 15 lines)"; tail -n 15 "$f"; }
 		done >&2

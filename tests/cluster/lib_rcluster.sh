@@ -14,8 +14,8 @@
 #                          at a time PAUSE seconds apart (ASK meanwhile),
 #                          then SETSLOT NODE on every primary (MOVED after)
 #   rc_kill PORT           SIGKILL of node PORT (by its PID)
-#   rc_acl USER PASSWORD   doc/cluster.md's ACL user, with its Redis Cluster
-#                          commands, on every node (ACLs are per node)
+#   rc_acl PASSWORD        doc/cluster.md's ACL user (its Redis Cluster
+#                          commands included), on every node (ACLs are per node)
 #   rc_seeds               the agents' --redis-cluster list (every node but the first)
 #   rc_url                 the agents' URL (the first node)
 #
@@ -152,14 +152,13 @@ rc_kill() { # PORT
 	CL_PIDS[i]=
 }
 
-# The agent's ACL user of doc/cluster.md's Production setup, plus what
-# its Redis Cluster section adds (CLUSTER SLOTS, ASKING), on every node.
-rc_acl() { # USER PASSWORD
+# The agent's ACL user of doc/cluster.md's Production setup (CLUSTER
+# SLOTS and ASKING included), as written, on every node.
+rc_acl() { # PASSWORD
 	local i
+	doc_acl "$1"
 	for ((i = 0; i < RC_NODES; i++)); do
-		[[ $(rc_cli $((RC_PORT0 + i)) ACL SETUSER "$1" reset on ">$2" '~sluice:*' resetchannels -@all \
-			+ping +select '+script|load' +evalsha +zrem +time +get +set +zadd +zremrangebyscore \
-			+pexpire +zrangebyscore '+cluster|slots' +asking) == OK ]] ||
+		[[ $(rc_cli $((RC_PORT0 + i)) "${ACL_WORDS[@]}") == OK ]] ||
 			fail "ACL SETUSER on :$((RC_PORT0 + i))"
 	done
 }

@@ -86,7 +86,7 @@ fallback_s() { # N: seconds host N spent in fallback so far
 cluster_init rc "$NH"
 cluster_setup
 rc_start
-rc_acl sluice "rc-$$-password"
+rc_acl "rc-$$-password"
 pwfile=$NETNS_TMP/redis-password
 install -m 0600 /dev/null "$pwfile"
 echo "rc-$$-password" >"$pwfile"

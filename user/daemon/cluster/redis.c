@@ -2,7 +2,8 @@
 /* redis: the cluster agent's Redis client: one connection (TCP, TLS or a
  * Unix socket) whose commands hiredis formats and whose replies its reader
  * parses, within REPLY_*_MAX; every read and write bounded by the sync's
- * deadline; AUTH, SELECT and the scripts at connect. */
+ * deadline; AUTH, SELECT and the scripts at connect (after sentinel.c
+ * found the master, for sentinel://). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,20 +448,10 @@ static int call_ok(struct redis *r, __u64 deadline, int argc, const char **argv)
 	return -1;
 }
 
-/* The connection, TLS over it, AUTH and SELECT: 0, or -1 with why. */
-int redis_open(struct redis *r, __u64 deadline)
+/* A connection just made (r->c): its replies bounded by REPLY_*_MAX as
+ * every reply the agent reads. 0, or -1 with why when it failed. */
+static int conn_ready(struct redis *r)
 {
-	const char *auth[3] = { "AUTH" };
-	int nauth = 1;
-	char db[NUM_MAX];
-	const char *sel[] = { "SELECT", db };
-	__u64 now = mono_now_ns();
-	struct timeval tv = tv_of(deadline > now ? deadline - now : 0);
-
-	if (r->url.kind == REDIS_UNIX)
-		r->c = redisConnectUnixWithTimeout(r->url.path, tv);
-	else
-		r->c = redisConnectWithTimeout(r->url.host, r->url.port, tv);
 	if (!r->c) {
 		snprintf(r->why, sizeof(r->why), "out of memory");
 		return -1;
@@ -471,6 +462,36 @@ int redis_open(struct redis *r, __u64 deadline)
 	r->c->reader->privdata = r;
 	r->too_big = false;
 	r->reply_bytes = r->reply_elements = 0;
+	return 0;
+}
+
+static struct timeval tv_left(__u64 deadline)
+{
+	__u64 now = mono_now_ns();
+
+	return tv_of(deadline > now ? deadline - now : 0);
+}
+
+int redis_dial(struct redis *r, const char *host, int port, __u64 deadline)
+{
+	r->c = redisConnectWithTimeout(host, port, tv_left(deadline));
+	return conn_ready(r);
+}
+
+/* The connection, TLS over it, AUTH and SELECT: 0, or -1 with why. */
+int redis_open(struct redis *r, __u64 deadline)
+{
+	const char *auth[3] = { "AUTH" };
+	int nauth = 1;
+	char db[NUM_MAX];
+	const char *sel[] = { "SELECT", db };
+
+	if (r->url.kind == REDIS_UNIX)
+		r->c = redisConnectUnixWithTimeout(r->url.path, tv_left(deadline));
+	else
+		r->c = redisConnectWithTimeout(r->url.host, r->url.port, tv_left(deadline));
+	if (conn_ready(r))
+		return -1;
 	if (r->tls && tls_start(r, deadline))
 		return -1;
 	/* AUTH USER PASSWORD for an ACL user, AUTH PASSWORD for requirepass. */
@@ -496,7 +517,14 @@ int redis_connect(struct redis *r, __u64 deadline)
 
 	redis_close(r);
 	r->not_redis = false;
+	/* sentinel://: the master's address from the sentinels, and ROLE
+	 * master from it (sentinel.c); --redis-cluster: the tag's slot's
+	 * owner from the cluster's map (rcluster.c). */
+	if (r->url.kind == REDIS_SENTINEL && sentinel_locate(r, deadline))
+		return -1;
 	if ((r->rc && rcluster_locate(r, deadline)) || redis_open(r, deadline))
+		return -1;
+	if (r->url.kind == REDIS_SENTINEL && sentinel_check_role(r, deadline))
 		return -1;
 	if (redis_call(r, deadline, 1, ping, &rep))
 		return -1;

@@ -22,7 +22,16 @@
 #define REPLY_BYTES_MAX		(1024U * 1024)	/* bytes buffered, and held in replies */
 #define REPLY_ELEMENTS_MAX	4096U		/* elements of one reply, all levels */
 
-enum redis_kind { REDIS_TCP, REDIS_TLS, REDIS_UNIX };
+enum redis_kind { REDIS_TCP, REDIS_TLS, REDIS_UNIX, REDIS_SENTINEL };
+
+/* sentinel://: sentinels named in the URL, at most (a Sentinel setup has
+ * three or five; each answers for the others). */
+#define REDIS_SENTINELS_MAX	5
+struct redis_sentinel {
+	char host[REDIS_URL_IN_MAX];
+	int port;
+	bool v6;
+};
 
 struct redis_url {
 	enum redis_kind kind;
@@ -33,11 +42,17 @@ struct redis_url {
 	char user[64];				/* the ACL user, "" for the default one */
 	int db;
 	char text[SLUICE_CLUSTER_URL_MAX];	/* as status and the logs show it: no password */
+	/* sentinel://: whom to ask for the master's address, which sentinel.c
+	 * puts into host, port and v6 before each connect */
+	struct redis_sentinel sentinel[REDIS_SENTINELS_MAX];
+	int nsentinels;
+	char master[SLUICE_CLUSTER_NAME_MAX];	/* the sentinels' name of it */
 };
 
 /* url.c */
-/* redis://[USER@]HOST[:PORT][/DB], rediss://... or unix://[USER@]/PATH[?db=DB]:
- * 0, or a usage error printed (a password in it refused, never echoed). */
+/* redis://[USER@]HOST[:PORT][/DB], rediss://..., unix://[USER@]/PATH[?db=DB]
+ * or sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER[?db=DB]: 0, or a
+ * usage error printed (a password in it refused, never echoed). */
 int parse_url(const char *s, struct redis_url *u);
 /* 1 to 63 of [A-Za-z0-9._-]. */
 bool node_name_ok(const char *s);
@@ -45,6 +60,15 @@ bool node_name_ok(const char *s);
 struct ssl_ctx_st;
 struct ssl_st;
 struct rcluster;
+
+/* sentinel.c's memory from one connect to the next. */
+struct sentinel_track {
+	int first;		/* the sentinel asked first */
+	int answered;		/* the one whose address was used last */
+	bool asked;		/* one has answered since the agent started */
+	bool confirmed;		/* that address answered ROLE as the master */
+	char primary[REDIS_URL_IN_MAX + 8];	/* HOST:PORT confirmed last, "" none */
+};
 
 struct redis {
 	redisContext *c;		/* NULL when not connected */
@@ -60,6 +84,7 @@ struct redis {
 	char why[160];			/* the last failure */
 	bool not_redis;			/* it answered, but not as Redis does */
 	struct rcluster *rc;		/* --redis-cluster: rcluster.c's; NULL: one Redis */
+	struct sentinel_track st;	/* sentinel:// (sentinel.c) */
 };
 
 void redis_close(struct redis *r);
@@ -80,6 +105,16 @@ int redis_open(struct redis *r, __u64 deadline);
  * 0, or -1 with why (and not_redis when something answered, but not as
  * Redis). */
 int redis_connect(struct redis *r, __u64 deadline);
+/* A plain TCP connection to host:port by deadline, its replies bounded:
+ * 0, or -1 with why. */
+int redis_dial(struct redis *r, const char *host, int port, __u64 deadline);
+/* sentinel.c */
+/* The master's address from the sentinels, in turn, into r->url's host,
+ * port and v6: 0, or -1 with why. */
+int sentinel_locate(struct redis *r, __u64 deadline);
+/* ROLE on the connection: 0 when it is the master; else -1 with why and
+ * the connection closed (the sentinels are asked again at the next). */
+int sentinel_check_role(struct redis *r, __u64 deadline);
 /* The credentials and the TLS terms of join's options, read before the
  * agent starts: 0, or a usage error (exit 2) printed. */
 struct redis_auth_files {

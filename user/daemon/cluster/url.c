@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* url: the parts of `cluster join`'s command line that name things: the
- * URL of the Redis server (redis://, rediss://, unix://), and the node's
- * name among the peers. */
+ * URL of the Redis server (redis://, rediss://, unix://, or sentinel://,
+ * the sentinels that know it), and the node's name among the peers. */
 #include <string.h>
 #include <arpa/inet.h>
 #include "sluice.h"
@@ -10,8 +10,9 @@
 #define REDIS_PORT_DEFAULT	6379
 #define REDIS_DB_MAX		1000000ULL	/* Redis's `databases` is far smaller */
 
-static const char url_form[] = "give redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS) or "
-			       "unix://[USER@]/PATH[?db=DB]";
+static const char url_form[] = "give redis://[USER@]HOST[:PORT][/DB], rediss://... (TLS), "
+			       "unix://[USER@]/PATH[?db=DB] or "
+			       "sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER[?db=DB]";
 
 /* [USER@]: the ACL user, if any, into u->user; a password there refused
  * (the command line shows in ps). *p moves past it. 0, or a usage error. */
@@ -72,17 +73,16 @@ static int parse_unix(const char *s, const char *p, struct redis_url *u)
 	return q ? parse_db(s, q + 4, u) : 0;
 }
 
-static int parse_host(const char *s, const char *h, struct redis_url *u)
+/* HOST[:PORT] at h (an IPv6 address in brackets) into u's host, v6 and,
+ * when given, port; *rest past it. 0, or a usage error. */
+static int parse_hostport(const char *s, const char *h, struct redis_url *u, const char **rest)
 {
 	const char *end, *p;
 	struct in6_addr a6;
 	size_t n;
-	__u64 port = REDIS_PORT_DEFAULT;
-	int err;
+	__u64 port;
 
-	err = parse_user(s, &h, u);
-	if (err)
-		return err;
+	*rest = h;
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (!end)
@@ -122,15 +122,107 @@ static int parse_host(const char *s, const char *h, struct redis_url *u)
 		if (!parse_u64(digits, 1, 65535, &port) || (p[1 + n] && !strchr("/?#", p[1 + n])))
 			return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s,
 					 url_form);
+		u->port = (int)port;
 		p += 1 + n;
 	}
-	u->port = (int)port;
+	*rest = p;
+	return 0;
+}
+
+static int parse_host(const char *s, const char *h, struct redis_url *u)
+{
+	const char *p;
+	int err;
+
+	err = parse_user(s, &h, u);
+	if (err)
+		return err;
+	u->port = REDIS_PORT_DEFAULT;
+	err = parse_hostport(s, h, u, &p);
+	if (err)
+		return err;
 	if (*p == '/')
 		return parse_db(s, p + 1, u);
 	if (*p)
 		return usage_err("bad Redis URL '%s': only /DB may follow HOST:PORT (no path or "
 				 "options): %s", s, url_form);
 	return 0;
+}
+
+/* One sentinel's HOST:PORT, the n bytes at p (no comma), into u's list. */
+static int parse_sentinel_addr(const char *s, const char *p, size_t n, struct redis_url *u)
+{
+	struct redis_url one = { 0 };
+	char addr[REDIS_URL_IN_MAX];
+	const char *rest;
+	int err;
+
+	if (u->nsentinels == REDIS_SENTINELS_MAX)
+		return usage_err("bad Redis URL '%s': more than %d sentinels: give %d at most, "
+				 "the others are asked by them", s, REDIS_SENTINELS_MAX,
+				 REDIS_SENTINELS_MAX);
+	memcpy(addr, p, n);
+	addr[n] = '\0';
+	err = parse_hostport(s, addr, &one, &rest);
+	if (err)
+		return err;
+	if (*rest || !one.port)
+		return usage_err("bad Redis URL '%s': each sentinel is HOST:PORT (its port, "
+				 "26379 as a rule, must be given and be 1 to 65535): %s", s, url_form);
+	memcpy(&u->sentinel[u->nsentinels].host, one.host, sizeof(one.host));
+	u->sentinel[u->nsentinels].port = one.port;
+	u->sentinel[u->nsentinels++].v6 = one.v6;
+	return 0;
+}
+
+/* sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER[?db=DB]: the
+ * sentinels, the master's name, the data node's user and database. */
+static int parse_sentinel(const char *s, const char *p, struct redis_url *u)
+{
+	const char *q;
+	size_t n;
+	int err;
+
+	err = parse_user(s, &p, u);
+	for (n = strcspn(p, ",/"); !err; n = strcspn(p, ",/")) {
+		err = parse_sentinel_addr(s, p, n, u);
+		p += n;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (err)
+		return err;
+	q = strstr(p, "?db=");
+	n = q ? (size_t)(q - p - 1) : strlen(p) - 1;
+	if (*p != '/' || !n || n >= sizeof(u->master))
+		return usage_err("bad Redis URL '%s': no master name: the sentinels' name of it, "
+				 "after the last HOST:PORT and '/': %s", s, url_form);
+	memcpy(u->master, p + 1, n);
+	if (!node_name_ok(u->master))
+		return usage_err("bad Redis URL '%s': the master name '%s' must be 1 to %u of A-Z "
+				 "a-z 0-9 . _ - (only ?db=DB may follow it): %s", s, u->master,
+				 SLUICE_CLUSTER_NAME_MAX - 1, url_form);
+	return q ? parse_db(s, q + 4, u) : 0;
+}
+
+/* sentinel://USER@HOST:PORT,.../MASTER?db=DB into u->text (user: "USER@"
+ * or ""). It fits: no longer than the URL given, which had every port. */
+static void sentinel_url_text(struct redis_url *u, const char *user)
+{
+	size_t off = (size_t)snprintf(u->text, sizeof(u->text), "sentinel://%s", user);
+
+	for (int i = 0; i < u->nsentinels && off < sizeof(u->text); i++) {
+		const struct redis_sentinel *a = &u->sentinel[i];
+
+		off += (size_t)snprintf(u->text + off, sizeof(u->text) - off, "%s%s%s%s:%d",
+					i ? "," : "", a->v6 ? "[" : "", a->host, a->v6 ? "]" : "",
+					a->port);
+	}
+	if (off < sizeof(u->text))
+		off += (size_t)snprintf(u->text + off, sizeof(u->text) - off, "/%s", u->master);
+	if (u->db && off < sizeof(u->text))
+		snprintf(u->text + off, sizeof(u->text) - off, "?db=%d", u->db);
 }
 
 /* The URL as status and every log line show it: never a password (the
@@ -145,6 +237,10 @@ static void url_text(struct redis_url *u)
 		if (u->db)
 			snprintf(db, sizeof(db), "?db=%d", u->db);
 		snprintf(u->text, sizeof(u->text), "unix://%s%s%s", user, u->path, db);
+		return;
+	}
+	if (u->kind == REDIS_SENTINEL) {
+		sentinel_url_text(u, user);
 		return;
 	}
 	if (u->db)
@@ -171,9 +267,12 @@ int parse_url(const char *s, struct redis_url *u)
 	} else if (!strncmp(s, "unix://", 7)) {
 		u->kind = REDIS_UNIX;
 		err = parse_unix(s, s + 7, u);
+	} else if (!strncmp(s, "sentinel://", 11)) {
+		u->kind = REDIS_SENTINEL;
+		err = parse_sentinel(s, s + 11, u);
 	} else {
-		return usage_err("bad Redis URL: it starts with none of redis://, rediss:// and "
-				 "unix://: %s", url_form);
+		return usage_err("bad Redis URL: it starts with none of redis://, rediss://, "
+				 "unix:// and sentinel://: %s", url_form);
 	}
 	if (!err)
 		url_text(u);
