@@ -11,10 +11,9 @@
  * one never.
  */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
+#include "../lib/on_cpus.h"
 #include "fixture.h"
 #include "check.h"
 #include "sluice/gcra.h"
@@ -647,27 +646,17 @@ static void cluster_fallback(void)
 #define RACE_PROVE_SECONDS	60
 
 static struct frame race_frame;
-static pthread_barrier_t start_line;
 static int race_unproven;
 
-struct worker {
-	pthread_t tid;
-	int cpu, err;
-};
-
-static void *hammer(void *arg)
+/* One CPU's share: 0, or an errno value. */
+static int hammer(int cpu, void *ctx)
 {
-	struct worker *w = arg;
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < RACE_CALLS && !w->err; i++)
+	(void)cpu;
+	(void)ctx;
+	for (int i = 0; i < RACE_CALLS; i++)
 		if (run_frame(&fx, &race_frame, RACE_REPEAT, NULL) < 0)
-			w->err = errno ? errno : EIO;
-	return NULL;
+			return errno ? errno : EIO;
+	return 0;
 }
 
 struct race_res {
@@ -681,37 +670,23 @@ static struct race_res race_run(skel_open_fn open_skel)
 	struct sluice_counter c[SLUICE_R_MAX];
 	struct race_res r = { .err = -1 };
 	struct sluice_bucket b;
-	struct worker w[2];
-	__u64 old = 1, t0;
+	__u64 old = 1, t0, t1;
 
 	if (setup_with(open_skel, RACE_POLICY, SLUICE_CLUSTER_UP, 2) ||
 	    grant(&k, rule_idx("198.18.0.0/24"), RACE_CREDIT, mono_now_ns() + 120 * SEC, &old) ||
 	    old)
 		return r;
 	frame_udp_from(&race_frame, "198.18.0.77");
-	pthread_barrier_init(&start_line, NULL, 3);
-	for (int i = 0; i < 2; i++) {
-		w[i].cpu = i;
-		w[i].err = 0;
-		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
-	}
-	t0 = mono_now_ns();
-	pthread_barrier_wait(&start_line);
-	r.err = 0;
-	for (int i = 0; i < 2; i++) {
-		pthread_join(w[i].tid, NULL);
-		if (w[i].err)
-			r.err = w[i].err;
-	}
-	pthread_barrier_destroy(&start_line);
+	r.err = on_every_cpu(2, hammer, NULL, &t0, &t1);
 	counters_now(&fx, c);
 	r.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	r.dropped = c[SLUICE_R_RATE_LIMITED].packets;
 	r.left = credit_at(&k);
 	r.src_passed = bucket_lookup(&fx.m, &k, &b) ? ~0ULL : b.passed;
 	printf("  %s: 2 CPUs, %llu packets in %.3f s: %llu passed (share %llu + lease %llu = "
-	       "%llu), %llu credit left%s\n", open_skel == sluice_bpf__open ? "real" : "racy",
-	       (unsigned long long)(r.passed + r.dropped), (double)(mono_now_ns() - t0) / 1e9,
+	       "%llu), %llu credit left%s\n",
+	       open_skel == sluice_bpf__open ? "real" : "racy",
+	       (unsigned long long)(r.passed + r.dropped), (double)(t1 - t0) / 1e9,
 	       (unsigned long long)r.passed, RACE_SHARE, RACE_CREDIT, RACE_SHARE + RACE_CREDIT,
 	       (unsigned long long)r.left,
 	       r.passed > RACE_SHARE + RACE_CREDIT ? ": OVER-ADMITTED" : "");
