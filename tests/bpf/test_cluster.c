@@ -16,6 +16,7 @@
 #include "../lib/on_cpus.h"
 #include "fixture.h"
 #include "check.h"
+#include "lease.h"
 #include "sluice/gcra.h"
 #include "sluice_lease_racy.skel.h"
 
@@ -659,8 +660,11 @@ static int hammer(int cpu, void *ctx)
 	return 0;
 }
 
+/* refused: packets refused as no_bucket, each while its CPU gave up on
+ * the stripe lock the other held to claim the source's slot (a CPU
+ * preempted mid-claim on a busy machine); gave_up: those give-ups. */
 struct race_res {
-	__u64 passed, dropped, left, src_passed;
+	__u64 passed, dropped, left, src_passed, refused, gave_up;
 	int err;
 };
 
@@ -681,6 +685,9 @@ static struct race_res race_run(skel_open_fn open_skel)
 	counters_now(&fx, c);
 	r.passed = c[SLUICE_R_WITHIN_LIMIT].packets;
 	r.dropped = c[SLUICE_R_RATE_LIMITED].packets;
+	r.refused = c[SLUICE_R_NO_BUCKET].packets;
+	if (read_event(&fx.m, SLUICE_EV_LOCK_GAVE_UP, &r.gave_up))
+		r.err = EIO;
 	r.left = credit_at(&k);
 	r.src_passed = bucket_lookup(&fx.m, &k, &b) ? ~0ULL : b.passed;
 	printf("  %s: 2 CPUs, %llu packets in %.3f s: %llu passed (share %llu + lease %llu = "
@@ -701,9 +708,14 @@ static struct sluice_bpf *open_lease_racy(void)
 static void check_race(const struct race_res *r)
 {
 	CHECK(r->err == 0, "run failed: %s", r->err > 0 ? strerror(r->err) : "setup");
-	CHECK(r->passed + r->dropped == 2ULL * RACE_CALLS * RACE_REPEAT,
-	      "%llu packets passed or rate limited of %llu", (unsigned long long)(r->passed + r->dropped),
+	CHECK(r->passed + r->dropped + r->refused == 2ULL * RACE_CALLS * RACE_REPEAT,
+	      "%llu packets passed, rate limited or refused of %llu",
+	      (unsigned long long)(r->passed + r->dropped + r->refused),
 	      2ULL * RACE_CALLS * RACE_REPEAT);
+	CHECK(r->refused == r->gave_up,
+	      "%llu packets refused as no_bucket, %llu of them while "
+	      "their CPU gave up on a stripe lock",
+	      (unsigned long long)r->refused, (unsigned long long)r->gave_up);
 	CHECK(r->passed <= RACE_SHARE + RACE_CREDIT, "over-admitted: %llu passed, share %llu + "
 	      "lease %llu", (unsigned long long)r->passed, RACE_SHARE, RACE_CREDIT);
 	CHECK(r->passed == RACE_SHARE + RACE_CREDIT && r->left == 0,

@@ -11,6 +11,7 @@
 #include "rule.h"
 #include "redis.h"
 #include "hotset.h"
+#include "lease.h"
 #include "notify.h"
 
 #define NODES_KEY		"sluice:{nodes}"
