@@ -48,7 +48,7 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: FORCE print-version all clean test test-quick demo bench install uninstall deps check soak man
+.PHONY: FORCE print-version all clean test test-quick demo bench install uninstall deps check lint soak man
 
 all: $(BUILD)/sluice man
 
@@ -164,14 +164,23 @@ uninstall:
 	-rmdir $(DESTDIR)$(DATADIR)
 	@echo "uninstall: $(DESTDIR)$(CONFDIR) kept (your settings); remove it by hand if you want"
 
-# the static checks, a file set per CPU
+# `make lint`: the static checks, a file set per CPU. cppcheck over user/
+# and the unit tests; clang-tidy (.clang-tidy) over user/, tools/ and the
+# BPF tests' userspace, which include the skeletons they are built with.
 NPROC := $(shell nproc 2>/dev/null || echo 1)
+TIDY_SRCS	:= $(USER_SRCS) $(filter-out %.bpf.c,$(wildcard tools/*.c tests/bpf/*.c))
+TIDY_SKELS	:= $(SKELS) $(BUILD)/bench_min.skel.h $(BUILD)/flood_xdp.skel.h \
+		   $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-check:
+lint: $(TIDY_SKELS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		-j $(NPROC) --inline-suppr -I include $(addprefix -I ,$(USER_DIRS)) user/ tests/unit/
-	printf '%s\n' $(USER_SRCS) | xargs -P $(NPROC) -n 1 sh -c \
-		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD) $(USER_INC)' clang-tidy
+	printf '%s\n' $(TIDY_SRCS) | xargs -P $(NPROC) -n 1 sh -c \
+		'clang-tidy --quiet "$$@" -- -std=gnu11 -I include -isystem $(BUILD) \
+		-isystem $(BUILD)/tests -iquote tests/bpf $(USER_INC)' clang-tidy
+
+# GNU's name for the tests.
+check: test
 
 clean:
 	rm -rf $(BUILD)

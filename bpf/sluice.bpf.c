@@ -9,33 +9,12 @@
 
 #define barrier() asm volatile("" ::: "memory")
 
-/* The atomic step of admission; tests/bpf swaps in a racy one to prove the
- * race test catches lost updates. */
-#ifndef SLUICE_CAS
-#define SLUICE_CAS(ptr, old, new) __sync_val_compare_and_swap(ptr, old, new)
-#endif
-/* The clocks the rules are judged by (policy_clock), both
- * CLOCK_MONOTONIC; tests/bpf swaps in ones that read as the first hour
- * after boot, window 0 of a 1 h window, whatever the machine's uptime. */
-#ifndef SLUICE_CLOCK_NS
-#define SLUICE_CLOCK_NS() bpf_ktime_get_ns()
-#endif
-#ifndef SLUICE_COARSE_CLOCK_NS
-#define SLUICE_COARSE_CLOCK_NS() bpf_ktime_get_coarse_ns()
-#endif
-/* After parsing; the benchmark swaps in one that gives each packet a
- * random source, to measure floods of never-seen sources. */
-#ifndef SLUICE_SOURCE_HOOK
-#define SLUICE_SOURCE_HOOK(src) ((void)(src))
-#endif
-/* At the verdict; the insert race test counts admissions per source. */
-#ifndef SLUICE_VERDICT_HOOK
-#define SLUICE_VERDICT_HOOK(src, reason) ((void)(src), (void)(reason))
-#endif
+#include "seams.h"
 
 #include "maps.h"
 #include "counters.h"
 #include "resolve.h"
+#include "bans.h"
 #include "frag.h"
 #include "rebind.h"
 #include "srctab.h"
@@ -93,84 +72,6 @@ static __always_inline int parse_frame(struct xdp_md *ctx, struct sluice_src_key
 	if (r == PARSE_OK && (l4->flags & (L4_FIRST_FRAG | L4_LATER_FRAG)))
 		frag_facts(ctx, src, l4);
 	return r;
-}
-
-/* Whether p's source lies in a banned prefix (ban add, ban load): then
- * its drop is counted to the entry and to its list (it belongs to no
- * rule). The longest covering entry answers; one that has expired (and
- * waits for a sweep) hides nothing: the lookup is done again below its
- * prefix length, which finds the next shorter covering entry, until a live
- * one or none. Each round is a shorter prefix, so SLUICE_BAN_DEPTH rounds
- * cover /128 to /0. Costs one array-of-maps lookup while no prefix is
- * banned (the slot is empty then). */
-static __always_inline int prefix_banned(const struct pkt *p)
-{
-	struct sluice_ban_key k;
-	struct sluice_pfx_ban *b = NULL;
-	struct sluice_counter *c;
-	__u32 zero = 0, list, plen, i;
-	__u64 until, now = 0;
-	void *trie;
-
-	trie = bpf_map_lookup_elem(&ban_trie, &zero);
-	if (!trie)
-		return 0;
-	__builtin_memset(&k, 0, sizeof(k));
-	k.prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + SLUICE_KEY_LEN_SOURCE;
-	k.family = p->src.family;
-	__builtin_memcpy(k.addr, p->src.a, sizeof(k.addr));
-	for (i = 0; i < SLUICE_BAN_DEPTH; i++) {
-		b = bpf_map_lookup_elem(trie, &k);
-		if (!b)
-			return 0;
-		until = READ_ONCE(b->until_ns);
-		if (!until)
-			break;
-		if (!now)
-			now = bpf_ktime_get_ns();
-		if (now < until)
-			break;
-		/* Expired: the covering entries shorter than it. */
-		plen = READ_ONCE(b->prefixlen);
-		if (plen > k.prefixlen)
-			plen = k.prefixlen;
-		if (plen <= SLUICE_BAN_KEY_FAMILY_BITS)
-			return 0;
-		k.prefixlen = plen - 1;
-		b = NULL;
-	}
-	if (!b)
-		return 0;
-	SLUICE_VERDICT_HOOK(&p->src, SLUICE_R_BANNED);
-	__sync_fetch_and_add(&b->dropped, 1);
-	list = READ_ONCE(b->list);
-	c = bpf_map_lookup_elem(&ban_drops, &list);
-	if (c) {
-		c->packets++;
-		c->bytes += p->bytes;
-	}
-	return 1;
-}
-
-/* Whether p's source is banned by the check server (a request rule's
- * escalation): then *idx is the rule that banned it. Looked up only while
- * bans exist. */
-static __always_inline int source_banned(const struct pkt *p, __u32 *idx)
-{
-	struct sluice_ban_state *st;
-	struct sluice_ban *ban;
-	__u32 zero = 0;
-
-	st = bpf_map_lookup_elem(&ban_state, &zero);
-	if (!st || !(READ_ONCE(st->bans) & SLUICE_BANS_LIVE))
-		return 0;
-	ban = bpf_map_lookup_elem(&bans, &p->src);
-	if (!ban || bpf_ktime_get_ns() >= READ_ONCE(ban->until_ns))
-		return 0;
-	*idx = READ_ONCE(ban->policy);
-	if (*idx >= SLUICE_MAX_POLICIES)
-		*idx = SLUICE_POLICY_DEFAULT;
-	return 1;
 }
 
 /* The bucket a packet is judged in: a slot of the source table, home or

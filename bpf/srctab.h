@@ -332,12 +332,12 @@ static __always_inline __u64 slot_take(struct sluice_slot *s, __u64 c, __u64 t, 
 {
 	__u64 claim;
 
-#ifdef SLUICE_TABLE_OFF
-	/* tests/bpf: a table that never gives a slot; carry stays used, or
-	 * clang drops it from src_claim's callers but not its prototype. */
-	asm volatile("" : : "r"(carry));
-	return 0;
-#endif
+	if (SLUICE_TABLE_OFF) {
+		/* carry stays used, or clang drops it from src_claim's
+		 * callers but not its prototype. */
+		asm volatile("" : : "r"(carry));
+		return 0;
+	}
 	claim = SLUICE_SLOT_CLAIMING | ((c + SLUICE_SLOT_VER_ONE) & SLUICE_SLOT_VER_MASK);
 	if (__sync_val_compare_and_swap(&s->ctl, c, claim) != c)
 		return 0;
@@ -553,13 +553,9 @@ static __always_inline __u32 rank_rule(const struct sluice_slot *s, __u64 c, __u
 #define RANK_DEBT_MIN	2ULL
 #define RANK_NONE	SLUICE_U64_MAX	/* above any shifted rank */
 
-/* Tests/bpf: a build whose eviction takes established sources as
- * probation ones (test_srctab must catch it). */
-#ifdef SLUICE_EVICT_IGNORES_ESTABLISHED
-#define SLOT_EST(c)	0
-#else
-#define SLOT_EST(c)	((c) & SLUICE_SLOT_ESTABLISHED)
-#endif
+/* Established, as eviction sees it (SLUICE_EVICT_IGNORES_ESTABLISHED:
+ * bpf/seams.h). */
+#define SLOT_EST(c) (SLUICE_EVICT_IGNORES_ESTABLISHED ? 0 : ((c)&SLUICE_SLOT_ESTABLISHED))
 
 /* The best candidate so far of a claim (src_claim): its rank (shifted,
  * with its place among the candidates, 0-7, in the low bits), ctl and

@@ -5,7 +5,7 @@
 # by the wildcard below; anything else gets its own rule and a line
 # `TEST_BINS += $(BUILD)/tests/NAME`. Then list it in tests/list.
 
-TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/lib/harness.h tests/lib/golden.h
+TEST_HEADERS	:= $(wildcard include/sluice/*.h) tests/lib/harness.h tests/lib/golden.h tests/lib/on_cpus.h
 # The unit tests find the harness by name.
 UNIT_CFLAGS	:= -iquote tests/lib
 # Sanitizers abort on the first report so a finding fails the test.

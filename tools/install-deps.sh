@@ -10,7 +10,8 @@ PACKAGES=(
 	libelf-dev zlib1g-dev libmicrohttpd-dev	# libraries we link
 	libsystemd-dev				# sd_notify: readiness and the watchdog
 	python3					# e2e/notify: a notify socket of its own
-	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make check
+	libclang-rt-14-dev cppcheck clang-tidy	# sanitizers, make lint
+	shellcheck clang-format			# make lint: lint/shell, lint/format
 	iproute2 nftables iptables netsniff-ng	# netns/veth tests, trafgen
 	procps util-linux			# pgrep, sysctl, nsenter
 	prometheus curl jq ca-certificates	# exporter tests

@@ -7,6 +7,7 @@
 #include "sluice.h"
 #include "cli.h"
 #include "cluster.h"
+#include "commands.h"
 #include "rule.h"
 #include "simulate.h"
 

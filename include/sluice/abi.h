@@ -110,6 +110,17 @@ struct sluice_ban_key {
 	__u8 pad[7];
 };
 #define SLUICE_BAN_KEY_FAMILY_BITS	8U
+/* The key of the ban on prefix addr/plen (the 128-bit form) of family:
+ * padding zeroed. The datapath's lookup and userspace's writes build it
+ * here alike. */
+static inline void sluice_ban_key_make(struct sluice_ban_key *k, __u8 family, const __u8 *addr,
+				       __u32 plen)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	k->prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + plen;
+	k->family = family;
+	__builtin_memcpy(k->addr, addr, sizeof(k->addr));
+}
 /*
  * A prefix's entry. Each list that holds the prefix keeps its own end
  * (ends[], in the order of the set bits of lists), and until_ns is the

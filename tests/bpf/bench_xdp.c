@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "fixture.h"
+#include "lease.h"
 #include "sluice/srctab.h"
 #include "sluice_random.skel.h"
 #include "bench_min_random.skel.h"

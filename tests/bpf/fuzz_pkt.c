@@ -712,7 +712,7 @@ static int take_opt(int c, char **argv, struct fuzz_opts *o)
 		run.first_phase = (__u32)v;
 		break;
 	case 'v':
-		if (strcmp(optarg, "real") && strcmp(optarg, "short-ext")) {
+		if (strcmp(optarg, "real") != 0 && strcmp(optarg, "short-ext") != 0) {
 			fprintf(stderr, "fuzz_pkt: --variant is real or short-ext, got '%s': see --help\n",
 				optarg);
 			return 2;

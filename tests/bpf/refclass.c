@@ -341,7 +341,8 @@ static struct ref_frag *frag_of(const struct ref_state *s, const struct ref_frag
 
 	for (i = 0; i < sizeof(*k); i++)
 		h = (h ^ b[i]) * 1099511628211ULL;
-	for (i = h & (s->cap - 1); s->frags[i].used && memcmp(&s->frags[i].key, k, sizeof(*k));)
+	for (i = h & (s->cap - 1);
+	     s->frags[i].used && memcmp(&s->frags[i].key, k, sizeof(*k)) != 0;)
 		i = (i + 1) & (s->cap - 1);
 	return &s->frags[i];
 }
@@ -380,7 +381,7 @@ static struct ref_bucket *slot_of(const struct ref_state *s, const struct sluice
 {
 	size_t i = key_hash(key) & (s->cap - 1);
 
-	while (s->tab[i].used && memcmp(&s->tab[i].key, key, sizeof(*key)))
+	while (s->tab[i].used && memcmp(&s->tab[i].key, key, sizeof(*key)) != 0)
 		i = (i + 1) & (s->cap - 1);
 	return &s->tab[i];
 }

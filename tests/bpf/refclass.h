@@ -33,6 +33,7 @@ struct ref_frame {
 	struct ref_frag_key {	/* a fragment's datagram, as the stack reassembles */
 		__u8 family, proto;	/* proto: IPv4's, 0 for IPv6 */
 		__u8 src[SLUICE_ADDR_LEN], dst[SLUICE_ADDR_LEN];
+		__u8 pad[2];	/* zero: keys are hashed and compared whole */
 		__u32 id;
 	} fk;
 };

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "fixture.h"
 #include "check.h"
+#include "ban.h"
 
 #define N		50	/* frames a case sends */
 #define HOUR_NS		(3600 * SLUICE_NS_PER_SEC)

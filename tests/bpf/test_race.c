@@ -3,9 +3,8 @@
  * BPF_PROG_TEST_RUN on the same source at once. No lost update may let
  * through more than the bucket allows, and the bucket is not starved. */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
+#include "../lib/on_cpus.h"
 #include "fixture.h"
 #include "check.h"
 #include "sluice/gcra.h"
@@ -35,7 +34,6 @@ static int fresh_program(skel_open_fn open_skel)
 	return err;
 }
 static struct frame race_frame;
-static pthread_barrier_t start_line;
 
 /* How the CPUs' packets are spread over sources: one source for all, or
  * a source of its own per call (many sources hammering a shared bucket),
@@ -47,23 +45,12 @@ enum race_spread {
 };
 static enum race_spread race_spread;
 
-struct worker {
-	pthread_t tid;
-	int cpu;
-	int err;
-};
-
-static void *hammer(void *arg)
+/* One CPU's share of the hammering: 0, or an errno value. */
+static int hammer(int cpu, void *ctx)
 {
-	struct worker *w = arg;
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < RACE_CALLS && !w->err; i++) {
-		unsigned int n = (unsigned int)(w->cpu * RACE_CALLS + i);
+	(void)ctx;
+	for (int i = 0; i < RACE_CALLS; i++) {
+		unsigned int n = (unsigned int)(cpu * RACE_CALLS + i);
 		struct frame own;
 		char src[32];
 
@@ -75,9 +62,9 @@ static void *hammer(void *arg)
 			frame_udp_from(&own, src);
 		if (run_frame(&fx, race_spread == SPREAD_ONE_SOURCE ? &race_frame : &own,
 			      RACE_REPEAT, NULL) < 0)
-			w->err = errno ? errno : EIO;
+			return errno ? errno : EIO;
 	}
-	return NULL;
+	return 0;
 }
 
 /* Keeps the first bucket walk_buckets meets. */
@@ -121,31 +108,14 @@ struct hammer_run {
 
 static int hammer_all(skel_open_fn open_skel, const char *policy, struct hammer_run *h)
 {
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), err = 0;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), err;
 	struct sluice_counter c[SLUICE_R_MAX];
-	struct worker *w = calloc((size_t)ncpu, sizeof(*w));
 
 	memset(h, 0, sizeof(*h));
-	if (!w || fresh_program(open_skel) || fixture_policy(&fx, policy)) {
-		free(w);
+	if (fresh_program(open_skel) || fixture_policy(&fx, policy))
 		return -1;
-	}
 	frame_udp_from(&race_frame, "198.18.0.77");
-	pthread_barrier_init(&start_line, NULL, (unsigned int)ncpu + 1);
-	for (int i = 0; i < ncpu; i++) {
-		w[i].cpu = i;
-		pthread_create(&w[i].tid, NULL, hammer, &w[i]);
-	}
-	h->t0 = mono_now_ns();
-	pthread_barrier_wait(&start_line);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(w[i].tid, NULL);
-	h->t1 = mono_now_ns();
-	pthread_barrier_destroy(&start_line);
-	for (int i = 0; i < ncpu; i++)
-		if (w[i].err)
-			err = w[i].err;
-	free(w);
+	err = on_every_cpu(ncpu, hammer, NULL, &h->t0, &h->t1);
 
 	counters_now(&fx, c);
 	if (read_event(&fx.m, SLUICE_EV_LOCK_GAVE_UP, &h->gave_up))

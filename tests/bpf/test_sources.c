@@ -662,7 +662,7 @@ static void keyed_debtor(unsigned int i, unsigned int nth, int roam, char *buf, 
  */
 static int keyed_debts_case(const char *what, const char *policy, unsigned int spend, int roam)
 {
-	__u64 refused0 = events_now(SLUICE_EV_SOURCE_REFUSED), passed = 0, keyed;
+	__u64 refused0, passed = 0, keyed;
 	struct frame f;
 	char src[32];
 

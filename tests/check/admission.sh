@@ -30,6 +30,7 @@
 set -euo pipefail
 # The ASan/UBSan build: a leak or overflow on any path here fails the test.
 SLUICE_CHECK=${SLUICE_CHECK:-$(dirname "$0")/../../build/asan/sluice}
+# shellcheck source=tests/check/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 check_init cka

@@ -49,7 +49,7 @@ usage() { # WANT ARGS...
 for bad in localhost:9465 127.0.0.1 127.0.0.1:70000 '[::1]9465' ''; do
 	usage 2 -i "$IF_RX" check-server --listen "$bad"
 done
-for bad in '' 10.0.0.0/33 nonsense 10.0.0.1/8 127.0.0.0/8, ,::1 '127.0.0.0/8,,::1'; do
+for bad in '' 10.0.0.0/33 nonsense 10.0.0.1/8 '127.0.0.0/8,' ',::1' '127.0.0.0/8,,::1'; do
 	usage 2 -i "$IF_RX" check-server --trust "$bad"
 done
 for bad in '' 'X Real' 'a:b' 'X-Real-IP;' "$(printf 'X%.0s' {1..70})"; do

@@ -60,7 +60,6 @@ EOF
 make -s -C "$OLD_TREE" -j2 build/sluice >"$(netns_tmp old-build.log)" 2>&1 ||
 	fail "the old layout does not build: $(tail -5 "$(netns_tmp old-build.log)")"
 OLD=$OLD_TREE/build/sluice
-NEW=$SLUICE
 ok "built an old sluice with another policy and ban layout"
 
 netns_setup

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "rule.h"
+#include "commands.h"
 
 #define LINE_MAX_CHARS	1022	/* a policy line, without its newline (doc/policy.rst) */
 

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* ban list, ban del: the live bans of --ban rules. A packet rule's ban is
- * kept in a bucket's state word (a token bucket's TAT more than its
- * tolerance ahead of now, a window's count past the window: see algo.h),
- * so these walk the source table and judge each bucket by the live policy.
- * A request rule's ban (the check server's escalation) is an entry of the
- * ban table, written here by ban_put. */
+/* ban list, ban del: the live bans of rules (read by user/lib/live_bans.c)
+ * and of prefixes (ban_prefix.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,257 +9,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
+#include "ban.h"
 #include "sluice/algo.h"
 #include "cli.h"
 #include "rule.h"
-
-/* A banned bucket, or an entry of the ban table (escalated): its rule and
- * how long the ban has left. */
-struct ban {
-	struct bucket_row row;		/* an escalated ban's key, and no bucket */
-	const struct rule *rule;
-	struct sluice_limit lim;	/* of its rule in the live slot */
-	__u64 left_ns;
-	bool escalated;
-};
-
-/* The ban table's entries in batches. */
-#define BAN_BATCH	256
-
-int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w)
-{
-	w->len = (size_t)sysconf(_SC_PAGESIZE);
-	/* Close-on-exec as every descriptor here: nothing the server runs
-	 * inherits a writable ban table. */
-	w->fd = fcntl(m->bans, F_DUPFD_CLOEXEC, 0);
-	if (w->fd < 0)
-		return runtime_err("cannot use the ban table of %s: %s", m->iface, strerror(errno));
-	w->state = map_mmap(m->ban_state, w->len);
-	if (w->state == MAP_FAILED) {
-		close(w->fd);
-		w->fd = -1;
-		w->state = NULL;
-		return runtime_err("cannot map the ban state of %s: %s", m->iface,
-				   strerror(errno));
-	}
-	return 0;
-}
-
-void ban_writer_close(struct ban_writer *w)
-{
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->state && w->state != MAP_FAILED)
-		munmap(w->state, w->len);
-	w->fd = -1;
-	w->state = NULL;
-}
-
-/* The entry first, then the word: a sweeper that read the word before this
- * CAS cannot clear it (its CAS fails), and one that read it after finds
- * the entry. */
-int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, __u64 until_ns)
-{
-	struct sluice_ban v = { .until_ns = until_ns, .policy = idx };
-	__u64 *word = &w->state->bans, old;
-
-	if (map_update(w->fd, src, &v, BPF_ANY))
-		return -errno;
-	old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	while (!__atomic_compare_exchange_n(word, &old, (old + SLUICE_BANS_WRITE) | SLUICE_BANS_LIVE,
-					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
-	return 0;
-}
-
-/* Calls fn for each entry of the ban table fd, read in batches, until fn
- * returns non-zero: 0, fn's value, or -errno. */
-typedef int (*ban_fn)(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx);
-static int ban_walk(int fd, ban_fn fn, void *ctx)
-{
-	struct sluice_src_key keys[BAN_BATCH], next, *cursor = NULL;
-	struct sluice_ban vals[BAN_BATCH];
-	__u32 n;
-	int err, r;
-
-	do {
-		n = BAN_BATCH;
-		err = bpf_map_lookup_batch(fd, cursor, &next, keys, vals, &n, NULL);
-		if (err && errno != ENOENT)
-			return -errno;
-		for (__u32 i = 0; i < n; i++) {
-			r = fn(&keys[i], &vals[i], ctx);
-			if (r)
-				return r;
-		}
-		cursor = &next;
-	} while (!err);
-	return 0;
-}
-
-struct sweep {
-	int fd;
-	__u64 now;
-	int live;
-};
-
-/* An entry read as expired may have been written again since (a check
- * server thread banning the same source anew), and a delete by key would
- * remove that fresh ban. So the entry is taken out with the value it holds
- * at that moment, one atomic step (lookup-and-delete, under the same bucket
- * lock as a writer's update), and a value that is not expired is put back:
- * unless a writer has written the key again meanwhile (BPF_NOEXIST fails),
- * and then the writer's entry, newer still, stands. A ban is missing from
- * the table only between the two calls, never lost. */
-static int sweep_one(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx)
-{
-	struct sweep *sw = ctx;
-	struct sluice_ban got;
-
-	if (v->until_ns > sw->now) {
-		sw->live++;
-		return 0;
-	}
-	if (ban_sweep_window)
-		ban_sweep_window(key);
-	if (map_take(sw->fd, key, &got))
-		return errno == ENOENT ? 0 : -errno;
-	if (got.until_ns <= sw->now)
-		return 0;
-	sw->live++;
-	if (map_update(sw->fd, key, &got, BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-int ban_sweep(struct ban_writer *w)
-{
-	__u64 *word = &w->state->bans, seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	struct sweep sw = { .fd = w->fd, .now = mono_now_ns() };
-	int err = ban_walk(w->fd, sweep_one, &sw);
-
-	if (err)
-		return err;
-	if (!sw.live && (seen & SLUICE_BANS_LIVE))
-		__atomic_compare_exchange_n(word, &seen, seen & ~SLUICE_BANS_LIVE, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	return sw.live;
-}
-
-/* The live entries of the ban table, appended to a growing array. */
-struct escalated {
-	const struct policy *p;
-	struct ban **bans;
-	size_t *nb, *cap;
-	__u64 now;
-};
-
-static int add_escalated(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx)
-{
-	struct escalated *e = ctx;
-	struct ban *grown, *b;
-
-	if (v->until_ns <= e->now)
-		return 0;
-	if (*e->nb == *e->cap) {
-		grown = realloc(*e->bans, (*e->cap * 2 + 16) * sizeof(**e->bans));
-		if (!grown)
-			return -ENOMEM;
-		*e->bans = grown;
-		*e->cap = *e->cap * 2 + 16;
-	}
-	b = &(*e->bans)[(*e->nb)++];
-	memset(b, 0, sizeof(*b));
-	b->row.key = *key;
-	b->rule = rule_by_index(e->p, v->policy);
-	b->left_ns = v->until_ns - e->now;
-	b->escalated = true;
-	return 0;
-}
-
-static int read_escalated(const struct sluice_maps *m, const struct policy *p, struct ban **bans,
-			  size_t *nb, size_t *cap)
-{
-	struct escalated e = { .p = p, .bans = bans, .nb = nb, .cap = cap, .now = mono_now_ns() };
-	int err = ban_walk(m->bans, add_escalated, &e);
-
-	if (err)
-		return runtime_err("cannot read the ban table: %s", strerror(-err));
-	return 0;
-}
-
-/* The live limit of a bucket's rule; false when it does not limit. A
- * bucket's rule is its bound index; the active slot's entry says how to
- * read its state. */
-static bool bucket_limit(const struct sluice_maps *m, __u32 slot,
-			 const struct sluice_bucket *b, struct sluice_limit *l)
-{
-	struct sluice_policy sp;
-
-	if (policy_entry(m, slot, SLUICE_BOUND_IDX(b->bound), &sp) || !sp.in_use ||
-	    sp.action != SLUICE_ACT_LIMIT)
-		return false;
-	limit_of(&sp, l);
-	return true;
-}
-
-/* Every banned bucket now, longest ban first. */
-static int read_bans(const struct sluice_maps *m, const struct policy *p, struct ban **out,
-		     size_t *n)
-{
-	struct bucket_row *rows;
-	struct sluice_config cfg;
-	size_t nrows, nb = 0, cap;
-	struct ban *bans;
-	__u64 now;
-	int err;
-
-	err = read_buckets(m, &rows, &nrows);
-	if (err)
-		return err;
-	bans = calloc(nrows ? nrows : 1, sizeof(*bans));
-	if (!bans) {
-		free(rows);
-		return runtime_err("out of memory");
-	}
-	live_config(m, &cfg);
-	now = mono_now_ns();
-	for (size_t i = 0; i < nrows; i++) {
-		const struct sluice_bucket *b = &rows[i].b;
-		struct sluice_limit l;
-		__u64 left;
-
-		if (!bucket_limit(m, SLUICE_GEN_SLOT(cfg.gen_slot), b, &l))
-			continue;
-		left = limit_ban_left(&l, b->tat, now);
-		if (!left)
-			continue;
-		bans[nb].row = rows[i];
-		bans[nb].rule = rule_by_index(p, SLUICE_BOUND_IDX(b->bound));
-		bans[nb].lim = l;
-		bans[nb].left_ns = left;
-		nb++;
-	}
-	free(rows);
-	cap = nrows ? nrows : 1;
-	err = read_escalated(m, p, &bans, &nb, &cap);
-	if (err) {
-		free(bans);
-		return err;
-	}
-	*out = bans;
-	*n = nb;
-	return 0;
-}
-
-static int ban_cmp(const void *a, const void *b)
-{
-	const struct ban *x = a, *y = b;
-
-	if (x->left_ns != y->left_ns)
-		return x->left_ns < y->left_ns ? 1 : -1;
-	return memcmp(&x->row.key, &y->row.key, sizeof(x->row.key));
-}
 
 struct ban_list_options {
 	const char *list;
@@ -315,8 +64,8 @@ static int list_prefixes(struct bantab *t, bool readable, const char *name, stru
 }
 
 /* The bans of --ban rules and of the check server's escalation. */
-static void rule_ban_rows(const struct sluice_maps *m, const struct policy *p, struct ban *bans,
-			  size_t n, struct json *j)
+static void rule_ban_rows(const struct sluice_maps *m, const struct policy *p,
+			  struct rule_ban *bans, size_t n, struct json *j)
 {
 	char src[SLUICE_CIDR_STR_MAX], label[RULE_TEXT_MAX];
 
@@ -353,7 +102,7 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 	const struct ban_list_options *o = CLI_OPTIONS(a, struct ban_list_options);
 	struct sluice_maps m, pm;
 	struct policy *p;
-	struct ban *bans = NULL;
+	struct rule_ban *bans = NULL;
 	struct bantab t;
 	struct json j;
 	size_t n = 0;
@@ -364,7 +113,7 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 	if (err)
 		return err;
 	if (!o->list)
-		err = read_bans(&m, p, &bans, &n);
+		err = rule_bans_read(&m, p, &bans, &n);
 	if (err)
 		goto out;
 	/* Whether the prefix bans can be read, before anything is printed. */
@@ -374,7 +123,7 @@ static int ban_list(const struct cli_cmd *c, struct cli_args *a)
 		goto out;
 	}
 	if (n)
-		qsort(bans, n, sizeof(*bans), ban_cmp);
+		qsort(bans, n, sizeof(*bans), rule_ban_cmp);
 	if (opts.json) {
 		json_begin(&j, stdout);
 		json_arr_open(&j, NULL);
@@ -402,56 +151,6 @@ out:
 	return err;
 }
 
-/* Whether bucket key k covers what ban del names: an address (any bucket
- * holding it), or ADDR/LEN (the keyed bucket of exactly that prefix). */
-static bool ban_covers(const struct sluice_src_key *k, const struct sluice_src_key *want,
-		       bool prefix)
-{
-	struct sluice_src_key masked;
-
-	if (k->family != want->family)
-		return false;
-	if (prefix)
-		return k->policy != SLUICE_KEY_HOME && k->key_len == want->key_len &&
-		       !memcmp(k->a, want->a, sizeof(k->a));
-	if (k->policy == SLUICE_KEY_HOME)
-		return !memcmp(k->a, want->a, sizeof(k->a));
-	source_key_mask(want, k->key_len, k->policy, &masked);
-	return !memcmp(k->a, masked.a, sizeof(k->a));
-}
-
-int source_bans(const struct sluice_maps *m, const struct policy *p,
-		const struct sluice_src_key *addr, struct source_ban **out, size_t *n)
-{
-	struct ban *bans = NULL;
-	size_t nb = 0, k = 0;
-	int err = read_bans(m, p, &bans, &nb);
-
-	*out = NULL;
-	*n = 0;
-	if (err)
-		return err;
-	if (nb)
-		qsort(bans, nb, sizeof(*bans), ban_cmp);
-	*out = calloc(nb ? nb : 1, sizeof(**out));
-	if (!*out) {
-		free(bans);
-		return runtime_err("out of memory");
-	}
-	for (size_t i = 0; i < nb; i++) {
-		if (!ban_covers(&bans[i].row.key, addr, false))
-			continue;
-		(*out)[k].key = bans[i].row.key;
-		(*out)[k].rule = bans[i].rule;
-		(*out)[k].left_ns = bans[i].left_ns;
-		(*out)[k].escalated = bans[i].escalated;
-		k++;
-	}
-	*n = k;
-	free(bans);
-	return 0;
-}
-
 /* Lift one ban: the bucket becomes spent as of now (a token bucket empty,
  * refilling at its rate; a window full for the rest of this window). Its
  * slot of the source table (home or keyed) moves by CAS, as the
@@ -459,7 +158,7 @@ int source_bans(const struct sluice_maps *m, const struct policy *p,
 /* Lifts that lose CAS after CAS to the datapath: the source sends that hard. */
 #define LIFT_TRIES 64
 
-static int lift(const struct sluice_maps *m, const struct ban *ban, bool *lifted)
+static int lift(const struct sluice_maps *m, const struct rule_ban *ban, bool *lifted)
 {
 	struct sluice_bucket b;
 	__u64 now;
@@ -520,7 +219,7 @@ static int del_rule_bans(const char *arg, size_t *done)
 	struct sluice_src_key want;
 	struct sluice_maps m;
 	struct policy *p;
-	struct ban *bans = NULL;
+	struct rule_ban *bans = NULL;
 	char why[256];
 	size_t n = 0;
 	bool prefix = strchr(arg, '/') != NULL, lifted, swept = false;
@@ -542,7 +241,7 @@ static int del_rule_bans(const char *arg, size_t *done)
 	err = open_policy(&m, &p, true);
 	if (err)
 		return err;
-	err = read_bans(&m, p, &bans, &n);
+	err = rule_bans_read(&m, p, &bans, &n);
 	for (size_t i = 0; !err && i < n; i++) {
 		if (bans[i].escalated) {
 			/* The ban table holds addresses: ADDR names it. */
@@ -559,7 +258,7 @@ static int del_rule_bans(const char *arg, size_t *done)
 				  arg);
 			continue;
 		}
-		if (!ban_covers(&bans[i].row.key, &want, prefix))
+		if (!rule_ban_covers(&bans[i].row.key, &want, prefix))
 			continue;
 		err = lift(&m, &bans[i], &lifted);
 		if (err) {

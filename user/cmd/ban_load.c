@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
+#include "ban.h"
 #include "cli.h"
 #include "rule.h"
 

@@ -85,50 +85,6 @@ int rule_edit_run(const struct cli_cmd *c, struct cli_args *a)
 	return 0;
 }
 
-/* The keys every rule listing has (limit list -j, query -j adds its own). */
-void rule_json_fields(struct json *j, const struct rule *r, bool is_default)
-{
-	char buf[RULE_TEXT_MAX];
-
-	json_str(j, "unit", unit_name(r->unit));
-	json_u64(j, "period", r->period ? r->period : SLUICE_PERIOD_SEC);
-	json_str(j, "per", per_name(r->per));
-	if (r->per == SLUICE_PER_PREFIX)
-		json_u64(j, "per_len", r->per_len);
-	else
-		json_null(j, "per_len");
-	if (r->match.flags & SLUICE_MATCH_PROTO) {
-		proto_name(r->match.proto, buf, sizeof(buf));
-		json_str(j, "proto", buf);
-	} else {
-		json_null(j, "proto");
-	}
-	if (r->match.flags & SLUICE_MATCH_PORT) {
-		if (r->match.dport_lo == r->match.dport_hi)
-			snprintf(buf, sizeof(buf), "%u", r->match.dport_lo);
-		else
-			snprintf(buf, sizeof(buf), "%u-%u", r->match.dport_lo, r->match.dport_hi);
-		json_str(j, "dport", buf);
-	} else {
-		json_null(j, "dport");
-	}
-	json_bool(j, "syn", r->match.flags & SLUICE_MATCH_SYN);
-	json_bool(j, "monitor", r->monitor);
-	json_bool(j, "cluster", r->cluster);
-	json_u64(j, "ban_ms", (r->ban_ns + 999999) / 1000000);
-	if (rule_is_request(r))
-		json_u64(j, "ban_after", r->ban_after);
-	json_str(j, "algo", algo_name(r->algo));
-	if (r->algo != SLUICE_ALGO_TOKEN_BUCKET)
-		json_u64(j, "window_ns", r->window_ns);
-	else
-		json_null(j, "window_ns");
-	rule_match_words(&r->match, buf, sizeof(buf));
-	json_str(j, "match", buf);
-	rule_format(r, is_default, buf, sizeof(buf));
-	json_str(j, "rule", buf);
-}
-
 static void list_one_json(struct json *j, const char *cidr, const struct rule *r, bool is_default,
 			  const struct sluice_policy_counter *pc)
 {

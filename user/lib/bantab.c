@@ -341,10 +341,7 @@ __u32 bantab_first_list(__u64 lists)
 
 void bantab_key(const struct cidr *c, struct sluice_ban_key *k)
 {
-	memset(k, 0, sizeof(*k));
-	k->family = cidr_family(c);
-	k->prefixlen = SLUICE_BAN_KEY_FAMILY_BITS + c->prefixlen;
-	memcpy(k->addr, c->addr.a, sizeof(k->addr));
+	sluice_ban_key_make(k, cidr_family(c), c->addr.a, c->prefixlen);
 }
 
 void bantab_format(const struct sluice_ban_key *k, char *buf, size_t len)

@@ -96,4 +96,56 @@ void bantab_warn_full(const struct sluice_maps *m, const struct bantab *t);
  * -errno. who names the command, for the log. */
 int bantab_sweep(const struct sluice_maps *m, struct bantab *t, const char *who);
 
+/* ---- bantab_prefix.c: one prefix ban at a time ---- */
+/* The value's exact entry at k in trie fd: 1 and *v, 0 when k is not an
+ * entry (only a shorter prefix, or nothing), or -errno. */
+int prefix_exact(int fd, const struct sluice_ban_key *k, struct sluice_pfx_ban *v);
+/* Puts prefix k into list li of trie fd, ending at until (0: forever), as
+ * kind; the other lists that hold it keep their own ends. t's tallies
+ * follow. 0, or -errno (-ENOSPC: the table is full; -EMLINK: it is in
+ * SLUICE_BAN_ENDS lists already). */
+int prefix_put(struct bantab *t, int fd, const struct sluice_ban_key *k, int li, __u64 until,
+	       __u32 kind);
+/* Whether c is 0.0.0.0/0 or ::/0, which bans every source: refused
+ * without --force, by prefix_everything_err (where: a prefix for the line,
+ * "FILE:N: "). */
+bool prefix_everything(const struct cidr *c);
+int prefix_everything_err(const struct cidr *c, const char *where);
+/* List name's index in t, made if missing; -1 (printed) when all are in use. */
+int prefix_list_take(struct bantab *t, const char *name);
+/* A ban's ADDR[/LEN]: parse_cidr's, and IPv4-mapped forms as IPv4. */
+int parse_ban_prefix(const char *s, struct cidr *c, char *why, size_t len);
+/* --for DURATION (or a list entry's duration) into an until_ns. */
+int parse_ban_for(const char *opt, const char *s, __u64 *until_ns, char *why, size_t len);
+
+/* ---- bantab_escalated.c: the ban table of request rules, written by the
+ * check server's escalation (a hash of sources, and the ban_state word
+ * that tells the datapath whether to look) ---- */
+struct ban_writer {
+	int fd;				/* the ban table (a dup: outlives the maps) */
+	struct sluice_ban_state *state; /* the ban_state map, shared mapping */
+	size_t len;
+};
+/* Opens what ban_put needs from m: bans and ban_state, opened writable (as
+ * root: before the server drops privileges); nothing of the policy.
+ * Prints the error and returns its exit code. */
+int ban_writer_open(const struct sluice_maps *m, struct ban_writer *w);
+void ban_writer_close(struct ban_writer *w);
+/* Bans src (its home key, as parse_source gives it) in XDP until until_ns
+ * (CLOCK_MONOTONIC) on behalf of request rule idx. Thread-safe. 0, or
+ * -errno (-E2BIG: the table is full). */
+int ban_put(struct ban_writer *w, const struct sluice_src_key *src, __u32 idx, __u64 until_ns);
+/* Deletes the ban table's expired entries and, when none is left, lets
+ * the datapath stop looking (unless a ban was added meanwhile). One
+ * thread at a time. Returns the live bans, or -errno. */
+int ban_sweep(struct ban_writer *w);
+/* Called by a sweep between reading an entry as expired and taking it out
+ * of the table. sluice defines none; a test defines one to ban the same
+ * source again right there. */
+void ban_sweep_window(const struct sluice_src_key *key) __attribute__((weak));
+/* Calls fn for each entry of the ban table fd, read in batches, until fn
+ * returns non-zero: 0, fn's value, or -errno. */
+typedef int (*ban_fn)(const struct sluice_src_key *key, const struct sluice_ban *v, void *ctx);
+int ban_walk(int fd, ban_fn fn, void *ctx);
+
 #endif /* SLUICE_BANTAB_H */

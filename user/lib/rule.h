@@ -62,6 +62,10 @@ int rule_parse_window(const char *s, struct rule *r, char *why, size_t len);
  * ..." (is_default for the default). A default that does not limit has no
  * words: the empty string. */
 void rule_format(const struct rule *r, bool is_default, char *buf, size_t len);
+/* The keys every rule listing has in JSON (limit list -j; query -j adds
+ * its own). */
+struct json;
+void rule_json_fields(struct json *j, const struct rule *r, bool is_default);
 /* The new-source budget as words: "limit new-sources --rate N --burst M",
  * or "limit new-sources off" when r's rate is 0. */
 void budget_format(const struct rule *r, char *buf, size_t len);

@@ -12,6 +12,7 @@
 #include "redis.h"
 #include "rcluster.h"
 #include "hotset.h"
+#include "lease.h"
 #include "notify.h"
 
 /* A peer in the heartbeat's set (redis_nodes_key(), sluice:{nodes}) is NAME#ID, ID random at each agent start: two

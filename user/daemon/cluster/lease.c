@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sluice.h"
+#include "lease.h"
 #include "cluster.skel.h"
 
 struct lease_writer {
