@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # lint/format: every C line changed since .clang-format came into the tree
 # is as clang-format would write it (git clang-format over the changed
-# lines only: the code before it is left as it was). Alignment is not
-# held: a run of blanks inside a line may be tabs or spaces, one or many,
-# as the tree aligns #define values and trailing comments with tabs,
-# which clang-format cannot keep. Indentation, line breaks, braces and
-# whether there is a blank at all are held. Exits 1 naming what differs,
-# 77 without git clang-format or the base commit (a shallow clone).
+# lines only: the code before it is left as it was), up to layout: where
+# lines break and how they align is the author's (clang-format's column
+# layout of initialisers and its breaks between string literals read
+# worse than the tree's, and it cannot keep the tabs that align #define
+# values and trailing comments), so a hunk counts as formatted when its
+# words and the blanks between them agree, blanks of any kind and length
+# counted as one. Spacing (`if (`, `a + b`, `int *p`), braces and their
+# placement are held. And no changed line is indented with 8 spaces where
+# a tab goes (checkpatch's rule). Exits 1 naming what differs, 77 without
+# git clang-format or the base commit (a shallow clone).
 #
 # usage: tests/lint/format.sh [BASE]   (default $SLUICE_FORMAT_BASE, else
 #        the commit that added .clang-format); fix with: git clang-format BASE
@@ -28,25 +32,31 @@ case $diff in
 	exit 0 ;;
 esac
 
-# Each hunk's old and new lines, blanks inside a line made one space: a
+# Each hunk's old and new text, joined and its blanks made one space: a
 # hunk that still differs is a finding.
 out=$(awk '
 	function flush() {
-		if (hunk != "" && o != n) { printf "%s\n%s", hunk, text; bad++ }
+		if (hunk != "" && norm(o) != norm(n)) { printf "%s\n%s", hunk, text; bad++ }
 		hunk = ""; o = n = text = ""
 	}
-	function norm(s,   lead) {
-		match(s, /^[ \t]*/); lead = substr(s, 1, RLENGTH)
-		s = substr(s, RLENGTH + 1); gsub(/[ \t]+/, " ", s); sub(/ $/, "", s)
-		return lead s
-	}
+	function norm(s) { gsub(/[ \t\n]+/, " ", s); sub(/^ /, "", s); sub(/ $/, "", s); return s }
 	/^diff --git/ { flush(); file = $3; sub(/^a\//, "", file); next }
 	/^(index|---|\+\+\+) / { next }
 	/^@@/ { flush(); hunk = file " " $0; next }
-	/^-/ { o = o norm(substr($0, 2)) "\n"; text = text $0 "\n"; next }
-	/^\+/ { n = n norm(substr($0, 2)) "\n"; text = text $0 "\n"; next }
+	/^-/ { o = o substr($0, 2) "\n"; text = text $0 "\n"; next }
+	/^\+/ { n = n substr($0, 2) "\n"; text = text $0 "\n"; next }
 	END { flush(); if (bad) exit 1 }
-' <<<"$diff") && { echo "lint/format: the C lines changed since ${base:0:12} are formatted (up to alignment)"; exit 0; }
-printf '%s\n' "$out"
-echo "lint/format: the hunks above are not as .clang-format writes them: git clang-format ${base:0:12}"
+' <<<"$diff")
+ok_fmt=$?
+# Changed lines indented with a run of 8 spaces.
+spaces=$(git diff -U0 "$base" -- '*.c' '*.h' | awk '
+	/^\+\+\+ / { file = substr($2, 3); next }
+	/^@@/ { split($3, a, ","); line = substr(a[1], 2) - 1; next }
+	/^\+/ { line++; if ($0 ~ /^\+\t*        /) printf "%s:%d: indented with spaces, not tabs\n", file, line }
+')
+((ok_fmt == 0)) && [[ -z $spaces ]] &&
+	{ echo "lint/format: the C lines changed since ${base:0:12} are formatted (up to layout)"; exit 0; }
+[[ -n $spaces ]] && printf '%s\n' "$spaces"
+[[ -n $out ]] && printf '%s\n' "$out"
+echo "lint/format: the lines above are not as .clang-format writes them: git clang-format ${base:0:12}"
 exit 1
