@@ -150,9 +150,12 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 	e->ask = true;
 }
 
-static bool is_noscript(const redisReply *rep)
+static bool is_error(const redisReply *rep, const char *code)
 {
-	return rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOSCRIPT", 8);
+	size_t n = strlen(code);
+
+	return rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, code, n) &&
+	       (rep->str[n] == ' ' || !rep->str[n]);
 }
 
 /* Reads one reply of the sync's pipeline: the heartbeat when e is NULL,
@@ -166,8 +169,13 @@ int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers)
 
 	if (redis_reply(r, deadline, &rep))
 		return -1;
-	if (is_noscript(rep)) {
+	if (is_error(rep, "NOSCRIPT")) {
 		ret = 1;
+	} else if (e && is_error(rep, "TRYAGAIN")) {
+		/* Redis Cluster moving the bucket's slot, its key there and its
+		 * hosts' key not yet (or the other way): no grant this sync,
+		 * and the charge stays unreported until the next. */
+		e->grant = 0;
 	} else if (!e) {
 		if (!take_peers(ag, rep, npeers))
 			goto bad;
