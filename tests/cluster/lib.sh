@@ -107,7 +107,7 @@ cluster_cleanup() {
 		if [[ -d $SLUICE_PIN_ROOT/${IF_R[n]} && -e /run/netns/${NS_H[n]} ]]; then
 			nsenter --net="/run/netns/${NS_H[n]}" "$SLUICE" detach "${IF_R[n]}" >/dev/null 2>&1
 		fi
-		ip netns del "${NS_C[n]}" 2>/dev/null
+		[[ -n ${NS_C[n]:-} ]] && ip netns del "${NS_C[n]}" 2>/dev/null
 		ip netns del "${NS_H[n]}" 2>/dev/null
 		if [[ -d $SLUICE_PIN_ROOT/${IF_R[n]} ]]; then
 			"$SLUICE" detach --force "${IF_R[n]}" >/dev/null 2>&1 || rm -rf "${SLUICE_PIN_ROOT:?}/${IF_R[n]}"
@@ -409,7 +409,13 @@ rule_passed() { # N
 # Sets PH_T (seconds from the first packet to the last, cluster-wide),
 # PH_ADMITTED (nftables, summed), PH_SENT, PH_PASSED[N] (N flooding) and
 # PH_OPS[N] (Redis commands per second of host N's agent over the flood, from
-# `cluster status -j`, for every host 1..H).
+# `cluster status -j`, for every host 1..H). PH_LEAD (seconds, default 1):
+# how long before the floods' common start they are launched (more hosts
+# need longer: a flood launched after it fails the phase). A function
+# ph_mark, where defined, is called with "start" about when the floods
+# start and "end" when they are done (a bench samples Redis there).
+# PH_NO_OPS=1 skips PH_OPS (two `cluster status` per host: many hosts
+# would spend a CPU on them while the floods run).
 PH_T=0 PH_ADMITTED=0 PH_SENT=0
 PH_OPS=() PH_PASSED=()
 run_phase() { # NAME SRC PPS SECS HOSTS...
@@ -421,25 +427,27 @@ run_phase() { # NAME SRC PPS SECS HOSTS...
 	for n in "${hosts[@]}"; do
 		rp0[$n]=$(rule_passed "$n")
 	done
-	a=$(align_at 1)
+	a=$(align_at "${PH_LEAD:-1}")
 	for n in "${hosts[@]}"; do
 		flood_at "$n" "$NETNS_TMP/$name.$n" --src "$src" --count $((pps * secs)) \
 			--pps "$pps" --seconds $((secs + 3)) --align "$a"
 	done
 	# The agents' Redis commands from (about) the floods' start to their end.
-	sleep 1
+	sleep "${PH_LEAD:-1}"
 	p0=$(now)
+	[[ $(type -t ph_mark) != function ]] || ph_mark start
 	PH_OPS=() PH_PASSED=()
 	for ((n = 1; n <= H; n++)); do
 		ops0[$n]=0
-		[[ ${CLUSTER_PLAIN:-0} == 1 ]] || ops0[$n]=$(cstatus "$n" .redis_ops)
+		[[ ${CLUSTER_PLAIN:-0} == 1 || ${PH_NO_OPS:-0} == 1 ]] || ops0[$n]=$(cfield "$n" redis_ops)
 	done
 	flood_wait
 	p1=$(now)
+	[[ $(type -t ph_mark) != function ]] || ph_mark end
 	for ((n = 1; n <= H; n++)); do
 		PH_OPS[n]=0
-		[[ ${CLUSTER_PLAIN:-0} == 1 ]] ||
-			PH_OPS[n]=$(calc "($(cstatus "$n" .redis_ops) - ${ops0[$n]}) / ($p1 - $p0)" %.1f)
+		[[ ${CLUSTER_PLAIN:-0} == 1 || ${PH_NO_OPS:-0} == 1 ]] ||
+			PH_OPS[n]=$(calc "($(cfield "$n" redis_ops) - ${ops0[$n]}) / ($p1 - $p0)" %.1f)
 	done
 	sleep 0.2 # the last frames leave the veths' rings
 	PH_T=0 PH_ADMITTED=0 PH_SENT=0

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# cluster/scale: a --cluster rule (R/s, burst B) holds across 50 hosts
+# joined to one real Redis. Each host is one namespace with one veth on the
+# load namespace's bridge (lib_scale.sh): sluice attached natively with the
+# smallest tables, its agent's Redis traffic and the flood on the same veth.
+# One spoofed source floods, bounded in count and time:
+#
+#   spread        the source at all 50 hosts, 10 x R in total, for 10 s
+#   concentrated  a second source (its own Redis bucket) at one host, 10 x R
+#
+# Each time the admitted total, counted by nftables behind sluice on every
+# host and summed (equal to sluice's per-source and per-rule counts), is
+# within 5 % of B + R x t and under accuracy.sh's bound for 50 hosts,
+#
+#   B + R x (t + 2S) + R x S/2 + R x S/D + H    (+3.0 % here: R = 1000/s,
+#                                               B = 500, S = 100 ms, t = 10 s)
+#
+# whose terms are explained there. Prints admitted, expected, ratio and the
+# Redis commands per second of the agents together.
+#
+# usage: scale.sh [H]   (default 50, at most 99)
+# CLUSTER_AGENT_BIN=FILE runs FILE's `cluster join` as the agents (the racy
+# build, build/tests/sluice-racy-cluster, over-admits); CLUSTER_PLAIN=1 gives
+# every host the whole limit as a plain rule and runs no agent (no sharing:
+# the spread phase admits about H times too much). Both must fail here.
+set -euo pipefail
+# shellcheck source=tests/cluster/lib_scale.sh
+. "$(dirname "$0")/lib_scale.sh"
+
+RATE=1000
+BURST=500
+SYNC_MS=100
+SECS=10
+FLOOD=10000	# packets/s of each phase's flood, all hosts together: 10 x R
+DIV=8		# SLUICE_CLUSTER_LOCAL_DIV
+NH=${1:-50}
+# Fifty floods launched one after the other need more than lib.sh's 1 s.
+PH_LEAD=3
+AGENT_BIN=${CLUSTER_AGENT_BIN:-$SLUICE}
+T0=$(now)
+
+scale_init sc "$NH"
+((FLOOD % NH == 0)) || fail "host count $NH must divide $FLOOD"
+scale_setup
+ok "$NH hosts attached; host 1's maps hold $(attach_memlock 1) bytes"
+redis_start
+set_rule "$RATE" "$BURST"
+hosts=()
+for ((n = 1; n <= NH; n++)); do
+	hosts+=("$n")
+done
+if [[ ${CLUSTER_PLAIN:-0} != 1 ]]; then
+	scale_agents "$AGENT_BIN"
+	ok "$NH agents up with $NH peers after $(calc "$(now) - $T0" %.1f) s"
+fi
+
+check() { # WHAT
+	scale_report "$1"
+	assert_near "$PH_ADMITTED" "$EXPECTED" 5 "H=$NH $1: admitted vs B + R x t"
+	assert_le "$PH_ADMITTED" "$BOUND" "H=$NH $1: admitted vs the bound"
+}
+
+# A sync that fails (no answer within S/2 on a busy machine) puts its host
+# in fallback (R/N) until the next one, which the totals absorb: said with
+# each phase.
+failed() {
+	[[ ${CLUSTER_PLAIN:-0} != 1 ]] || { echo 0; return; }
+	scale_sync_failures
+}
+f0=$(failed)
+run_phase spread 198.18.1.1 $((FLOOD / NH)) "$SECS" "${hosts[@]}"
+f1=$(failed)
+echo "RESULT   failed syncs during the spread phase, all hosts: $((f1 - f0))"
+check spread
+run_phase concentrated 198.18.1.2 "$FLOOD" "$SECS" 1
+f2=$(failed)
+echo "RESULT   failed syncs during the concentrated phase, all hosts: $((f2 - f1))"
+check concentrated
+echo "RESULT   runtime before cleanup: $(calc "$(now) - $T0" %.1f) s"
