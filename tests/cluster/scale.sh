@@ -5,18 +5,24 @@
 # smallest tables, its agent's Redis traffic and the flood on the same veth.
 # One spoofed source floods, bounded in count and time:
 #
-#   spread        the source at all 50 hosts, 10 x R in total, for 10 s
+#   spread        the source at all 50 hosts, 10 x R in total, for 20 s
 #   concentrated  a second source (its own Redis bucket) at one host, 10 x R
 #
 # Each time the admitted total, counted by nftables behind sluice on every
 # host and summed (equal to sluice's per-source and per-rule counts), is
 # within 5 % of B + R x t and under accuracy.sh's bound for 50 hosts,
 #
-#   B + R x (t + 2S) + R x S/2 + R x S/D + H    (+3.0 % here: R = 1000/s,
-#                                               B = 500, S = 100 ms, t = 10 s)
+#   B + R x (t + 2S) + R x S/2 + R x S/D + H    (+2.8 % here: R = 1000/s,
+#                                               B = 500, S = 200 ms, t = 20 s)
 #
-# whose terms are explained there. Prints admitted, expected, ratio and the
-# Redis commands per second of the agents together.
+# whose terms are explained there. S is 200 ms, not the default 100: fifty
+# agents, Redis and the floods share this machine's CPUs, and an answer
+# later than S/2 fails the sync (the host falls back and drops its leases,
+# which costs the flooded source about 3 S of lease on that host). At
+# S = 100 ms on a 2-core machine that other jobs kept busy, 10 to 20 % of
+# the syncs failed and the spread phase admitted 0.90 of B + R x t. Prints
+# admitted, expected, ratio, the failed syncs, and what Redis and the
+# agents spent (commands/s, bytes per sync per agent, CPU).
 #
 # usage: scale.sh [H]   (default 50, at most 99)
 # CLUSTER_AGENT_BIN=FILE runs FILE's `cluster join` as the agents (the racy
@@ -29,8 +35,8 @@ set -euo pipefail
 
 RATE=1000
 BURST=500
-SYNC_MS=100
-SECS=10
+SYNC_MS=200
+SECS=20
 FLOOD=10000	# packets/s of each phase's flood, all hosts together: 10 x R
 DIV=8		# SLUICE_CLUSTER_LOCAL_DIV
 NH=${1:-50}
