@@ -16,6 +16,7 @@
 # Source it (under set -euo pipefail), then:
 #   cluster_init TAG H         checks, names, EXIT trap (TAG: 1-2 of [a-z0-9])
 #   cluster_setup              namespaces, links, sluice attached on every host
+#   (redis_bridge, host_leg N DEV, host_chain N: its steps, for lib_scale.sh)
 #   redis_start, redis_kill, redis_cli ARGS...
 #   hs N ARGS...               build/sluice -i $IF_R[N] ARGS in host N's namespace
 #   agent_start N [BIN] [ARGS...]  `cluster join` in the background (AGENT_PID[N])
@@ -107,7 +108,7 @@ cluster_cleanup() {
 		if [[ -d $SLUICE_PIN_ROOT/${IF_R[n]} && -e /run/netns/${NS_H[n]} ]]; then
 			nsenter --net="/run/netns/${NS_H[n]}" "$SLUICE" detach "${IF_R[n]}" >/dev/null 2>&1
 		fi
-		[[ -n ${NS_C[n]:-} ]] && ip netns del "${NS_C[n]}" 2>/dev/null
+		ip netns del "${NS_C[n]}" 2>/dev/null
 		ip netns del "${NS_H[n]}" 2>/dev/null
 		if [[ -d $SLUICE_PIN_ROOT/${IF_R[n]} ]]; then
 			"$SLUICE" detach --force "${IF_R[n]}" >/dev/null 2>&1 || rm -rf "${SLUICE_PIN_ROOT:?}/${IF_R[n]}"
@@ -125,11 +126,7 @@ cluster_cleanup() {
 
 cluster_setup() {
 	local n
-	ip netns add "$NS_REDIS" || fail "cannot create namespace $NS_REDIS"
-	netns_quiet "$NS_REDIS"
-	ip -n "$NS_REDIS" link add "$BR" type bridge || fail "cannot create bridge $BR"
-	ip -n "$NS_REDIS" addr add "$REDIS_ADDR/24" dev "$BR" || fail "address on $BR"
-	ip -n "$NS_REDIS" link set "$BR" up || fail "link up $BR"
+	redis_bridge
 	for ((n = 1; n <= H; n++)); do
 		ip netns add "${NS_H[n]}" || fail "cannot create namespace ${NS_H[n]}"
 		ip netns add "${NS_C[n]}" || fail "cannot create namespace ${NS_C[n]}"
@@ -140,24 +137,46 @@ cluster_setup() {
 			fail "cannot create veth ${IF_T[n]}/${IF_R[n]}"
 		ip -n "${NS_C[n]}" link set "${IF_T[n]}" up || fail "link up ${IF_T[n]}"
 		ip -n "${NS_H[n]}" link set "${IF_R[n]}" up || fail "link up ${IF_R[n]}"
-		# host <-> Redis bridge
-		ip -n "${NS_H[n]}" link add "${IF_D[n]}" type veth peer name "${IF_B[n]}" netns "$NS_REDIS" ||
-			fail "cannot create veth ${IF_D[n]}/${IF_B[n]}"
-		ip -n "${NS_H[n]}" addr add "198.19.0.$n/24" dev "${IF_D[n]}" || fail "address on ${IF_D[n]}"
-		ip -n "${NS_H[n]}" link set "${IF_D[n]}" up || fail "link up ${IF_D[n]}"
-		ip -n "$NS_REDIS" link set "${IF_B[n]}" master "$BR" || fail "${IF_B[n]} into $BR"
-		ip -n "$NS_REDIS" link set "${IF_B[n]}" up || fail "link up ${IF_B[n]}"
-		MAC_R[n]=$(ip -n "${NS_H[n]}" -j link show dev "${IF_R[n]}" | jq -r '.[0].address')
-		[[ ${MAC_R[n]} =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of ${IF_R[n]}"
+		host_leg "$n" "${IF_D[n]}"
 		hs "$n" attach --mode native "${IF_R[n]}" >/dev/null || fail "sluice attach on host $n"
-		ip netns exec "${NS_H[n]}" nft -f - <<-EOF || fail "nftables ingress chain on host $n"
-			table netdev sluice_cl {
-				chain ingress {
-					type filter hook ingress device "${IF_R[n]}" priority 0; policy accept;
-				}
-			}
-		EOF
+		host_chain "$n"
 	done
+}
+
+# The Redis namespace and its bridge, Redis's address on it.
+redis_bridge() {
+	ip netns add "$NS_REDIS" || fail "cannot create namespace $NS_REDIS"
+	netns_quiet "$NS_REDIS"
+	ip -n "$NS_REDIS" link add "$BR" type bridge || fail "cannot create bridge $BR"
+	ip -n "$NS_REDIS" addr add "$REDIS_ADDR/24" dev "$BR" || fail "address on $BR"
+	ip -n "$NS_REDIS" link set "$BR" up || fail "link up $BR"
+}
+
+# Host N's leg to Redis: veth DEV in host N (198.19.0.N) to $IF_B[N] on
+# the bridge.
+host_leg() { # N DEV
+	local n=$1 dev=$2
+	ip -n "${NS_H[n]}" link add "$dev" type veth peer name "${IF_B[n]}" netns "$NS_REDIS" ||
+		fail "cannot create veth $dev/${IF_B[n]}"
+	ip -n "${NS_H[n]}" addr add "198.19.0.$n/24" dev "$dev" || fail "address on $dev"
+	ip -n "${NS_H[n]}" link set "$dev" up || fail "link up $dev"
+	ip -n "$NS_REDIS" link set "${IF_B[n]}" master "$BR" || fail "${IF_B[n]} into $BR"
+	ip -n "$NS_REDIS" link set "${IF_B[n]}" up || fail "link up ${IF_B[n]}"
+}
+
+# MAC_R[N], and the netdev ingress chain on $IF_R[N] (behind sluice) that
+# nft_count_add's counters go into.
+host_chain() { # N
+	local n=$1
+	MAC_R[n]=$(ip -n "${NS_H[n]}" -j link show dev "${IF_R[n]}" | jq -r '.[0].address')
+	[[ ${MAC_R[n]} =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of ${IF_R[n]}"
+	ip netns exec "${NS_H[n]}" nft -f - <<-EOF || fail "nftables ingress chain on host $n"
+		table netdev sluice_cl {
+			chain ingress {
+				type filter hook ingress device "${IF_R[n]}" priority 0; policy accept;
+			}
+		}
+	EOF
 }
 
 # sluice on host N (nsenter: the host's bpffs stays visible).

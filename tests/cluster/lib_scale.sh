@@ -24,8 +24,9 @@
 #   scale_init TAG H      checks, names, EXIT trap (cluster_init's, for H hosts)
 #   scale_setup           the namespaces, links and attaches
 # and every helper of lib.sh that works per host: redis_start, hs, agent_start,
-# cstatus, wait_cluster, set_rule, nft_count_add, run_phase (flood_at below
-# sends from the load namespace), accuracy_bound, ...
+# cstatus, wait_cluster, set_rule, nft_count_add, run_phase (its flood_at
+# sends from the load namespace: every $NS_C[N] is $NS_REDIS and every
+# $IF_T[N] is $IF_F), accuracy_bound, ...
 #
 # Interface names are sl + TAG + PID + the host as two digits + h (host end)
 # or p (bridge end): at most 15 characters with a 7-digit PID and a 2-letter
@@ -53,7 +54,7 @@ scale_init() { # TAG H
 		command -v "$cmd" >/dev/null || skip "$cmd not installed (tools/install-deps.sh)"
 	done
 	H=$h
-	NS_C=() IF_T=() IF_D=()
+	IF_D=()
 	RULE_CIDR=$SCALE_RULE_CIDR
 	local p=${NETNS_PREFIX:-slcl}-$tag-$$
 	for ((n = 1; n <= H; n++)); do
@@ -64,49 +65,31 @@ scale_init() { # TAG H
 	done
 	IF_F=sl$tag$$f
 	IF_FB=sl$tag$$fb
+	# lib.sh's flood_at sends from "client N" at host N: here every host's
+	# client is the load namespace's flood veth.
+	for ((n = 1; n <= H; n++)); do
+		NS_C[n]=$NS_REDIS
+		IF_T[n]=$IF_F
+	done
 }
 
 scale_setup() {
 	local n
-	ip netns add "$NS_REDIS" || fail "cannot create namespace $NS_REDIS"
-	netns_quiet "$NS_REDIS"
-	ip -n "$NS_REDIS" link add "$BR" type bridge || fail "cannot create bridge $BR"
-	ip -n "$NS_REDIS" addr add "$REDIS_ADDR/24" dev "$BR" || fail "address on $BR"
-	ip -n "$NS_REDIS" link set "$BR" up || fail "link up $BR"
+	redis_bridge
 	ip -n "$NS_REDIS" link add "$IF_F" type veth peer name "$IF_FB" ||
 		fail "cannot create veth $IF_F/$IF_FB"
 	ip -n "$NS_REDIS" link set "$IF_FB" master "$BR" || fail "$IF_FB into $BR"
 	ip -n "$NS_REDIS" link set "$IF_FB" up || fail "link up $IF_FB"
 	ip -n "$NS_REDIS" link set "$IF_F" up || fail "link up $IF_F"
 	for ((n = 1; n <= H; n++)); do
-		scale_host "$n"
+		ip netns add "${NS_H[n]}" || fail "cannot create namespace ${NS_H[n]}"
+		netns_quiet "${NS_H[n]}"
+		host_leg "$n" "${IF_R[n]}"
+		host_chain "$n"
+		bridge -n "$NS_REDIS" fdb replace "${MAC_R[n]}" dev "${IF_B[n]}" master static ||
+			fail "static forwarding entry for host $n"
 	done
 	scale_attach_all
-}
-
-# Host N: its namespace, its one veth onto the bridge, and the nftables
-# chain that will sit behind sluice.
-scale_host() { # N
-	local n=$1
-	ip netns add "${NS_H[n]}" || fail "cannot create namespace ${NS_H[n]}"
-	netns_quiet "${NS_H[n]}"
-	ip -n "${NS_H[n]}" link add "${IF_R[n]}" type veth peer name "${IF_B[n]}" netns "$NS_REDIS" ||
-		fail "cannot create veth ${IF_R[n]}/${IF_B[n]}"
-	ip -n "${NS_H[n]}" addr add "198.19.0.$n/24" dev "${IF_R[n]}" || fail "address on ${IF_R[n]}"
-	ip -n "${NS_H[n]}" link set "${IF_R[n]}" up || fail "link up ${IF_R[n]}"
-	ip -n "$NS_REDIS" link set "${IF_B[n]}" master "$BR" || fail "${IF_B[n]} into $BR"
-	ip -n "$NS_REDIS" link set "${IF_B[n]}" up || fail "link up ${IF_B[n]}"
-	MAC_R[n]=$(ip -n "${NS_H[n]}" -j link show dev "${IF_R[n]}" | jq -r '.[0].address')
-	[[ ${MAC_R[n]} =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of ${IF_R[n]}"
-	bridge -n "$NS_REDIS" fdb replace "${MAC_R[n]}" dev "${IF_B[n]}" master static ||
-		fail "static forwarding entry for host $n"
-	ip netns exec "${NS_H[n]}" nft -f - <<-EOF || fail "nftables ingress chain on host $n"
-		table netdev sluice_cl {
-			chain ingress {
-				type filter hook ingress device "${IF_R[n]}" priority 0; policy accept;
-			}
-		}
-	EOF
 }
 
 # sluice attached on every host, as many at once as there are CPUs: each
@@ -133,16 +116,6 @@ scale_attach_all() {
 scale_attach_failed() {
 	cat "$NETNS_TMP/attach.log" >&2
 	fail "sluice attach failed on a host (above)"
-}
-
-# lib.sh's flood_at for this topology: sluice-flood from the load
-# namespace's flood veth at host N's MAC, in the background.
-flood_at() { # N FILE ARGS...
-	local n=$1 out=$2
-	shift 2
-	ip netns exec "$NS_REDIS" "$SLUICE_FLOOD" --iface "$IF_F" --dst-mac "${MAC_R[n]}" \
-		--dport "$DPORT" "$@" >"$out" &
-	FLOOD_PIDS+=($!)
 }
 
 # Every agent up, one per host (from BIN, default build/sluice), until all
