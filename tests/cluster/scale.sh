@@ -74,6 +74,7 @@ failed() {
 	scale_sync_failures
 }
 f0=$(failed)
+echo "RESULT   failed syncs while the agents came up, all hosts: $f0"
 run_phase spread 198.18.1.1 $((FLOOD / NH)) "$SECS" "${hosts[@]}"
 f1=$(failed)
 echo "RESULT   failed syncs during the spread phase, all hosts: $((f1 - f0))"
