@@ -28,7 +28,8 @@
 # CLUSTER_AGENT_BIN=FILE runs FILE's `cluster join` as the agents (the racy
 # build, build/tests/sluice-racy-cluster, over-admits); CLUSTER_PLAIN=1 gives
 # every host the whole limit as a plain rule and runs no agent (no sharing:
-# the spread phase admits about H times too much). Both must fail here.
+# each host passes its part of the spread flood in full). Both must fail
+# here: they admitted 95,592 and (at 10 x R) 200,000 against 20,490.
 set -euo pipefail
 # shellcheck source=tests/cluster/lib_scale.sh
 . "$(dirname "$0")/lib_scale.sh"
