@@ -16,6 +16,7 @@
 # Source it (under set -euo pipefail), then:
 #   cluster_init TAG H         checks, names, EXIT trap (TAG: 1-2 of [a-z0-9])
 #   cluster_setup              namespaces, links, sluice attached on every host
+#   (redis_bridge, host_leg N DEV, host_chain N: its steps, for lib_scale.sh)
 #   redis_start, redis_kill, redis_cli ARGS...
 #   hs N ARGS...               build/sluice -i $IF_R[N] ARGS in host N's namespace
 #   agent_start N [BIN] [ARGS...]  `cluster join` in the background (AGENT_PID[N])
@@ -138,11 +139,7 @@ cluster_cleanup() {
 
 cluster_setup() {
 	local n
-	ip netns add "$NS_REDIS" || fail "cannot create namespace $NS_REDIS"
-	netns_quiet "$NS_REDIS"
-	ip -n "$NS_REDIS" link add "$BR" type bridge || fail "cannot create bridge $BR"
-	ip -n "$NS_REDIS" addr add "$REDIS_ADDR/24" dev "$BR" || fail "address on $BR"
-	ip -n "$NS_REDIS" link set "$BR" up || fail "link up $BR"
+	redis_bridge
 	for ((n = 1; n <= H; n++)); do
 		ip netns add "${NS_H[n]}" || fail "cannot create namespace ${NS_H[n]}"
 		ip netns add "${NS_C[n]}" || fail "cannot create namespace ${NS_C[n]}"
@@ -153,24 +150,46 @@ cluster_setup() {
 			fail "cannot create veth ${IF_T[n]}/${IF_R[n]}"
 		ip -n "${NS_C[n]}" link set "${IF_T[n]}" up || fail "link up ${IF_T[n]}"
 		ip -n "${NS_H[n]}" link set "${IF_R[n]}" up || fail "link up ${IF_R[n]}"
-		# host <-> Redis bridge
-		ip -n "${NS_H[n]}" link add "${IF_D[n]}" type veth peer name "${IF_B[n]}" netns "$NS_REDIS" ||
-			fail "cannot create veth ${IF_D[n]}/${IF_B[n]}"
-		ip -n "${NS_H[n]}" addr add "198.19.0.$n/24" dev "${IF_D[n]}" || fail "address on ${IF_D[n]}"
-		ip -n "${NS_H[n]}" link set "${IF_D[n]}" up || fail "link up ${IF_D[n]}"
-		ip -n "$NS_REDIS" link set "${IF_B[n]}" master "$BR" || fail "${IF_B[n]} into $BR"
-		ip -n "$NS_REDIS" link set "${IF_B[n]}" up || fail "link up ${IF_B[n]}"
-		MAC_R[n]=$(ip -n "${NS_H[n]}" -j link show dev "${IF_R[n]}" | jq -r '.[0].address')
-		[[ ${MAC_R[n]} =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of ${IF_R[n]}"
+		host_leg "$n" "${IF_D[n]}"
 		hs "$n" attach --mode native "${IF_R[n]}" >/dev/null || fail "sluice attach on host $n"
-		ip netns exec "${NS_H[n]}" nft -f - <<-EOF || fail "nftables ingress chain on host $n"
-			table netdev sluice_cl {
-				chain ingress {
-					type filter hook ingress device "${IF_R[n]}" priority 0; policy accept;
-				}
-			}
-		EOF
+		host_chain "$n"
 	done
+}
+
+# The Redis namespace and its bridge, Redis's address on it.
+redis_bridge() {
+	ip netns add "$NS_REDIS" || fail "cannot create namespace $NS_REDIS"
+	netns_quiet "$NS_REDIS"
+	ip -n "$NS_REDIS" link add "$BR" type bridge || fail "cannot create bridge $BR"
+	ip -n "$NS_REDIS" addr add "$REDIS_ADDR/24" dev "$BR" || fail "address on $BR"
+	ip -n "$NS_REDIS" link set "$BR" up || fail "link up $BR"
+}
+
+# Host N's leg to Redis: veth DEV in host N (198.19.0.N) to $IF_B[N] on
+# the bridge.
+host_leg() { # N DEV
+	local n=$1 dev=$2
+	ip -n "${NS_H[n]}" link add "$dev" type veth peer name "${IF_B[n]}" netns "$NS_REDIS" ||
+		fail "cannot create veth $dev/${IF_B[n]}"
+	ip -n "${NS_H[n]}" addr add "198.19.0.$n/24" dev "$dev" || fail "address on $dev"
+	ip -n "${NS_H[n]}" link set "$dev" up || fail "link up $dev"
+	ip -n "$NS_REDIS" link set "${IF_B[n]}" master "$BR" || fail "${IF_B[n]} into $BR"
+	ip -n "$NS_REDIS" link set "${IF_B[n]}" up || fail "link up ${IF_B[n]}"
+}
+
+# MAC_R[N], and the netdev ingress chain on $IF_R[N] (behind sluice) that
+# nft_count_add's counters go into.
+host_chain() { # N
+	local n=$1
+	MAC_R[n]=$(ip -n "${NS_H[n]}" -j link show dev "${IF_R[n]}" | jq -r '.[0].address')
+	[[ ${MAC_R[n]} =~ ^[0-9a-f:]{17}$ ]] || fail "cannot read the MAC of ${IF_R[n]}"
+	ip netns exec "${NS_H[n]}" nft -f - <<-EOF || fail "nftables ingress chain on host $n"
+		table netdev sluice_cl {
+			chain ingress {
+				type filter hook ingress device "${IF_R[n]}" priority 0; policy accept;
+			}
+		}
+	EOF
 }
 
 # sluice on host N (nsenter: the host's bpffs stays visible).
@@ -422,7 +441,13 @@ rule_passed() { # N
 # Sets PH_T (seconds from the first packet to the last, cluster-wide),
 # PH_ADMITTED (nftables, summed), PH_SENT, PH_PASSED[N] (N flooding) and
 # PH_OPS[N] (Redis commands per second of host N's agent over the flood, from
-# `cluster status -j`, for every host 1..H).
+# `cluster status -j`, for every host 1..H). PH_LEAD (seconds, default 1):
+# how long before the floods' common start they are launched (more hosts
+# need longer: a flood launched after it fails the phase). A function
+# ph_mark, where defined, is called with "start" about when the floods
+# start and "end" when they are done (a bench samples Redis there).
+# PH_NO_OPS=1 skips PH_OPS (two `cluster status` per host: many hosts
+# would spend a CPU on them while the floods run).
 PH_T=0 PH_ADMITTED=0 PH_SENT=0
 PH_OPS=() PH_PASSED=()
 run_phase() { # NAME SRC PPS SECS HOSTS...
@@ -434,25 +459,27 @@ run_phase() { # NAME SRC PPS SECS HOSTS...
 	for n in "${hosts[@]}"; do
 		rp0[$n]=$(rule_passed "$n")
 	done
-	a=$(align_at 1)
+	a=$(align_at "${PH_LEAD:-1}")
 	for n in "${hosts[@]}"; do
 		flood_at "$n" "$NETNS_TMP/$name.$n" --src "$src" --count $((pps * secs)) \
 			--pps "$pps" --seconds $((secs + 3)) --align "$a"
 	done
 	# The agents' Redis commands from (about) the floods' start to their end.
-	sleep 1
+	sleep "${PH_LEAD:-1}"
 	p0=$(now)
+	[[ $(type -t ph_mark) != function ]] || ph_mark start
 	PH_OPS=() PH_PASSED=()
 	for ((n = 1; n <= H; n++)); do
 		ops0[$n]=0
-		[[ ${CLUSTER_PLAIN:-0} == 1 ]] || ops0[$n]=$(cstatus "$n" .redis_ops)
+		[[ ${CLUSTER_PLAIN:-0} == 1 || ${PH_NO_OPS:-0} == 1 ]] || ops0[$n]=$(cfield "$n" redis_ops)
 	done
 	flood_wait
 	p1=$(now)
+	[[ $(type -t ph_mark) != function ]] || ph_mark end
 	for ((n = 1; n <= H; n++)); do
 		PH_OPS[n]=0
-		[[ ${CLUSTER_PLAIN:-0} == 1 ]] ||
-			PH_OPS[n]=$(calc "($(cstatus "$n" .redis_ops) - ${ops0[$n]}) / ($p1 - $p0)" %.1f)
+		[[ ${CLUSTER_PLAIN:-0} == 1 || ${PH_NO_OPS:-0} == 1 ]] ||
+			PH_OPS[n]=$(calc "($(cfield "$n" redis_ops) - ${ops0[$n]}) / ($p1 - $p0)" %.1f)
 	done
 	sleep 0.2 # the last frames leave the veths' rings
 	PH_T=0 PH_ADMITTED=0 PH_SENT=0
