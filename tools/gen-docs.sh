@@ -143,7 +143,7 @@ for f in "${files[@]}"; do
 	if cmp -s "$TMP/out" "$ROOT/$f"; then continue; fi
 	if ((check)); then
 		echo "gen-docs: $f is stale (run tools/gen-docs.sh, or make docs):"
-		diff -u "$ROOT/$f" "$TMP/out" | sed -n '3,40p'
+		{ diff -u "$ROOT/$f" "$TMP/out" || true; } | sed -n "3,40p"
 		stale=1
 	else
 		cat "$TMP/out" >"$ROOT/$f"
