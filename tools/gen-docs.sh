@@ -36,6 +36,21 @@ sed -n "/^LAYERS=\$(cat <<'END'\$/,/^END\$/p" "$ROOT/tests/lint/layers.sh" | sed
 	awk '{ c = $0; sub(/^[^#]*#[ \t]*/, "", c); printf "%s\t%06d\t%s\t%s\n", $2, NR, $1, c }' |
 	sort -n -k1,1 -k2,2 | cut -f1,3,4 >"$TMP/layers.txt"
 [[ -s $TMP/layers.txt ]] || { echo "gen-docs: no LAYERS table in tests/lint/layers.sh" >&2; exit 2; }
+# The parts of each module: user/lib/NAME_PART.c beside NAME.c, as
+# layers.sh assigns them ("MODULE<TAB>FILE FILE...").
+declare -A parts=()
+while IFS=$'\t' read -r _ mod _; do parts[$mod]=""; done <"$TMP/layers.txt"
+for f in "$ROOT"/user/lib/*.c; do
+	b=${f##*/}
+	b=${b%.c}
+	[[ -n ${parts[$b]+x} ]] && continue
+	m=$b
+	while [[ -z ${parts[$m]+x} && $m == *_* ]]; do m=${m%_*}; done
+	[[ -n ${parts[$m]+x} ]] && parts[$m]+=" ${f##*/}"
+done
+for m in "${!parts[@]}"; do
+	[[ -n ${parts[$m]} ]] && printf '%s\t%s\n' "$m" "${parts[$m]# }"
+done >"$TMP/parts.txt"
 # The suites: each `# ---- SUITE: TEXT` of tests/list and the comment lines
 # under it indented past the `#`, as "SUITE<TAB>TEXT" on one line.
 awk '
@@ -47,7 +62,8 @@ awk '
 
 # gen FILE: FILE with every generated part written anew, on stdout.
 gen() {
-	awk -v helpf="$TMP/help.txt" -v layersf="$TMP/layers.txt" -v suitesf="$TMP/suites.txt" '
+	awk -v helpf="$TMP/help.txt" -v layersf="$TMP/layers.txt" -v suitesf="$TMP/suites.txt" \
+		-v partsf="$TMP/parts.txt" '
 	function wrap(line, ind, cont, width,    n, part, out, cur, i, w) {
 		n = split(line, part, / \[/)
 		cur = ind part[1]
@@ -105,14 +121,20 @@ gen() {
 		print
 		next
 	}
-	# HACKING.md: the layers, under the lib/ line of the picture.
+	# HACKING.md: the layers, under the lib/ line of the picture, each
+	# module with its parts (NAME_PART.c).
 	/^  lib\/ .*tests\/lint\/layers.sh/ {
 		print
+		while ((getline l < partsf) > 0) {
+			split(l, f, "\t")
+			part[f[1]] = f[2]
+		}
 		while ((getline l < layersf) > 0) {
 			split(l, f, "\t")
 			printf "    %-2s %-14s%s\n", f[1], f[2], f[3]
+			if (f[2] in part) printf "                      and %s\n", part[f[2]]
 		}
-		while ((getline) > 0 && $0 ~ /^    [0-9]/) ;
+		while ((getline) > 0 && ($0 ~ /^    [0-9]/ || $0 ~ /^                      and /)) ;
 		print
 		next
 	}
