@@ -89,7 +89,10 @@ gen() {
 	}
 	BEGIN {
 		while ((getline l < helpf) > 0) {
-			if (l !~ /^(Usage:| ) *sluice /) continue
+			# a usage line wrapped by sluice help: joined again
+			if (nu && l ~ /^ +[[(]/ && prev) { sub(/^ +/, " ", l); usage[nu] = usage[nu] l; continue }
+			prev = (l ~ /^(Usage:| ) *sluice /)
+			if (!prev) continue
 			sub(/^(Usage:)? */, "", l)
 			usage[++nu] = l
 			split(l, f, " ")
