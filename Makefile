@@ -48,7 +48,7 @@ HEADERS		:= $(wildcard include/sluice/*.h) $(foreach d,$(USER_DIRS),$(wildcard $
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 SKELS		:= $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-.PHONY: FORCE print-version all clean test test-quick demo bench install uninstall deps check lint soak man
+.PHONY: FORCE print-version all clean test test-quick demo bench install uninstall deps check lint soak man docs
 
 all: $(BUILD)/sluice man
 
@@ -99,6 +99,12 @@ $(BUILD)/man/synopsis.rst: $(BUILD)/sluice doc/synopsis.awk
 	$(BUILD)/sluice help > $@.help
 	awk -f doc/synopsis.awk $@.help > $@.tmp
 	mv $@.tmp $@
+
+# The copies in the docs of facts kept once elsewhere (the usage lines of
+# `sluice help`, the layers of tests/lint/layers.sh, the suites of
+# tests/list), written anew; docs/generated fails while one is stale.
+docs: $(BUILD)/sluice
+	tools/gen-docs.sh
 
 $(BUILD)/man/version.rst: $(VERSION_STAMP)
 	@mkdir -p $(@D)
