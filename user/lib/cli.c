@@ -340,7 +340,12 @@ static void usage_opt(FILE *f, const struct cli_cmd *c, int i)
 			return;
 	for (int k = i; !opt_end(&o[k]); k++)
 		need |= o[k].group == o[i].group && opt_needed(c, &o[k]);
+	need |= c->args_group == o[i].group;
 	fputs(need ? " (" : " [", f);
+	if (c->args_group == o[i].group && c->args) {
+		fputs(c->args, f);
+		first = false;
+	}
 	for (int k = i; !opt_end(&o[k]); k++) {
 		if (o[k].group != o[i].group || !opt_shown(c, &o[k]))
 			continue;
@@ -358,7 +363,7 @@ void cli_usage_line(FILE *f, const struct cli_cmd *c)
 		fputs(" COMMAND ...", f);
 		return;
 	}
-	if (c->args)
+	if (c->args && !c->args_group)
 		fprintf(f, " %s", c->args);
 	if (c->json || c->json_quiet)
 		fputs(" [-j]", f);

@@ -104,6 +104,9 @@ struct cli_cmd {
 	const char *name;		/* the word that selects it */
 	const char *path;		/* every word from the object on: "limit set" */
 	const char *args;		/* positional synopsis: "CIDR", or NULL */
+	unsigned char args_group;	/* set: the positionals are one choice of this
+					 * group of opts, one of which is required (the
+					 * run function checks it: usage shows it) */
 	int min_pos, max_pos;		/* how many positional words */
 	const struct cli_opt *opts;	/* NULL-terminated (name and short_name 0), or NULL */
 	unsigned int on;		/* bit picking opts' entries (their only), 0 = all */

@@ -18,7 +18,8 @@ enum {
 	O_CLUSTER, O_REQUESTS_RULE,
 };
 
-#define G_UNIT	1	/* --rate, --bytes, --requests: one rule limits one unit */
+#define G_UNIT		1	/* --rate, --bytes, --requests: one rule limits one unit */
+#define G_BUDGET	2	/* limit new-sources: 'off' or --rate (rule_from_args checks) */
 
 const struct cli_opt rule_opts[] = {
 	[O_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
@@ -26,7 +27,7 @@ const struct cli_opt rule_opts[] = {
 	/* limit new-sources' own: the budget counts new sources */
 	[O_RATE_BUDGET] = CLI_OPT("rate", 0, "N[/s|/m|/h]",
 				  "new sources per second (bare N), minute or hour", RULE_ON_BUDGET,
-				  NULL),
+				  NULL, .group = G_BUDGET),
 	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
 		      ON_LIMIT, NULL, .need = ON_LIMIT, .group = G_UNIT),
 	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]",
@@ -105,7 +106,7 @@ const struct cli_cmd rule_cmd_deny = {
 };
 
 const struct cli_cmd rule_cmd_new_sources = {
-	.name = "new-sources", .path = "limit new-sources", .args = "[off]",
+	.name = "new-sources", .path = "limit new-sources", .args = "off", .args_group = G_BUDGET,
 	.min_pos = 0, .max_pos = 1,
 	.opts = rule_opts, .on = RULE_ON_BUDGET, .json_quiet = true, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
 	.help = "How fast sources never seen before may take an entry of the source table\n"
