@@ -200,11 +200,13 @@ adapt() { # WORDS
 }
 
 accepted() { # PATH WORDS
-	run "$1" "$(adapt "$2")"
+	local w
+	w=$(adapt "$2")
+	run "$1" "$w"
 	if ((RC == 2)); then
-		fail_check "sluice $1 $2: refused (usage shows it)" "$(head -c 300 "$ERR")"
+		fail_check "sluice $1 $w: refused (usage shows it)" "$(head -c 300 "$ERR")"
 	else
-		pass_check "sluice $1 $2: accepted (exit $RC)"
+		pass_check "sluice $1 $w: accepted (exit $RC)"
 	fi
 }
 
