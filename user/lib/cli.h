@@ -49,9 +49,11 @@ struct cli_opt {
 /* One table entry, in the order the words are written; CLI_OPT_END ends a
  * table. Every entry macro takes more designators after its own arguments:
  * ".need = CLI_ALL", ".group = 1". */
-#define CLI_OPT(long_name, short_opt, arg_name, help_text, only_on, later_why, ...) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .later = (later_why), .only = (only_on), .short_name = (short_opt), __VA_ARGS__ }
+#define CLI_OPT(long_name, short_opt, arg_name, help_text, only_on, later_why, ...)                \
+	{                                                                                          \
+		.name = (long_name), .arg = (arg_name), .help = (help_text), .later = (later_why), \
+		.only = (only_on), .short_name = (short_opt), __VA_ARGS__                          \
+	}
 #define CLI_OPT_END	{ .name = NULL }
 
 /* Typed entries: each fills FIELD of the options struct TYPE (whose size
@@ -61,25 +63,37 @@ struct cli_opt {
 	(offsetof(stype, field) +						\
 	 0 * sizeof(struct { _Static_assert(sizeof(((stype *)0)->field) ==	\
 					    sizeof(ctype), #field); char c_; }))
-#define CLI_FLAG(long_name, short_opt, help_text, stype, field, ...)			\
-	{ .name = (long_name), .help = (help_text), .short_name = (short_opt),	\
-	  .type = CLI_T_FLAG, .off = CLI_FIELD_(stype, field, bool), __VA_ARGS__ }
-#define CLI_STR(long_name, short_opt, arg_name, help_text, stype, field, ...)		\
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_STR,				\
-	  .off = CLI_FIELD_(stype, field, const char *), __VA_ARGS__ }
-#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_U32,				\
-	  .off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what), __VA_ARGS__ }
-#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_U64,				\
-	  .off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what), __VA_ARGS__ }
+#define CLI_FLAG(long_name, short_opt, help_text, stype, field, ...)                   \
+	{                                                                              \
+		.name = (long_name), .help = (help_text), .short_name = (short_opt),   \
+		.type = CLI_T_FLAG, .off = CLI_FIELD_(stype, field, bool), __VA_ARGS__ \
+	}
+#define CLI_STR(long_name, short_opt, arg_name, help_text, stype, field, ...) \
+	{                                                                     \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),  \
+		.short_name = (short_opt), .type = CLI_T_STR,                 \
+		.off = CLI_FIELD_(stype, field, const char *), __VA_ARGS__    \
+	}
+#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
+	{                                                                                         \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
+		.short_name = (short_opt), .type = CLI_T_U32,                                     \
+		.off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what), \
+		__VA_ARGS__                                                                       \
+	}
+#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
+	{                                                                                         \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
+		.short_name = (short_opt), .type = CLI_T_U64,                                     \
+		.off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what), \
+		__VA_ARGS__                                                                       \
+	}
 #define CLI_ENUM(long_name, short_opt, arg_name, help_text, stype, field, word_list, ...) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_ENUM,			\
-	  .off = CLI_FIELD_(stype, field, int), .words = (word_list), __VA_ARGS__ }
+	{                                                                                 \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),              \
+		.short_name = (short_opt), .type = CLI_T_ENUM,                            \
+		.off = CLI_FIELD_(stype, field, int), .words = (word_list), __VA_ARGS__   \
+	}
 
 /* What one command line said, by the option table's positions. */
 struct cli_args {
