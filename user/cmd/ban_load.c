@@ -301,7 +301,7 @@ struct ban_load_options {
 static const struct ban_load_options ban_load_defaults = { .list = BANTAB_DEFAULT_LIST };
 enum { BAN_LOAD_LIST, BAN_LOAD_MERGE, BAN_LOAD_SET, BAN_LOAD_FORCE, BAN_LOAD_ALLOW_EMPTY };
 static const struct cli_opt ban_load_opts[] = {
-	[BAN_LOAD_LIST] = CLI_STR("list", 0, "NAME", "the list to replace (default 'default')",
+	[BAN_LOAD_LIST] = CLI_STR("list", 0, "NAME", "the list to replace",
 				  struct ban_load_options, list),
 	[BAN_LOAD_MERGE] = CLI_FLAG("merge", 0, "add to the list instead of replacing it",
 				    struct ban_load_options, merge),

@@ -103,7 +103,7 @@ enum { BAN_ADD_FOR, BAN_ADD_LIST, BAN_ADD_FORCE };
 static const struct cli_opt ban_add_opts[] = {
 	[BAN_ADD_FOR] = CLI_STR("for", 0, "DURATION", "ban for DURATION (1s to 3650d), not forever",
 				struct ban_add_options, for_),
-	[BAN_ADD_LIST] = CLI_STR("list", 0, "NAME", "the list it belongs to (default 'default')",
+	[BAN_ADD_LIST] = CLI_STR("list", 0, "NAME", "the list it belongs to",
 				 struct ban_add_options, list),
 	[BAN_ADD_FORCE] = CLI_FLAG("force", 0, "ban 0.0.0.0/0 or ::/0 (every source) all the same",
 				   struct ban_add_options, force),

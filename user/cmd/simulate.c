@@ -40,14 +40,16 @@ static const struct sim_options sim_defaults = { .pattern = -1, .duration = "10s
 /* --rate, --window, --burst and --duration are read together below, as
  * 'limit set' reads them: each one's bounds depend on the rate's unit. */
 enum { S_TRACE, S_PATTERN, S_RATE, S_WINDOW, S_BURST, S_DURATION, S_PLOT };
+#define G_ARRIVALS	1	/* --trace or --pattern: one run simulates one set of arrivals */
 
 static const struct cli_opt sim_opts[] = {
 	[S_TRACE] = CLI_STR("trace", 0, "FILE", "arrival times, seconds, one a line",
-			    struct sim_options, trace),
+			    struct sim_options, trace, .need = CLI_ALL, .group = G_ARRIVALS),
 	[S_PATTERN] = CLI_ENUM("pattern", 0, "steady|bursty|boundary|ramp", "a named arrival pattern",
-			       struct sim_options, pattern, pattern_names),
-	[S_RATE] = CLI_STR("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set' (required)",
-			   struct sim_options, rate),
+			       struct sim_options, pattern, pattern_names, .need = CLI_ALL,
+			       .group = G_ARRIVALS),
+	[S_RATE] = CLI_STR("rate", 0, "N[/s|/m|/h]", "the limit, as for 'limit set'",
+			   struct sim_options, rate, .need = CLI_ALL),
 	[S_WINDOW] = CLI_STR("window", 0, "DURATION", "the windows' window (default: the rate's unit)",
 			     struct sim_options, window),
 	[S_BURST] = CLI_STR("burst", 0, "N",
@@ -655,16 +657,9 @@ static int simulate_run(const struct cli_cmd *c, struct cli_args *a)
 	int err;
 
 	(void)c;
-	if (!o->trace && pat == P_MAX)
-		return usage_err("give --trace FILE or --pattern steady|bursty|boundary|ramp: "
-				 "the arrivals to simulate");
-	if (o->trace && pat != P_MAX)
-		return usage_err("give --trace or --pattern, not both: one run simulates one "
-				 "set of arrivals");
+	/* One of --trace and --pattern, and --rate: the option table's. */
 	if (a->val[S_DURATION] && pat == P_MAX)
 		return usage_err("--duration goes with --pattern: a trace lasts as its times say");
-	if (!o->rate)
-		return usage_err("missing --rate N[/s|/m|/h]: the limit to simulate");
 	/* The words as 'limit set' reads them: the rate, the window and its
 	 * budget (which a sliding window must hold), the burst. */
 	s.r.unit = SLUICE_UNIT_PACKETS;

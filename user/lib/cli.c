@@ -8,6 +8,8 @@
 #include "parse.h"
 #include "cli.h"
 
+#define CLI_LABEL_MAX	128	/* "--name", or a group's names: "--a, --b or --c" */
+
 bool cli_is_help(const char *arg)
 {
 	return !strcmp(arg, "-h") || !strcmp(arg, "--help");
@@ -29,6 +31,19 @@ int cli_opt_index(const struct cli_cmd *c, const char *name)
 		if (c->opts[i].name && !strcmp(c->opts[i].name, name))
 			return i;
 	return -1;
+}
+
+/* Whether c requires o (alone, or one of its group). */
+static bool opt_needed(const struct cli_cmd *c, const struct cli_opt *o)
+{
+	return opt_here(c, o) && o->need && (!c->on || (o->need & c->on));
+}
+
+/* Shown in c's usage and --help: taken here, and neither refused nor
+ * left for later. */
+static bool opt_shown(const struct cli_cmd *c, const struct cli_opt *o)
+{
+	return opt_here(c, o) && !o->later && !o->refuse;
 }
 
 /* "--name" or "-n", as the user would write it. */
@@ -78,11 +93,77 @@ static int find_opt(const struct cli_cmd *c, const char *w, const char **inline_
 	return -1;
 }
 
+/* Whether an option of group g that c takes was given. */
+static bool group_given(const struct cli_cmd *c, const struct cli_args *a, unsigned char g)
+{
+	for (int i = 0; !opt_end(&c->opts[i]); i++)
+		if (c->opts[i].group == g && opt_here(c, &c->opts[i]) && a->val[i])
+			return true;
+	return false;
+}
+
+/* "--trace or --pattern", "--rate, --bytes or --requests": the options of
+ * group g that c shows, with their values' metavariables when args. */
+static void group_words(const struct cli_cmd *c, unsigned char g, bool args, char *buf,
+			size_t len)
+{
+	const struct cli_opt *o = c->opts;
+	size_t n = 0;
+	int k = 0, total = 0;
+
+	for (int i = 0; !opt_end(&o[i]); i++)
+		total += o[i].group == g && opt_shown(c, &o[i]);
+	buf[0] = 0;
+	for (int i = 0; !opt_end(&o[i]) && n < len; i++) {
+		if (o[i].group != g || !opt_shown(c, &o[i]))
+			continue;
+		k++;
+		n += (size_t)snprintf(buf + n, len - n, "%s--%s%s%s",
+				      k == 1 ? "" : k == total ? " or " : ", ", o[i].name,
+				      args && o[i].arg ? " " : "", args && o[i].arg ? o[i].arg : "");
+	}
+}
+
+/* "give --a or --b, not both", "give one of --a, --b or --c". */
+static void group_conflict(const struct cli_cmd *c, unsigned char g, char *why, size_t len)
+{
+	char names[CLI_LABEL_MAX];
+	bool two;
+
+	group_words(c, g, false, names, sizeof(names));
+	two = !strchr(names, ',');
+	snprintf(why, len, "give %s%s%s: see 'sluice %s --help'", two ? "" : "one of ", names,
+		 two ? ", not both" : "", c->path);
+}
+
+/* Every option c requires, alone or one of its group, was given. */
+static int check_needed(const struct cli_cmd *c, const struct cli_args *a, char *why, size_t len)
+{
+	char words[CLI_LABEL_MAX * 4];
+
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
+		const struct cli_opt *o = &c->opts[i];
+
+		if (!opt_needed(c, o) || a->val[i] || (o->group && group_given(c, a, o->group)))
+			continue;
+		if (o->group) {
+			group_words(c, o->group, true, words, sizeof(words));
+			snprintf(why, len, "give %s: see 'sluice %s --help'", words, c->path);
+		} else {
+			opt_label(o, words, sizeof(words));
+			snprintf(why, len, "missing %s%s%s: see 'sluice %s --help'", words,
+				 o->arg ? " " : "", o->arg ? o->arg : "", c->path);
+		}
+		return -1;
+	}
+	return 0;
+}
+
 int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a,
 	      char *why, size_t len)
 {
 	bool only_pos = false;
-	char label[32];
+	char label[CLI_LABEL_MAX];
 
 	memset(a, 0, sizeof(*a));
 	for (int i = 0; i < argc; i++) {
@@ -119,8 +200,16 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a
 			snprintf(why, len, "%s is not supported yet: %s", label, o->later);
 			return -1;
 		}
+		if (o->refuse) {
+			snprintf(why, len, "%s takes no %s: %s", c->path, label, o->refuse);
+			return -1;
+		}
 		if (a->val[k]) {
 			snprintf(why, len, "%s given twice: give it once", label);
+			return -1;
+		}
+		if (o->group && group_given(c, a, o->group)) {
+			group_conflict(c, o->group, why, len);
 			return -1;
 		}
 		if (!o->arg) {
@@ -145,7 +234,7 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a
 			 c->args ? c->args : "more arguments", c->path);
 		return -1;
 	}
-	return 0;
+	return check_needed(c, a, why, len);
 }
 
 /* "native, skb or auto": an enum's words, for its error. */
@@ -223,30 +312,64 @@ int cli_fill(const struct cli_cmd *c, struct cli_args *a, char *why, size_t len)
 	return 0;
 }
 
+/* "--name ARG" or "--name". */
+static void put_opt(FILE *f, const struct cli_opt *o)
+{
+	char label[CLI_LABEL_MAX];
+
+	opt_label(o, label, sizeof(label));
+	fprintf(f, "%s%s%s", label, o->arg ? " " : "", o->arg ? o->arg : "");
+}
+
+/* Option i of c in the usage line: " --a X" when required, " [--a X]"
+ * when not; a group at its first entry, " (--a X | --b Y)" or
+ * " [--a X | --b Y]", and not again at the others. */
+static void usage_opt(FILE *f, const struct cli_cmd *c, int i)
+{
+	const struct cli_opt *o = c->opts;
+	bool need = false, first = true;
+
+	if (!o[i].group) {
+		fputs(opt_needed(c, &o[i]) ? " " : " [", f);
+		put_opt(f, &o[i]);
+		fputs(opt_needed(c, &o[i]) ? "" : "]", f);
+		return;
+	}
+	for (int k = 0; k < i; k++)
+		if (o[k].group == o[i].group && opt_shown(c, &o[k]))
+			return;
+	for (int k = i; !opt_end(&o[k]); k++)
+		need |= o[k].group == o[i].group && opt_needed(c, &o[k]);
+	need |= c->args_group == o[i].group;
+	fputs(need ? " (" : " [", f);
+	if (c->args_group == o[i].group && c->args) {
+		fputs(c->args, f);
+		first = false;
+	}
+	for (int k = i; !opt_end(&o[k]); k++) {
+		if (o[k].group != o[i].group || !opt_shown(c, &o[k]))
+			continue;
+		fputs(first ? "" : " | ", f);
+		put_opt(f, &o[k]);
+		first = false;
+	}
+	fputs(need ? ")" : "]", f);
+}
+
 void cli_usage_line(FILE *f, const struct cli_cmd *c)
 {
-	char label[32];
-
 	fprintf(f, "sluice %s", c->path);
 	if (c->sub) {
 		fputs(" COMMAND ...", f);
 		return;
 	}
-	if (c->args)
+	if (c->args && !c->args_group)
 		fprintf(f, " %s", c->args);
 	if (c->json || c->json_quiet)
 		fputs(" [-j]", f);
-	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
-		const struct cli_opt *o = &c->opts[i];
-
-		if (!opt_here(c, o) || o->later)
-			continue;
-		opt_label(o, label, sizeof(label));
-		if (o->arg)
-			fprintf(f, " [%s %s]", label, o->arg);
-		else
-			fprintf(f, " [%s]", label);
-	}
+	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++)
+		if (opt_shown(c, &c->opts[i]))
+			usage_opt(f, c, i);
 }
 
 /* Lines of text, each indented. */
@@ -327,7 +450,7 @@ void cli_help(FILE *f, const struct cli_cmd *c)
 	for (int i = 0; c->opts && !opt_end(&c->opts[i]); i++) {
 		const struct cli_opt *o = &c->opts[i];
 
-		if (!opt_here(c, o))
+		if (!opt_here(c, o) || o->refuse)
 			continue;
 		if (!any)
 			fputs("Options:\n", f);
@@ -340,6 +463,8 @@ void cli_help(FILE *f, const struct cli_cmd *c)
 		}
 		fprintf(f, "  %-30s %s", label, o->help);
 		put_typed(f, c, o);
+		if (opt_needed(c, o) && !o->group)
+			fputs(" (required)", f);
 		fprintf(f, "%s%s\n", o->later ? ": not supported yet, " : "", o->later ? o->later : "");
 	}
 	if (c->json)

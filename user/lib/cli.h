@@ -31,7 +31,12 @@ struct cli_opt {
 	const char *arg;	/* the value's metavariable ("N[/s|/m|/h]"), NULL for a flag */
 	const char *help;	/* one line */
 	const char *later;	/* set: refused as not supported yet, this says why */
+	const char *refuse;	/* set: refused by the commands of only, this says why;
+				 * not shown (another entry of the name may take it) */
 	unsigned int only;	/* bits of the commands (cli_cmd.on) that take it; 0 = all */
+	unsigned int need;	/* bits of the commands that require it (CLI_ALL: all that
+				 * take it); of a group: one of the group is required */
+	unsigned char group;	/* 1..: one of the entries sharing it may be given, not two */
 	char short_name;	/* 'n' for -n, or 0 */
 	/* Typed options only: where the value goes and what it may be. */
 	enum cli_type type;
@@ -40,11 +45,15 @@ struct cli_opt {
 	const char *unit;	/* CLI_T_U32, CLI_T_U64: what is counted ("sources") */
 	const char *const *words;	/* CLI_T_ENUM: NULL-terminated */
 };
+#define CLI_ALL	(~0u)	/* .need: every command that takes the option */
 /* One table entry, in the order the words are written; CLI_OPT_END ends a
- * table. */
-#define CLI_OPT(long_name, short_opt, arg_name, help_text, only_on, later_why)	\
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .later = (later_why), .only = (only_on), .short_name = (short_opt) }
+ * table. Every entry macro takes more designators after its own arguments:
+ * ".need = CLI_ALL", ".group = 1". */
+#define CLI_OPT(long_name, short_opt, arg_name, help_text, only_on, later_why, ...)                \
+	{                                                                                          \
+		.name = (long_name), .arg = (arg_name), .help = (help_text), .later = (later_why), \
+		.only = (only_on), .short_name = (short_opt), __VA_ARGS__                          \
+	}
 #define CLI_OPT_END	{ .name = NULL }
 
 /* Typed entries: each fills FIELD of the options struct TYPE (whose size
@@ -54,25 +63,37 @@ struct cli_opt {
 	(offsetof(stype, field) +						\
 	 0 * sizeof(struct { _Static_assert(sizeof(((stype *)0)->field) ==	\
 					    sizeof(ctype), #field); char c_; }))
-#define CLI_FLAG(long_name, short_opt, help_text, stype, field)			\
-	{ .name = (long_name), .help = (help_text), .short_name = (short_opt),	\
-	  .type = CLI_T_FLAG, .off = CLI_FIELD_(stype, field, bool) }
-#define CLI_STR(long_name, short_opt, arg_name, help_text, stype, field)		\
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_STR,				\
-	  .off = CLI_FIELD_(stype, field, const char *) }
-#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_U32,				\
-	  .off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what) }
-#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_U64,				\
-	  .off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what) }
-#define CLI_ENUM(long_name, short_opt, arg_name, help_text, stype, field, word_list) \
-	{ .name = (long_name), .arg = (arg_name), .help = (help_text),		\
-	  .short_name = (short_opt), .type = CLI_T_ENUM,			\
-	  .off = CLI_FIELD_(stype, field, int), .words = (word_list) }
+#define CLI_FLAG(long_name, short_opt, help_text, stype, field, ...)                   \
+	{                                                                              \
+		.name = (long_name), .help = (help_text), .short_name = (short_opt),   \
+		.type = CLI_T_FLAG, .off = CLI_FIELD_(stype, field, bool), __VA_ARGS__ \
+	}
+#define CLI_STR(long_name, short_opt, arg_name, help_text, stype, field, ...) \
+	{                                                                     \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),  \
+		.short_name = (short_opt), .type = CLI_T_STR,                 \
+		.off = CLI_FIELD_(stype, field, const char *), __VA_ARGS__    \
+	}
+#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
+	{                                                                                         \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
+		.short_name = (short_opt), .type = CLI_T_U32,                                     \
+		.off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what), \
+		__VA_ARGS__                                                                       \
+	}
+#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
+	{                                                                                         \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
+		.short_name = (short_opt), .type = CLI_T_U64,                                     \
+		.off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what), \
+		__VA_ARGS__                                                                       \
+	}
+#define CLI_ENUM(long_name, short_opt, arg_name, help_text, stype, field, word_list, ...) \
+	{                                                                                 \
+		.name = (long_name), .arg = (arg_name), .help = (help_text),              \
+		.short_name = (short_opt), .type = CLI_T_ENUM,                            \
+		.off = CLI_FIELD_(stype, field, int), .words = (word_list), __VA_ARGS__   \
+	}
 
 /* What one command line said, by the option table's positions. */
 struct cli_args {
@@ -97,6 +118,9 @@ struct cli_cmd {
 	const char *name;		/* the word that selects it */
 	const char *path;		/* every word from the object on: "limit set" */
 	const char *args;		/* positional synopsis: "CIDR", or NULL */
+	unsigned char args_group;	/* set: the positionals are one choice of this
+					 * group of opts, one of which is required (the
+					 * run function checks it: usage shows it) */
 	int min_pos, max_pos;		/* how many positional words */
 	const struct cli_opt *opts;	/* NULL-terminated (name and short_name 0), or NULL */
 	unsigned int on;		/* bit picking opts' entries (their only), 0 = all */

@@ -13,17 +13,30 @@
 
 /* Positions in rule_opts, for the parser below. */
 enum {
-	O_RATE, O_BYTES, O_REQUESTS, O_BURST, O_PROTO, O_DPORT, O_SYN, O_PER,
-	O_BAN, O_BAN_AFTER, O_MONITOR, O_ALGO, O_WINDOW, O_CLUSTER, O_REQUESTS_RULE,
+	O_RATE, O_RATE_BUDGET, O_BYTES, O_REQUESTS, O_REQUESTS_DEFAULT, O_BURST, O_PROTO,
+	O_DPORT, O_SYN, O_PER, O_PER_DEFAULT, O_BAN, O_BAN_AFTER, O_MONITOR, O_ALGO, O_WINDOW,
+	O_CLUSTER, O_REQUESTS_RULE,
 };
+
+#define G_UNIT		1	/* --rate, --bytes, --requests: one rule limits one unit */
+#define G_BUDGET	2	/* limit new-sources: 'off' or --rate (rule_from_args checks) */
 
 const struct cli_opt rule_opts[] = {
 	[O_RATE] = CLI_OPT("rate", 0, "N[/s|/m|/h]", "packets per second (bare N), minute or hour",
-		     ON_LIMIT | RULE_ON_BUDGET, NULL),
+		     ON_LIMIT, NULL, .need = ON_LIMIT, .group = G_UNIT),
+	/* limit new-sources' own: the budget counts new sources */
+	[O_RATE_BUDGET] = CLI_OPT("rate", 0, "N[/s|/m|/h]",
+				  "new sources per second (bare N), minute or hour", RULE_ON_BUDGET,
+				  NULL, .group = G_BUDGET),
 	[O_BYTES] = CLI_OPT("bytes", 0, "N[/s|/m|/h]", "bytes (whole frames) per second, minute or hour",
-		      ON_LIMIT, NULL),
+		      ON_LIMIT, NULL, .need = ON_LIMIT, .group = G_UNIT),
 	[O_REQUESTS] = CLI_OPT("requests", 0, "N[/s|/m|/h]",
-			 "HTTP requests the check server answers (a request rule)", ON_LIMIT, NULL),
+			 "HTTP requests the check server answers (a request rule)", RULE_ON_SET, NULL,
+			 .need = RULE_ON_SET, .group = G_UNIT),
+	/* limit default's own: no request rule, no bucket per /LEN */
+	[O_REQUESTS_DEFAULT] = CLI_OPT("requests", 0, "N[/s|/m|/h]", NULL, RULE_ON_DEFAULT, NULL,
+				       .refuse = "request rules need a CIDR (set them for "
+						 "0.0.0.0/0 and ::/0)"),
 	[O_BURST] = CLI_OPT("burst", 0, "N", "back to back, in the rate's unit (default: one second's worth)",
 		      ON_LIMIT | RULE_ON_BUDGET, NULL),
 	[O_PROTO] = CLI_OPT("proto", 0, "tcp|udp|icmp|icmpv6|NUM", "only packets of this L4 protocol",
@@ -34,7 +47,10 @@ const struct cli_opt rule_opts[] = {
 		    ON_MATCH, NULL),
 	[O_PER] = CLI_OPT("per", 0, "source|/LEN|rule",
 		    "a bucket per address (default), per /LEN of it, or one for the rule",
-		    ON_LIMIT, NULL),
+		    RULE_ON_SET, NULL),
+	[O_PER_DEFAULT] = CLI_OPT("per", 0, "source|rule",
+				  "a bucket per address (default) or one for the default",
+				  RULE_ON_DEFAULT, NULL),
 	[O_BAN] = CLI_OPT("ban", 0, "DURATION", "drop a limited source for DURATION (250ms, 30s, 5m, 1h, 1d)",
 		    ON_LIMIT, NULL),
 	[O_BAN_AFTER] = CLI_OPT("ban-after", 0, "N",
@@ -90,7 +106,7 @@ const struct cli_cmd rule_cmd_deny = {
 };
 
 const struct cli_cmd rule_cmd_new_sources = {
-	.name = "new-sources", .path = "limit new-sources", .args = "[off]",
+	.name = "new-sources", .path = "limit new-sources", .args = "off", .args_group = G_BUDGET,
 	.min_pos = 0, .max_pos = 1,
 	.opts = rule_opts, .on = RULE_ON_BUDGET, .json_quiet = true, .run = rule_edit_run, .id = RULE_NEW_SOURCES,
 	.help = "How fast sources never seen before may take an entry of the source table\n"
@@ -527,15 +543,12 @@ int rule_parse_burst(const char *s, struct rule *r, char *why, size_t len)
 
 /* A request rule (--requests) counts HTTP requests the check server sees,
  * not packets: it has no match, and needs a CIDR. */
-static int check_requests(const struct cli_args *a, bool is_default, char *why, size_t len)
+/* A request rule has no match (limit default refuses --requests in its
+ * option table). */
+static int check_requests(const struct cli_args *a, char *why, size_t len)
 {
 	static const int packet_only[] = { O_PROTO, O_DPORT, O_SYN };
 
-	if (is_default) {
-		snprintf(why, len, "limit default takes no --requests: request rules need a CIDR "
-			 "(set them for 0.0.0.0/0 and ::/0)");
-		return -1;
-	}
 	for (size_t i = 0; i < sizeof(packet_only) / sizeof(packet_only[0]); i++)
 		if (a->val[packet_only[i]]) {
 			snprintf(why, len, "--%s matches packets: a --requests rule counts the HTTP "
@@ -600,7 +613,7 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 		       char *why, size_t len)
 {
 	int given = !!a->val[O_RATE] + !!a->val[O_BYTES] + !!a->val[O_REQUESTS];
-	const char *val;
+	const char *val, *per;
 
 	if (given > 1) {
 		snprintf(why, len, "give one of --rate (packets), --bytes or --requests: one rule "
@@ -623,7 +636,8 @@ static int parse_limit(const struct cli_args *a, struct rule *r, bool is_default
 	r->burst = (r->rate + r->period - 1) / r->period;
 	if (a->val[O_BURST] && rule_parse_burst(a->val[O_BURST], r, why, len))
 		return -1;
-	if (a->val[O_PER] && parse_per(a->val[O_PER], r, is_default, why, len))
+	per = a->val[O_PER] ? a->val[O_PER] : a->val[O_PER_DEFAULT];
+	if (per && parse_per(per, r, is_default, why, len))
 		return -1;
 	if (a->val[O_BAN] && rule_parse_duration("--ban", a->val[O_BAN], SLUICE_BAN_NS_MIN,
 					     SLUICE_BAN_NS_MAX, &r->ban_ns, why, len))
@@ -657,9 +671,11 @@ static void replace_words(char *why, size_t len, const char *from, const char *t
 int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rule *r,
 		   char *why, size_t len)
 {
+	struct cli_args budget;	/* new-sources: its --rate where parse_limit reads it */
+
 	memset(r, 0, sizeof(*r));
 	r->period = SLUICE_PERIOD_SEC;
-	if (a->val[O_REQUESTS] && check_requests(a, c->id == RULE_DEFAULT, why, len))
+	if (a->val[O_REQUESTS] && check_requests(a, why, len))
 		return -1;
 	if (c->id != RULE_DEFAULT && c->id != RULE_NEW_SOURCES) {
 		if (a->npos < 1) {
@@ -680,18 +696,20 @@ int rule_from_args(const struct cli_cmd *c, const struct cli_args *a, struct rul
 					 "or off", a->pos[0]);
 				return -1;
 			}
-			if (a->val[O_RATE] || a->val[O_BURST]) {
+			if (a->val[O_RATE_BUDGET] || a->val[O_BURST]) {
 				snprintf(why, len, "'off' takes no --rate or --burst");
 				return -1;
 			}
 			return 0;	/* rate 0: off */
 		}
-		if (!a->val[O_RATE]) {
+		if (!a->val[O_RATE_BUDGET]) {
 			snprintf(why, len, "missing --rate N[/s|/m|/h]: new sources per second, "
 				 "minute or hour (or 'off')");
 			return -1;
 		}
-		if (parse_limit(a, r, true, why, len)) {
+		budget = *a;
+		budget.val[O_RATE] = a->val[O_RATE_BUDGET];
+		if (parse_limit(&budget, r, true, why, len)) {
 			/* The budget counts new sources, not packets. */
 			replace_words(why, len, "packets", "new sources");
 			return -1;
