@@ -5,8 +5,10 @@
 # network namespace, the host's bpffs), with one build of the .deb:
 #   install   the units are there and none is started; sluice-attach@ on a
 #             veth of the box, the exporter, the check server and the
-#             cluster agent (on the box's Redis) start: active, READY and
-#             STATUS= seen by systemd, no restart;
+#             cluster agent (on the box's Redis, set up as doc/cluster.md's
+#             Production setup says: ACL user, password file, settings
+#             file) start: active, READY and STATUS= seen by systemd, no
+#             restart;
 #   journald  attach's line, each daemon's start line and a ban's line carry
 #             the priorities of doc/logging.md (PRIORITY of journalctl -o json);
 #   sandbox   systemd-analyze security scores every unit at or below the
@@ -105,6 +107,23 @@ bx sh -ec "ip netns add $NS
 	printf '%s\n' 'limit default --rate 200 --burst 400' \
 		'limit set 198.18.0.0/24 --rate 1000 --burst 2000 --cluster' >/etc/sluice/$IF.policy
 	echo 'SLUICE_CHECK_OPTS=\"-i $IF\"' >>/etc/sluice/check-server.env"
+# The cluster agent as doc/cluster.md's Production setup writes it: its
+# ACL user (step 1's line, as written) on the box's Redis, the password
+# file (step 3's commands, as written) and the unit's settings file (step
+# 4's form, the box's Redis without TLS); PASSWORD replaced by a test one.
+DOC=$ROOT/doc/cluster.md
+PW=box-$$-password
+acl=$(grep -m1 '^ACL SETUSER sluice ' "$DOC") || fail "no 'ACL SETUSER sluice' line in $DOC"
+pwcmds=$(awk '/^\*\*3\. The password file\*\*/ { on = 1 } on && /^```$/ { n++; next }
+	on && n == 1 { print } n == 2 { exit }' "$DOC")
+[[ $pwcmds == *redis-password* ]] || fail "no password file commands under step 3 of $DOC"
+wait_for 30 bx redis-cli PING >/dev/null || fail "the box's redis-server does not answer"
+# shellcheck disable=SC2086 # the ACL line: one word each, as redis-cli takes it
+[[ $(bx redis-cli ${acl//>PASSWORD/>$PW}) == OK ]] || fail "ACL SETUSER from $DOC refused"
+bx sh -ec "${pwcmds//PASSWORD/$PW}"
+bx sh -ec "printf '%s\n' 'SLUICE_REDIS=redis://sluice@127.0.0.1:6379/0' \
+	'SLUICE_JOIN_OPTS=--node box1 --redis-password-file /etc/sluice/redis-password' \
+	>/etc/sluice/$IF.cluster.env"
 # The box has no udev (its /sys is read-only), so systemd supports no
 # .device unit there and a BindsTo= one fails at once: a runtime copy of
 # the installed unit without the interface's device (nothing else differs).
@@ -161,6 +180,9 @@ check_prio "sluice-attach@$IF.service" "$IF: attached in" 5
 check_prio sluice-exporter.service "sluice exporter .*: serving" 6
 check_prio sluice-check-server.service "sluice check-server .*: serving" 6
 check_prio "sluice-cluster@$IF.service" "cluster: $IF: up" 5
+[[ $(bx redis-cli CLIENT LIST | grep -c ' user=sluice ') -ge 1 ]] &&
+	pass "sluice-cluster@$IF.service is connected as doc/cluster.md's ACL user, its password from the file" ||
+	fail "no connection of user sluice on the box's Redis: $(bx redis-cli CLIENT LIST)"
 check_prio "sluice-test-ban$$.service" "$IF: ban added: 198.18.0.77" 5
 
 echo "--- systemd-analyze security"
