@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* ban add, and the prefix bans' part of ban del and ban list: prefixes
  * banned by name, in lists, in the trie the datapath checks before any
- * rule (sluice/abi.h, user/lib/bantab.h). */
+ * rule (sluice/bans.h, user/lib/bantab.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

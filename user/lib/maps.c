@@ -164,7 +164,7 @@ static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach
 }
 
 /* Whether a pin that did not open (errno) may be gone without: the seed of
- * the source table is root's alone (sluice/abi.h), so a reader of the
+ * the source table is root's alone (sluice/sources.h), so a reader of the
  * pins' group opens the rest and reads the table without it. */
 static bool may_lack(unsigned int bit, unsigned int writable)
 {
