@@ -314,6 +314,29 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 	return r->rc ? rcluster_reply(r, deadline, out) : 0;
 }
 
+int redis_script_reply(struct redis *r, __u64 deadline, redisReply **out)
+{
+	if (redis_reply(r, deadline, out))
+		return -1;
+	if ((*out)->type == REDIS_REPLY_ERROR && !strncmp((*out)->str, "NOSCRIPT", 8)) {
+		freeReplyObject(*out);
+		*out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+int reply_refused(struct redis *r, const char *who, redisReply *rep)
+{
+	char what[128];
+
+	reply_text(rep, what, sizeof(what));
+	snprintf(r->why, sizeof(r->why), "%s answered %s", who, what);
+	freeReplyObject(rep);
+	redis_close(r);
+	return -1;
+}
+
 int redis_append(struct redis *r, int argc, const char **argv)
 {
 	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* sync: one sync of the cluster agent, steps 1 to 4 of the design: the hot
- * notices taken, each hot bucket's spend and want accounted, the replies of
- * the Redis exchange read, and the grants written into the kernel. */
+ * notices taken, each hot bucket's spend and want accounted, the Redis
+ * exchange (grant.c) run, and the grants written into the kernel. */
 #include <string.h>
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -148,45 +148,6 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 	e->last_ns = now;
 	e->fresh = false;
 	e->ask = true;
-}
-
-static bool is_noscript(const redisReply *rep)
-{
-	return rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOSCRIPT", 8);
-}
-
-/* Reads one reply of the sync's pipeline: the heartbeat when e is NULL,
- * else e's grant. 1: NOSCRIPT (send again), 0, -1 (why said). */
-int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers)
-{
-	struct redis *r = &ag->r;
-	char what[128];
-	redisReply *rep;
-	int ret = 0;
-
-	if (redis_reply(r, deadline, &rep))
-		return -1;
-	if (is_noscript(rep)) {
-		ret = 1;
-	} else if (!e) {
-		if (!take_peers(ag, rep, npeers))
-			goto bad;
-	} else {
-		if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0)
-			goto bad;
-		e->grant = (__u64)rep->integer;
-		if (e->grant > e->want)
-			e->grant = e->want;
-		e->charged += e->charge;
-	}
-	freeReplyObject(rep);
-	return ret;
-bad:
-	reply_text(rep, what, sizeof(what));
-	snprintf(r->why, sizeof(r->why), "%s answered %s", e ? "the grant" : "the heartbeat", what);
-	freeReplyObject(rep);
-	redis_close(r);
-	return -1;
 }
 
 /* Releases every lease of the hot set, spent ones included, and empties
