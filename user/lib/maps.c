@@ -408,3 +408,18 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 		return runtime_err("cannot read attach metadata: %s", strerror(errno));
 	return 0;
 }
+
+int maps_open_picked(struct sluice_maps *m, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err = pick_iface(iface, sizeof(iface));
+
+	if (!err)
+		err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err || !edit)
+		return err;
+	err = maps_lock(m);
+	if (err)
+		maps_close(m);
+	return err;
+}

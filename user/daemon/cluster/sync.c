@@ -3,27 +3,11 @@
  * notices taken, each hot bucket's spend and want accounted, the Redis
  * exchange (grant.c) run, and the grants written into the kernel. */
 #include <string.h>
-#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
 #include "sluice.h"
 #include "rule.h"
 #include "agent.h"
-
-/* The bucket's source as Redis keys it: address/len, in the family's terms. */
-static void bucket_source(const struct sluice_src_key *k, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-	__u32 klen = k->key_len;
-
-	if (k->family == SLUICE_FAMILY_V4) {
-		inet_ntop(AF_INET, &k->a[12], a, sizeof(a));
-		klen = klen > SLUICE_V4_MAPPED_PREFIX ? klen - SLUICE_V4_MAPPED_PREFIX : 0;
-	} else {
-		inet_ntop(AF_INET6, k->a, a, sizeof(a));
-	}
-	snprintf(buf, len, "%s/%u", a, klen);
-}
 
 /* The live cluster rule at index idx, or NULL when there is none (deleted,
  * or no longer --cluster). */
@@ -44,7 +28,7 @@ void hot_bind(const struct agent *ag, struct hot *e, const struct rule *r)
 	double per_s = (double)r->rate / (r->period ? r->period : 1);
 
 	policy_rule_label(ag->pol, r, label, sizeof(label));
-	bucket_source(&e->key, src, sizeof(src));
+	format_source_prefix(&e->key, src, sizeof(src));
 	redis_bucket_key(&ag->r, e->rkey, sizeof(e->rkey), label, src);
 	e->t_us = 1e6 / per_s;
 	e->tau_us = (double)r->burst * e->t_us;
