@@ -110,7 +110,7 @@ struct {
 /* Sources banned by the check server's escalation (sluice.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_BANS);
+	__uint(max_entries, SLUICE_MAX_ESCALATION_BANS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct sluice_src_key);
 	__type(value, struct sluice_ban);

@@ -12,7 +12,7 @@
  * rule's --ban), keyed by the source's home key (struct sluice_src_key with
  * key_len SLUICE_KEY_LEN_SOURCE and policy SLUICE_KEY_HOME). Every packet of
  * a source with a live entry is dropped as banned, SYNs included. */
-#define SLUICE_MAX_BANS			65536U
+#define SLUICE_MAX_ESCALATION_BANS	65536U
 struct sluice_ban {
 	__u64 until_ns;		/* CLOCK_MONOTONIC: the ban ends then */
 	__u32 policy;		/* the request rule's index (its counters) */

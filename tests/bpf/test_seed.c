@@ -23,7 +23,7 @@
  */
 #define _GNU_SOURCE	/* memmem */
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/srctab.h"
 
 #define SEED_TABLE	4096U		/* --max-sources: 1600 buckets, 6400 slots */

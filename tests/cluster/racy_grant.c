@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 
 static __u64 realtime_us(void)

@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "ban.h"
 #include "cli.h"
 #include "rule.h"

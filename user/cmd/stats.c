@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "rule.h"
 #include "sluice/algo.h"

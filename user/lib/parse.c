@@ -40,7 +40,7 @@ bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
 	return true;
 }
 
-int check_ifname(const char *name)
+int validate_ifname(const char *name)
 {
 	size_t len = strlen(name);
 

@@ -36,6 +36,6 @@ __u8 cidr_family(const struct cidr *c);
 bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
 /* Prints and returns EXIT_USAGE unless name could be a Linux interface
  * name (it also names a directory under SLUICE_PIN_ROOT). */
-int check_ifname(const char *name);
+int validate_ifname(const char *name);
 
 #endif /* SLUICE_PARSE_H */

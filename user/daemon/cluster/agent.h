@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "redis.h"
 #include "rcluster.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "cluster.h"
 #include "agent.h"

@@ -5,7 +5,7 @@
  * own start). */
 #include <stdio.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 #include "cluster_lua.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 
 #define PEER_ID_LEN	16	/* hex digits of the instance id */

@@ -16,7 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include "sluice.h"
+#include "core.h"
 #include "cluster_lua.h"
 #include "redis.h"
 #include "rcluster.h"

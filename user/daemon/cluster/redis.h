@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 
 #define REDIS_URL_IN_MAX	100	/* longest URL taken: its canonical form fits the state */
 #define NUM_MAX			32	/* a number as a Redis argument */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "agent.h"
 
