@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Fragments: a later fragment is judged by the L4 facts of its datagram's
- * first fragment, kept in the fragment table (frag_l4, sluice/abi.h), as
+ * first fragment, kept in the fragment table (frag_l4, sluice/frag.h), as
  * Cilium's ipv4_handle_fragmentation does. Part of sluice.bpf.c, included
  * by it after maps.h. */
 #ifndef SLUICE_BPF_FRAG_H

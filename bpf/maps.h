@@ -99,7 +99,7 @@ struct {
 	__type(value, struct sluice_meta);
 } meta SEC(".maps");
 
-/* The live policy's text (sluice/abi.h): for userspace only. */
+/* The live policy's text (sluice/policy.h): for userspace only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -110,13 +110,13 @@ struct {
 /* Sources banned by the check server's escalation (sluice.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_BANS);
+	__uint(max_entries, SLUICE_MAX_ESCALATION_BANS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct sluice_src_key);
 	__type(value, struct sluice_ban);
 } bans SEC(".maps");
 
-/* The fragment table (sluice/abi.h): a first fragment's L4 facts, for its
+/* The fragment table (sluice/frag.h): a first fragment's L4 facts, for its
  * later fragments (bpf/frag.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -135,7 +135,7 @@ struct {
 	__type(value, struct sluice_ban_state);
 } ban_state SEC(".maps");
 
-/* The prefix ban table (sluice/abi.h): slot 0 holds the live trie, or
+/* The prefix ban table (sluice/bans.h): slot 0 holds the live trie, or
  * nothing while no prefix is banned. The inner trie's size is set at
  * attach (--max-bans). */
 struct ban_trie_inner {

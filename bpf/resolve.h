@@ -41,6 +41,19 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
 	return 1;
 }
 
+/* p's candidates in slot: its source's entry of the LPM trie, or NULL. */
+static __always_inline struct sluice_lpm_val *candidates(const struct pkt *p, __u32 slot)
+{
+	struct sluice_lpm_key key = {
+		.prefixlen = SLUICE_LPM_FULL_PREFIX,
+		.slot = (__u8)slot,
+	};
+
+	key.family = p->src.family;
+	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
+	return bpf_map_lookup_elem(&policy_lpm, &key);
+}
+
 /* resolve_rule's answer, one scalar: the rule's index, the first
  * candidate's (lead) and whether the rule is direct. */
 #define RESOLVE_IDX_MASK	0xffffULL
@@ -55,19 +68,13 @@ static __always_inline int match_holds(const struct sluice_match *m, const struc
  */
 __noinline __u64 resolve_rule(const struct pkt *p, __u32 slot)
 {
-	struct sluice_lpm_key key = {
-		.prefixlen = SLUICE_LPM_FULL_PREFIX,
-		.slot = (__u8)slot,
-	};
 	struct sluice_lpm_val *hit;
 	__u64 lead = SLUICE_POLICY_DEFAULT, idx = SLUICE_POLICY_DEFAULT;
 	__u32 i, n;
 
 	if (!p)
 		return RESOLVE_DIRECT | SLUICE_POLICY_DEFAULT;
-	key.family = p->src.family;
-	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
-	hit = bpf_map_lookup_elem(&policy_lpm, &key);
+	hit = candidates(p, slot);
 	if (!hit)
 		return RESOLVE_DIRECT | SLUICE_POLICY_DEFAULT;
 	n = hit->n;
@@ -138,19 +145,13 @@ static __always_inline int orphan_holds(const struct sluice_match *m, const stru
 #define ORPHAN_UNSURE	0x80000000U
 __noinline __u32 orphan_rule(const struct pkt *p, __u32 slot)
 {
-	struct sluice_lpm_key key = {
-		.prefixlen = SLUICE_LPM_FULL_PREFIX,
-		.slot = (__u8)slot,
-	};
 	struct sluice_lpm_val *hit;
 	__u32 i, n, idx;
 	int h;
 
 	if (!p)
 		return SLUICE_POLICY_DEFAULT | ORPHAN_UNSURE;
-	key.family = p->src.family;
-	__builtin_memcpy(key.addr, p->src.a, sizeof(key.addr));
-	hit = bpf_map_lookup_elem(&policy_lpm, &key);
+	hit = candidates(p, slot);
 	if (!hit)
 		return SLUICE_POLICY_DEFAULT;
 	n = hit->n;
@@ -165,6 +166,24 @@ __noinline __u32 orphan_rule(const struct pkt *p, __u32 slot)
 	return SLUICE_POLICY_DEFAULT;
 }
 
+/* Policy idx of slot in the table, or NULL. */
+static __always_inline struct sluice_policy *policy_at(__u32 slot, __u32 idx)
+{
+	__u32 key;
+
+	if (idx >= SLUICE_MAX_POLICIES)
+		return NULL;
+	key = slot * SLUICE_MAX_POLICIES + idx;
+	return bpf_map_lookup_elem(&policy_table, &key);
+}
+
+/* 0 when no second flip has begun since gen_slot was read: the slot it
+ * names was not rewritten meanwhile; else -1. */
+static __always_inline int same_generation(struct sluice_config *cfg, __u64 gen_slot)
+{
+	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+}
+
 /*
  * Copy policy idx of the slot that gen_slot names, then check that the slot
  * was not rewritten meanwhile: a commit writes only the inactive slot, so it
@@ -176,12 +195,10 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 				       __u32 idx, struct verdict *v, int want_idle)
 {
 	struct sluice_policy *p;
-	__u32 key;
 
-	if (idx >= SLUICE_MAX_POLICIES || (want_idle && (gen_slot & SLUICE_GEN_WRITING)))
+	if (want_idle && (gen_slot & SLUICE_GEN_WRITING))
 		return -1;
-	key = slot * SLUICE_MAX_POLICIES + idx;
-	p = bpf_map_lookup_elem(&policy_table, &key);
+	p = policy_at(slot, idx);
 	if (!p)
 		return -1;
 	v->lim.interval = READ_ONCE(p->interval);
@@ -198,7 +215,7 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 	barrier();
 	if (want_idle)
 		return READ_ONCE(cfg->gen_slot) == gen_slot ? 0 : -1;
-	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+	return same_generation(cfg, gen_slot);
 }
 
 /*
@@ -211,20 +228,15 @@ static __always_inline int read_policy(struct sluice_config *cfg, __u64 gen_slot
 static __always_inline int read_change(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
 				       __u32 idx, __u64 *at, __u64 *prev_since)
 {
-	struct sluice_policy *p;
-	__u32 key;
+	struct sluice_policy *p = policy_at(slot, idx);
 
-	if (idx >= SLUICE_MAX_POLICIES)
-		return -1;
-	key = slot * SLUICE_MAX_POLICIES + idx;
-	p = bpf_map_lookup_elem(&policy_table, &key);
 	if (!p)
 		return -1;
 	*at = READ_ONCE(p->since) == SLUICE_GEN(gen_slot) ? READ_ONCE(cfg->active_since_ns[slot & 1])
 							  : READ_ONCE(p->since_ns);
 	*prev_since = READ_ONCE(p->prev_since);
 	barrier();
-	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+	return same_generation(cfg, gen_slot);
 }
 
 /* The limit policy idx had before its last change, into v's limit and
@@ -232,13 +244,8 @@ static __always_inline int read_change(struct sluice_config *cfg, __u64 gen_slot
 static __always_inline int read_prev(struct sluice_config *cfg, __u64 gen_slot, __u32 slot,
 				     __u32 idx, struct verdict *v)
 {
-	struct sluice_policy *p;
-	__u32 key;
+	struct sluice_policy *p = policy_at(slot, idx);
 
-	if (idx >= SLUICE_MAX_POLICIES)
-		return -1;
-	key = slot * SLUICE_MAX_POLICIES + idx;
-	p = bpf_map_lookup_elem(&policy_table, &key);
 	if (!p)
 		return -1;
 	v->lim.interval = READ_ONCE(p->prev_interval);
@@ -249,7 +256,7 @@ static __always_inline int read_prev(struct sluice_config *cfg, __u64 gen_slot, 
 	v->lim.bits = READ_ONCE(p->prev_bits);
 	v->action = READ_ONCE(p->prev_action);
 	barrier();
-	return SLUICE_GEN(READ_ONCE(cfg->gen_slot)) == SLUICE_GEN(gen_slot) ? 0 : -1;
+	return same_generation(cfg, gen_slot);
 }
 
 /* The clock policy v is judged by (SLUICE_POLICY_COARSE_CLOCK). */

@@ -14,7 +14,7 @@ TEST_SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
 
 # Unit tests, the math with a fake clock: tests/unit/test_NAME.c runs the
 # cases, which are in it or in tests/unit/NAME_*.c, one file a subject.
-UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_table.c tests/unit/test_check_prom.c tests/unit/test_output.c,\
+UNIT_TEST_SRCS	:= $(filter-out tests/unit/test_prom.c tests/unit/test_lru.c tests/unit/test_check_prom.c tests/unit/test_output.c,\
 		     $(wildcard tests/unit/test_*.c))
 UNIT_TEST_BINS	:= $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TEST_SRCS))
 UNIT_PARTS	:= $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
@@ -34,12 +34,12 @@ $(BUILD)/tests/test_prom: tests/unit/test_prom.c user/lib/prom.c user/lib/prom.h
 	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_prom.c user/lib/prom.c -o $@
 TEST_BINS	+= $(BUILD)/tests/test_prom
 
-# The LRU hash table (user/lib/table.c) alone.
-$(BUILD)/tests/test_table: tests/unit/test_table.c user/lib/table.c user/lib/table.h user/lib/hash.h \
+# The LRU hash table (user/lib/lru.c) alone.
+$(BUILD)/tests/test_lru: tests/unit/test_lru.c user/lib/lru.c user/lib/lru.h user/lib/hash.h \
 		$(TEST_HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_table.c user/lib/table.c -o $@
-TEST_BINS	+= $(BUILD)/tests/test_table
+	$(CC) $(CFLAGS) $(UNIT_CFLAGS) $(TEST_SAN_FLAGS) tests/unit/test_lru.c user/lib/lru.c -o $@
+TEST_BINS	+= $(BUILD)/tests/test_lru
 
 # The error funnel and the JSON writer (user/lib/output.c) alone.
 $(BUILD)/tests/test_output: tests/unit/test_output.c user/lib/output.c user/lib/output_log.c \
@@ -95,7 +95,7 @@ $(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
 $(BUILD)/tests/test_xdp $(BUILD)/tests/test_race $(BUILD)/tests/test_rules $(BUILD)/tests/test_sources \
 		$(BUILD)/tests/test_frag $(BUILD)/tests/test_algos $(BUILD)/tests/test_ban_sweep \
 		$(BUILD)/tests/test_ban_prefix: $(BUILD)/tests/%: tests/bpf/%.c \
-		tests/bpf/fixture.h tests/bpf/check.h $(USER_LIB_OBJS) \
+		tests/bpf/fixture.h tests/lib/harness.h $(USER_LIB_OBJS) \
 		$(BUILD)/tests/sluice_racy.skel.h $(BUILD)/tests/sluice_nobucket.skel.h \
 		$(BUILD)/tests/sluice_firsthour.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
@@ -112,20 +112,20 @@ TEST_BINS	+= $(BUILD)/tests/test_ban_prefix
 # program, and under two CPUs at once through sluice_lease_racy.bpf.c, whose
 # lease credit is decremented by a plain store: the test must see it
 # over-admit.
-$(BUILD)/tests/test_cluster: tests/bpf/test_cluster.c tests/bpf/fixture.h tests/bpf/check.h \
+$(BUILD)/tests/test_cluster: tests/bpf/test_cluster.c tests/bpf/fixture.h tests/lib/harness.h \
 		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_lease_racy.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/test_cluster
 # The source table's insert race: test_srctab runs the churn build, whose
 # skeleton has one map more than sluice's.
-$(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/bpf/check.h \
+$(BUILD)/tests/test_srctab: tests/bpf/test_srctab.c tests/bpf/fixture.h tests/lib/harness.h \
 		$(USER_LIB_OBJS) $(BUILD)/tests/sluice_churn.skel.h $(BUILD)/tests/sluice_churn_nolock.skel.h \
 		$(BUILD)/tests/sluice_churn_evict.skel.h
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS) -lpthread
 TEST_BINS	+= $(BUILD)/tests/test_srctab
 # The source table's seed: secret from the pins' group, rotated with the
 # table (aimed floods miss their victim).
-$(BUILD)/tests/test_seed: tests/bpf/test_seed.c tests/bpf/fixture.h tests/bpf/check.h \
+$(BUILD)/tests/test_seed: tests/bpf/test_seed.c tests/bpf/fixture.h tests/lib/harness.h \
 		$(USER_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BPF_TEST_CFLAGS) $< $(USER_LIB_OBJS) -o $@ $(LIBS)
@@ -199,15 +199,15 @@ $(BUILD)/tests/fault_tool: tests/fault/fault_tool.c $(TEST_HEADERS)
 	$(CC) $(CFLAGS) $< -o $@ -lbpf
 TEST_BINS	+= $(BUILD)/tests/fault_tool
 # sluice with the fault-injecting map writer and step hooks of
-# tests/fault/ linked in place of user/lib/map_write.c and hooks.c:
+# tests/fault/ linked in place of user/lib/map_write.c and steps.c:
 # SLUICE_TEST_FAULT=map_update:N fails its Nth map write,
 # SLUICE_TEST_HOOK=STEP:kill|stop kills or stops attach/detach at STEP.
-FAULT_SRCS	:= tests/fault/map_write.c tests/fault/hooks.c
+FAULT_SRCS	:= tests/fault/map_write.c tests/fault/steps.c
 FAULT_OBJS	:= $(patsubst tests/fault/%.c,$(BUILD)/tests/fault/%.o,$(FAULT_SRCS))
 $(FAULT_OBJS): $(BUILD)/tests/fault/%.o: tests/fault/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/tests/sluice-fault: $(filter-out $(BUILD)/user/lib/map_write.o $(BUILD)/user/lib/hooks.o,$(USER_OBJS)) \
+$(BUILD)/tests/sluice-fault: $(filter-out $(BUILD)/user/lib/map_write.o $(BUILD)/user/lib/steps.o,$(USER_OBJS)) \
 		$(FAULT_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 TEST_BINS	+= $(BUILD)/tests/sluice-fault

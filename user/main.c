@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "cluster.h"
 #include "commands.h"
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
 	/* The debug switch of old: libbpf's and libxdp's messages, and the rest. */
 	if (getenv("SLUICE_DEBUG") && opts.verbose < 2)
 		opts.verbose = 2;
-	if (opts.iface && check_ifname(opts.iface))
+	if (opts.iface && validate_ifname(opts.iface))
 		return EXIT_USAGE;
 	/* Found now, while privileged: the exporter walks to it after
 	 * dropping privileges, and libxdp reads where it is from the

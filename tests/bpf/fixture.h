@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "sluice.skel.h"
 

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/algo.h"
 #include "sluice/window.h"
 #include "sluice_firsthour.skel.h"

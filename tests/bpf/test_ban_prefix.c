@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "ban.h"
 
 #define N		50	/* frames a case sends */

@@ -9,7 +9,7 @@
  * gone, the live bit is cleared. */
 #include <unistd.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 
 #define MINUTE_NS	(60 * SLUICE_NS_PER_SEC)
 

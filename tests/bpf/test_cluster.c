@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "../lib/on_cpus.h"
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "lease.h"
 #include "sluice/gcra.h"
 #include "sluice_lease_racy.skel.h"

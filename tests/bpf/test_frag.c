@@ -9,7 +9,7 @@
  * train cases fail: every later fragment passes by the default or by the
  * source's most specific L4 rule. */
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 
 static struct fixture fx;
 

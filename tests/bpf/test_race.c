@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include "../lib/on_cpus.h"
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/gcra.h"
 #include "sluice/window.h"
 #include "sluice_racy.skel.h"

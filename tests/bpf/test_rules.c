@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/gcra.h"
 
 static struct fixture fx;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The source table's hash seed is secret and rotates (sluice/abi.h, struct
+ * The source table's hash seed is secret and rotates (sluice/sources.h, struct
  * sluice_src_seed). A source lives in one of two buckets of four slots,
  * picked by a seeded hash of its address: whoever knows the seed can find
  * 8 addresses whose two buckets are a victim's, send one packet from each
@@ -23,7 +23,7 @@
  */
 #define _GNU_SOURCE	/* memmem */
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/srctab.h"
 
 #define SEED_TABLE	4096U		/* --max-sources: 1600 buckets, 6400 slots */

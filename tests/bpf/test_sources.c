@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/srctab.h"
 
 #define TINY_TABLE	SLUICE_MAX_SOURCES_MIN	/* 1024 entries */

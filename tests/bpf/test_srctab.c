@@ -19,7 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "fixture.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sluice/srctab.h"
 #include "sluice_churn.skel.h"
 #include "sluice_churn_nolock.skel.h"

@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include "fixture.h"
 #include "sluice/gcra.h"
-#include "check.h"
+#include "../lib/harness.h"
 #include "sources.h"
 #include "sluice_nobucket.skel.h"
 

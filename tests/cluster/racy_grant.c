@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 
 static __u64 realtime_us(void)
@@ -19,18 +19,6 @@ static __u64 realtime_us(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (__u64)ts.tv_sec * 1000000 + (__u64)ts.tv_nsec / 1000;
-}
-
-/* A reply that is not what cmd answers: -1, the connection closed. */
-static int racy_bad(struct agent *ag, const char *cmd, redisReply *rep)
-{
-	char what[128];
-
-	reply_text(rep, what, sizeof(what));
-	snprintf(ag->r.why, sizeof(ag->r.why), "%s answered %s", cmd, what);
-	freeReplyObject(rep);
-	redis_close(&ag->r);
-	return -1;
 }
 
 int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
@@ -51,7 +39,7 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 		if (hs->e[i].ask && redis_append(&ag->r, 2, get))
 			return -1;
 	}
-	ret = sync_reply(ag, deadline, NULL, npeers);
+	ret = beat_reply(ag, deadline, npeers);
 	if (ret) {
 		if (ret > 0)
 			snprintf(ag->r.why, sizeof(ag->r.why), "NOSCRIPT (the heartbeat)");
@@ -67,7 +55,7 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 		if (redis_reply(&ag->r, deadline, &rep))
 			return -1;
 		if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_NIL)
-			return racy_bad(ag, "GET", rep);
+			return reply_refused(&ag->r, "GET", rep);
 		tat = rep->type == REDIS_REPLY_STRING ? strtod(rep->str, NULL) : 0;
 		freeReplyObject(rep);
 		if (tat < now)
@@ -93,7 +81,7 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 		if (redis_reply(&ag->r, deadline, &rep))
 			return -1;
 		if (rep->type != REDIS_REPLY_STATUS)
-			return racy_bad(ag, "SET", rep);
+			return reply_refused(&ag->r, "SET", rep);
 		freeReplyObject(rep);
 	}
 	return 0;

@@ -45,17 +45,19 @@ RULE_BANNED=198.18.13.13	# banned for an hour by its rule's --ban
 netns_init up
 OLD_TREE=$(netns_tmp old)
 tree_copy "$OLD_TREE"
-python3 - "$OLD_TREE/include/sluice/abi.h" <<'EOF'
+python3 - "$OLD_TREE/include/sluice" <<'EOF'
 import sys
-p = sys.argv[1]
-s = open(p).read()
+d = sys.argv[1]
+ps, pb = d + "/policy.h", d + "/bans.h"
+s, b = open(ps).read(), open(pb).read()
 pol = "\tstruct sluice_match match;\t/* the rule's match (policy unused) */\n};"
 ban = "\t__u32 policy;\t\t/* the request rule's index (its counters) */\n\t__u32 pad;\n};"
-if pol not in s or ban not in s:
-    sys.exit("upgrade: abi.h changed: the old layout's patch no longer applies")
+if pol not in s or ban not in b:
+    sys.exit("upgrade: policy.h or bans.h changed: the old layout's patch no longer applies")
 s = s.replace(pol, pol[:-3] + "\n\t__u64 old_extra;\n};")
-s = s.replace(ban, ban.replace("\t__u32 pad;\n", "\t__u32 old_spare;\n\t__u64 old_seen;\n"))
-open(p, "w").write(s)
+b = b.replace(ban, ban.replace("\t__u32 pad;\n", "\t__u32 old_spare;\n\t__u64 old_seen;\n"))
+open(ps, "w").write(s)
+open(pb, "w").write(b)
 EOF
 make -s -C "$OLD_TREE" -j2 build/sluice >"$(netns_tmp old-build.log)" 2>&1 ||
 	fail "the old layout does not build: $(tail -5 "$(netns_tmp old-build.log)")"

@@ -38,19 +38,21 @@ command -v curl >/dev/null || skip "curl not installed (tools/install-deps.sh)"
 need_sluice_fault
 OLD_TREE=$(netns_tmp old)
 tree_copy "$OLD_TREE"
-python3 - "$OLD_TREE/include/sluice/abi.h" "$LAYOUT" <<'EOF'
+python3 - "$OLD_TREE/include/sluice" "$LAYOUT" <<'EOF'
 import sys
-p, layout = sys.argv[1], sys.argv[2]
-s = open(p).read()
+d, layout = sys.argv[1], sys.argv[2]
+ps, pb = d + "/policy.h", d + "/bans.h"
+s, b = open(ps).read(), open(pb).read()
 pol = "\tstruct sluice_match match;\t/* the rule's match (policy unused) */\n};"
 ban = "\t__u32 policy;\t\t/* the request rule's index (its counters) */\n\t__u32 pad;\n};"
-if pol not in s or ban not in s:
-    sys.exit("upgrade_bans: abi.h changed: the old layout's patch no longer applies")
+if pol not in s or ban not in b:
+    sys.exit("upgrade_bans: policy.h or bans.h changed: the old layout's patch no longer applies")
 if layout == "ban":
-    s = s.replace(ban, ban.replace("\t__u32 pad;\n", "\t__u32 old_spare;\n\t__u64 old_seen;\n"))
+    b = b.replace(ban, ban.replace("\t__u32 pad;\n", "\t__u32 old_spare;\n\t__u64 old_seen;\n"))
 else:
     s = s.replace(pol, pol[:-3] + "\n\t__u64 old_extra;\n};")
-open(p, "w").write(s)
+open(ps, "w").write(s)
+open(pb, "w").write(b)
 EOF
 make -s -C "$OLD_TREE" -j2 build/sluice >"$(netns_tmp old-build.log)" 2>&1 ||
 	fail "the old layout does not build: $(tail -5 "$(netns_tmp old-build.log)")"

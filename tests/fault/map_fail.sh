@@ -177,7 +177,7 @@ assert_eq "$(S -j ban list | jq length)" 0 "ban del works next"
 S policy apply "$POL/old" >/dev/null
 before=$(state)
 max=$(awk '/#define SLUICE_MAX_POLICIES/ { sub("U", "", $3); print $3 }' \
-	"$SLUICE_ROOT/include/sluice/abi.h")
+	"$SLUICE_ROOT/include/sluice/policy.h")
 [[ $max =~ ^[0-9]+$ ]] || fail "cannot read SLUICE_MAX_POLICIES"
 big=$(netns_tmp big)
 for ((i = 0; i < max; i++)); do

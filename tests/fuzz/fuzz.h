@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 
 struct options opts;
 

@@ -742,7 +742,7 @@ static void make_maps(struct sluice_maps *m)
 	m->dir[0] = '\0';
 	m->ncpus = 1;
 	m->bans = bpf_map_create(BPF_MAP_TYPE_HASH, "fz_bans", sizeof(struct sluice_src_key),
-				 sizeof(struct sluice_ban), SLUICE_MAX_BANS, &hash);
+				 sizeof(struct sluice_ban), SLUICE_MAX_ESCALATION_BANS, &hash);
 	m->config = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fz_config", sizeof(__u32),
 				   sizeof(struct sluice_config), 1, &arr);
 	m->ban_state = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fz_ban_state", sizeof(__u32),

@@ -201,9 +201,9 @@ static void check_iface_name(const char *s)
 	int rc;
 
 	capture_begin(&cap);
-	rc = check_ifname(s);
+	rc = validate_ifname(s);
 	capture_end(&cap);
-	FUZZ_CHECK(rc == (ref ? 0 : EXIT_USAGE), "check_ifname('%s') is %d", s, rc);
+	FUZZ_CHECK(rc == (ref ? 0 : EXIT_USAGE), "validate_ifname('%s') is %d", s, rc);
 	if (rc)
 		FUZZ_CHECK(count_lines(cap.err_buf, cap.err_len) == 1 && cap.out_len == 0,
 			   "not one line: '%s'", cap.err_buf);

@@ -20,13 +20,13 @@ old_sluice_build() { # VERSION
 	tree=$(netns_tmp old)
 	log=$(netns_tmp old-build.log)
 	tree_copy "$tree"
-	python3 - "$tree/include/sluice/abi.h" <<'PY'
+	python3 - "$tree/include/sluice/counters.h" <<'PY'
 import sys
 p = sys.argv[1]
 s = open(p).read()
 meta = "\t__u64 attached_at;\t/* CLOCK_REALTIME seconds */\n};"
 if meta not in s:
-    sys.exit("old_sluice: abi.h changed: struct sluice_meta's patch no longer applies")
+    sys.exit("old_sluice: counters.h changed: struct sluice_meta's patch no longer applies")
 open(p, "w").write(s.replace(meta, meta[:-3] + "\n\t__u64 old_extra;\n};"))
 PY
 	echo "$version" >"$tree/VERSION"

@@ -3,7 +3,7 @@
 # The layers of user/lib/: each module may include the headers of modules
 # on lower layers only, so the library has no cycle and reads bottom up.
 # A module is NAME.c with NAME.h; a file NAME_PART.c not listed belongs to
-# module NAME. sluice.h is the umbrella for cmd/ and daemon/: no file of
+# module NAME. core.h is the umbrella for cmd/ and daemon/: no file of
 # lib/ includes it, nor a header of cmd/ or daemon/, and it only includes
 # (it declares nothing of its own). Headers with a path ("sluice/gcra.h",
 # the ABI) and generated skeletons (*.skel.h) are free.
@@ -24,11 +24,11 @@ opts          0	# the options main() parses
 hash          0	# the one hash of userspace tables
 prom          0	# the Prometheus text writer
 output        1	# the error funnel and the JSON writer
-table         1	# the fixed-capacity LRU hash table
+lru           1	# the fixed-capacity LRU hash table
 clock         2	# the datapath's clocks
 parse         2	# addresses, CIDRs, numbers
 map_write     2	# every map write
-hooks         2	# attach's and detach's named steps
+steps         2	# attach's and detach's named steps
 names         2	# drop reason and mode names
 cli           3	# the command-line grammar
 pins          3	# where the pins live, who reads them
@@ -64,7 +64,7 @@ bad=0
 complain() { echo "lint/layers: $*" >&2; bad=1; }
 
 for f in "$LIB"/*.[ch]; do
-	[[ ${f##*/} == sluice.h ]] && continue
+	[[ ${f##*/} == core.h ]] && continue
 	mod=$(module_of "$f")
 	if [[ -z $mod ]]; then
 		b=${f##*/}
@@ -73,8 +73,8 @@ for f in "$LIB"/*.[ch]; do
 	fi
 	while IFS= read -r inc; do
 		[[ $inc == */* || $inc == *.skel.h ]] && continue
-		if [[ $inc == sluice.h ]]; then
-			complain "$f includes the umbrella sluice.h: include the module headers it uses"
+		if [[ $inc == core.h ]]; then
+			complain "$f includes the umbrella core.h: include the module headers it uses"
 			continue
 		fi
 		if [[ ! -e $LIB/$inc ]]; then
@@ -96,7 +96,7 @@ for f in "$LIB"/*.[ch]; do
 done
 
 # The umbrella: #include lines, guards and comments only.
-umbrella=$LIB/sluice.h
+umbrella=$LIB/core.h
 if grep -vE '^[[:space:]]*(#[[:space:]]*(include|ifndef|define|endif)\b|/\*|\*|$)' "$umbrella" | grep -q .; then
 	complain "$umbrella declares: $(grep -vE '^[[:space:]]*(#[[:space:]]*(include|ifndef|define|endif)\b|/\*|\*|$)' "$umbrella" | head -n 1) (put it in its module's header)"
 fi
@@ -133,4 +133,4 @@ else
 	done
 fi
 ((bad == 0)) || exit 1
-echo "lint/layers: user/lib includes only lower layers; sluice.h only includes; no cmd/ symbol is used outside its object and main"
+echo "lint/layers: user/lib includes only lower layers; core.h only includes; no cmd/ symbol is used outside its object and main"

@@ -13,9 +13,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
-#include "hooks.h"
+#include "steps.h"
 #include "upgrade.h"
 #include "xdp_prog.h"
 #include "sluice.skel.h"
@@ -217,7 +217,7 @@ static int attach_begin(struct attach_job *job, const struct attach_options *o)
 
 	if (o->mode == ATTACH_SKB)
 		job->modes[0] = XDP_MODE_SKB;
-	if (check_ifname(job->iface))
+	if (validate_ifname(job->iface))
 		return EXIT_USAGE;
 	if (!(job->ifindex = (int)if_nametoindex(job->iface)))
 		return usage_err("no interface '%s': check the name with 'ip link'", job->iface);
@@ -582,7 +582,7 @@ static int detach_run(const struct cli_cmd *c, struct cli_args *a)
 	__u32 prog_id;
 
 	(void)c;
-	if (check_ifname(iface))
+	if (validate_ifname(iface))
 		return EXIT_USAGE;
 	err = pin_root_check();
 	if (!err)

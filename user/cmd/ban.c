@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "ban.h"
 #include "sluice/algo.h"
 #include "cli.h"

@@ -4,7 +4,7 @@
 #ifndef SLUICE_CMD_BAN_H
 #define SLUICE_CMD_BAN_H
 
-#include "sluice.h"
+#include "core.h"
 
 /* Opens the picked interface's maps and ban table; edit: writable and
  * locked, with expired bans swept. */

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "ban.h"
 #include "cli.h"
 #include "rule.h"

@@ -1,34 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* ban add, and the prefix bans' part of ban del and ban list: prefixes
  * banned by name, in lists, in the trie the datapath checks before any
- * rule (sluice/abi.h, user/lib/bantab.h). */
+ * rule (sluice/bans.h, user/lib/bantab.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "ban.h"
 #include "cli.h"
 #include "rule.h"
 
 int prefix_bans_open(struct sluice_maps *m, struct bantab *t, bool edit)
 {
-	char iface[IF_NAMESIZE];
+	const char *iface = m->iface;
 	int err, r;
 
 	memset(t, 0, sizeof(*t));
 	t->trie = -1;
-	err = pick_iface(iface, sizeof(iface));
+	err = maps_open_picked(m, edit);
 	if (err)
 		return err;
-	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
-	if (err)
-		return err;
-	err = edit ? maps_lock(m) : 0;
-	if (err)
-		goto fail;
 	r = bantab_open(m, t);
 	if (r == -ESTALE) {
 		err = runtime_err("the ban table of %s was made by another version of sluice: attach with this one, which says what to do (doc/upgrading.md); nothing was changed",
@@ -52,12 +46,12 @@ fail:
 
 int prefix_bans_peek(struct sluice_maps *m, struct bantab *t)
 {
-	char iface[IF_NAMESIZE];
+	const char *iface = m->iface;
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->trie = -1;
-	if (pick_iface(iface, sizeof(iface)) || maps_open_ro(iface, m))
+	if (maps_open_picked(m, false))
 		return -1;
 	r = bantab_open(m, t);
 	if (!r)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 
 #define WHY_LEN 512

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "hash.h"
 

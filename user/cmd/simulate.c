@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include "sluice.h"
+#include "core.h"
 #include "sluice/algo.h"
 #include "cli.h"
 #include "rule.h"

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "simulate_arrivals.h"
 
 /* A trace or pattern holds at most this many arrivals: about 17 bytes each

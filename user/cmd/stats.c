@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "rule.h"
 #include "sluice/algo.h"
@@ -22,14 +22,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_watch = 1;
-}
-
-static int open_picked(struct sluice_maps *m)
-{
-	char iface[IF_NAMESIZE];
-	int err = pick_iface(iface, sizeof(iface));
-
-	return err ? err : maps_open_ro(iface, m);
 }
 
 static void stats_json(const struct sluice_maps *m, const struct sluice_counter *c,
@@ -100,7 +92,7 @@ static int stats_run(const struct cli_cmd *cmd, struct cli_args *a)
 	int err;
 
 	(void)cmd;
-	err = open_picked(&m);
+	err = maps_open_picked(&m, false);
 	if (err)
 		return err;
 	signal(SIGINT, on_signal);

@@ -13,7 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "cli.h"
 #include "xdp_prog.h"

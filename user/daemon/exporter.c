@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "cluster.h"
 #include "exporter.h"

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include "sluice.h"
+#include "core.h"
 #include "httpd.h"
 
 #define LISTEN_BACKLOG		256	/* a burst of connects waits for no SYN retry */

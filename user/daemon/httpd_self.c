@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include "sluice.h"
+#include "core.h"
 #include "httpd.h"
 
 #define STATUS_LINE_MIN	12	/* "HTTP/1.1 200" */

@@ -2,7 +2,7 @@
 /* Source tables under pressure: see pressure.h. */
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "pressure.h"
 #include "sources.h"
 

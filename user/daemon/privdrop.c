@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "privdrop.h"
 
 #define PROBE_NAME	"sluice-privdrop-probe"	/* longer than any interface name */

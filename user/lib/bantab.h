@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The prefix ban table in userspace (bantab.c): the live trie in slot 0 of
  * the ban_trie map, its named lists, and the writes ban add, ban del and
- * ban load make to them (sluice/abi.h). Every writer holds the interface's
+ * ban load make to them (sluice/bans.h). Every writer holds the interface's
  * policy lock (maps_lock), so the table and the lists' tallies change in
  * one order. */
 #ifndef SLUICE_BANTAB_H
@@ -64,7 +64,7 @@ void bantab_tally(struct bantab *t, const struct sluice_pfx_ban *v, int sign);
 /* The lowest list of a set of lists (0 for none). */
 __u32 bantab_first_list(__u64 lists);
 
-/* Each list's own end of a prefix's ban (sluice/abi.h): list li's end in
+/* Each list's own end of a prefix's ban (sluice/bans.h): list li's end in
  * v (0: forever, or li does not hold it). */
 __u64 bantab_end_of(const struct sluice_pfx_ban *v, int li);
 /* List li bans v's prefix until `until` (0: forever), by ban load when

@@ -164,7 +164,7 @@ static bool pin_matches(int fd, const struct bpf_map *want, bool sized_by_attach
 }
 
 /* Whether a pin that did not open (errno) may be gone without: the seed of
- * the source table is root's alone (sluice/abi.h), so a reader of the
+ * the source table is root's alone (sluice/sources.h), so a reader of the
  * pins' group opens the rest and reads the table without it. */
 static bool may_lack(unsigned int bit, unsigned int writable)
 {
@@ -407,4 +407,19 @@ int read_meta(const struct sluice_maps *m, struct sluice_meta *out)
 	if (bpf_map_lookup_elem(m->meta, &zero, out))
 		return runtime_err("cannot read attach metadata: %s", strerror(errno));
 	return 0;
+}
+
+int maps_open_picked(struct sluice_maps *m, bool edit)
+{
+	char iface[IF_NAMESIZE];
+	int err = pick_iface(iface, sizeof(iface));
+
+	if (!err)
+		err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	if (err || !edit)
+		return err;
+	err = maps_lock(m);
+	if (err)
+		maps_close(m);
+	return err;
 }

@@ -64,6 +64,10 @@ int maps_open_writing(const char *iface, struct sluice_maps *m, unsigned int wri
 int maps_try_open_ro(const char *iface, struct sluice_maps *m);
 void maps_close(struct sluice_maps *m);
 int maps_lock(struct sluice_maps *m);
+/* The maps of the interface a command acts on (pick_iface; its name in
+ * m->iface): with edit read-write and the writers' lock held, else
+ * read-only. 0, or the exit code (printed), nothing left open. */
+int maps_open_picked(struct sluice_maps *m, bool edit);
 
 /* Sums over CPUs. */
 int read_counters(const struct sluice_maps *m, struct sluice_counter out[SLUICE_R_MAX]);

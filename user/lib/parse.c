@@ -40,7 +40,7 @@ bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
 	return true;
 }
 
-int check_ifname(const char *name)
+int validate_ifname(const char *name)
 {
 	size_t len = strlen(name);
 
@@ -95,18 +95,33 @@ const char *parse_source(const char *s, struct sluice_src_key *out)
 	return e;
 }
 
+/* k's address into a, in its family's terms; its key length in them. */
+static __u32 source_text(const struct sluice_src_key *k, char a[INET6_ADDRSTRLEN])
+{
+	__u32 klen = k->key_len;
+
+	if (k->family == SLUICE_FAMILY_V4) {
+		inet_ntop(AF_INET, &k->a[12], a, INET6_ADDRSTRLEN);
+		return klen > SLUICE_V4_MAPPED_PREFIX ? klen - SLUICE_V4_MAPPED_PREFIX : 0;
+	}
+	inet_ntop(AF_INET6, k->a, a, INET6_ADDRSTRLEN);
+	return klen;
+}
+
+void format_source_prefix(const struct sluice_src_key *k, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	__u32 klen = source_text(k, a);
+
+	snprintf(buf, len, "%s/%u", a, klen);
+}
+
 void format_source(const struct sluice_src_key *k, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
 	__u32 bits = k->family == SLUICE_FAMILY_V4 ? 32 : 128;
-	__u32 klen = k->key_len;
+	__u32 klen = source_text(k, a);
 
-	if (k->family == SLUICE_FAMILY_V4) {
-		inet_ntop(AF_INET, &k->a[12], a, sizeof(a));
-		klen = klen > SLUICE_V4_MAPPED_PREFIX ? klen - SLUICE_V4_MAPPED_PREFIX : 0;
-	} else {
-		inet_ntop(AF_INET6, k->a, a, sizeof(a));
-	}
 	/* A home bucket, or a keyed one per address. */
 	if (k->policy == SLUICE_KEY_HOME || klen >= bits)
 		snprintf(buf, len, "%s", a);

@@ -24,6 +24,9 @@ const char *parse_source(const char *s, struct sluice_src_key *out);
 /* A bucket key as text: the address, or ADDR/LEN (the family's own terms)
  * for a keyed bucket shorter than an address. */
 void format_source(const struct sluice_src_key *k, char *buf, size_t len);
+/* k as address/len in its family's terms, the length always written (the
+ * cluster agent's Redis keys name buckets so). */
+void format_source_prefix(const struct sluice_src_key *k, char *buf, size_t len);
 /* src masked to key_len bits of its 128-bit form, keyed to rule idx. */
 void source_key_mask(const struct sluice_src_key *src, __u32 key_len, __u16 idx,
 		     struct sluice_src_key *out);
@@ -33,6 +36,6 @@ __u8 cidr_family(const struct cidr *c);
 bool parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
 /* Prints and returns EXIT_USAGE unless name could be a Linux interface
  * name (it also names a directory under SLUICE_PIN_ROOT). */
-int check_ifname(const char *name);
+int validate_ifname(const char *name);
 
 #endif /* SLUICE_PARSE_H */

@@ -314,7 +314,7 @@ int pins_set_access(const char *dir, gid_t gid)
 	skel = sluice_bpf__open();
 	if (!skel)
 		return runtime_err("cannot open the embedded BPF object: %s", strerror(errno));
-	/* The source table's seed is root's alone (sluice/abi.h): whoever
+	/* The source table's seed is root's alone (sluice/sources.h): whoever
 	 * knows it can aim a flood at one source's buckets. */
 	bpf_object__for_each_map(map, skel->obj) {
 		bool secret = map == skel->maps.src_seed;

@@ -816,14 +816,10 @@ int new_sources_read(const struct sluice_maps *m, __u64 *rate, __u32 *period, __
 
 int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
 {
-	char iface[IF_NAMESIZE];
 	int err;
 
 	*p = NULL;
-	err = pick_iface(iface, sizeof(iface));
-	if (err)
-		return err;
-	err = edit ? maps_open(iface, m) : maps_open_ro(iface, m);
+	err = maps_open_picked(m, edit);
 	if (err)
 		return err;
 	*p = malloc(sizeof(**p));
@@ -831,9 +827,7 @@ int open_policy(struct sluice_maps *m, struct policy **p, bool edit)
 		maps_close(m);
 		return runtime_err("out of memory");
 	}
-	err = edit ? maps_lock(m) : 0;
-	if (!err)
-		err = policy_read(m, *p);
+	err = policy_read(m, *p);
 	if (err) {
 		free(*p);
 		*p = NULL;

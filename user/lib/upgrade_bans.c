@@ -95,7 +95,7 @@ static int carry_one(struct carry *c, const struct sluice_src_key *key, const vo
 	want.until_ns = nv.until_ns;
 	if (c->first) {
 		if (c->nseen == c->cap)
-			return 0;	/* the table holds no more than SLUICE_MAX_BANS */
+			return 0;	/* the table holds no more than SLUICE_MAX_ESCALATION_BANS */
 		c->seen[c->nseen++] = want;
 	} else {
 		at = bsearch(&want, c->seen, c->nseen, sizeof(want), by_key);
@@ -168,7 +168,7 @@ static int carry_open(struct sluice_bpf *skel, const struct upgrade *u, struct c
 		return -errno;
 	if (c->o.info.key_size != sizeof(struct sluice_src_key) || c->o.info.value_size > 64)
 		return -EINVAL;
-	c->cap = SLUICE_MAX_BANS;
+	c->cap = SLUICE_MAX_ESCALATION_BANS;
 	c->seen = calloc(c->cap, sizeof(*c->seen));
 	return c->seen ? 0 : -ENOMEM;
 }

@@ -22,7 +22,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "output.h"
-#include "hooks.h"
+#include "steps.h"
 #include "pins.h"
 #include "maps.h"
 #include "map_write.h"

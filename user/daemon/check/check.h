@@ -9,11 +9,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "sluice/algo.h"
 #include "httpd.h"
 #include "metrics.h"
-#include "table.h"
+#include "lru.h"
 
 #define HEADER_DEFAULT		"X-Real-IP"
 #define TRUST_DEFAULT		"127.0.0.0/8,::1/128"
@@ -67,7 +67,7 @@ struct check_policy {
 	struct check_rule rules[SLUICE_MAX_POLICIES];
 };
 
-/* An entry of the source table (table.h): a bucket (a source masked to
+/* An entry of the source table (lru.h): a bucket (a source masked to
  * its rule's key length, keyed with the rule's index, as the datapath keys
  * buckets), or, for a rule whose buckets are wider than one address, one
  * address's streak of rejected requests (the escalation counts per

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The check server's source table, a table.h table: a new key takes a
+/* The check server's source table, an lru.h table: a new key takes a
  * free entry or the least recently used idle one (when none is idle, none
  * will be before the earliest idle_at seen, and no walk is made until
  * then). An idle entry holds what a new one would (a full bucket, a

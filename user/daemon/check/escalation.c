@@ -31,6 +31,6 @@ void check_escalate(struct check_server *s, const struct check_rule *r, __u32 id
 		/* counted, and said once: the client stays unbanned */
 		err_msg("cannot ban a client in XDP: %s (the ban table holds %u; "
 			"sluice_check_escalation_ban_failures_total counts every failure)",
-			strerror(-err), SLUICE_MAX_BANS);
+			strerror(-err), SLUICE_MAX_ESCALATION_BANS);
 	}
 }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "agent.h"
 

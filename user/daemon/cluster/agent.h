@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "redis.h"
 #include "rcluster.h"
@@ -70,9 +70,6 @@ int agent_run(const char *iface, struct redis *conf, const char *node, __u64 syn
 const struct rule *cluster_rule(const struct agent *ag, __u32 idx);
 /* Fills e's rule-derived fields from r: its Redis key and its GCRA terms. */
 void hot_bind(const struct agent *ag, struct hot *e, const struct rule *r);
-/* Reads one reply of the sync's pipeline: the heartbeat when e is NULL,
- * else e's grant. 1: NOSCRIPT (send again), 0, -1 (why said). */
-int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers);
 /* Releases every lease of the hot set and empties it: 0, or -errno. */
 int hot_release_all(struct agent *ag);
 /* One sync: 0; -1 when Redis failed (why in ag->r.why); or an exit code
@@ -80,6 +77,9 @@ int hot_release_all(struct agent *ag);
 int sync_once(struct agent *ag, __u64 deadline, __u32 *npeers);
 
 /* peers.c */
+/* Reads the heartbeat's reply of the sync's pipeline and takes its peers.
+ * 1: NOSCRIPT (send again), 0, -1 (why said). */
+int beat_reply(struct agent *ag, __u64 deadline, __u32 *npeers);
 /* The heartbeat's answer (live members and their times): N into *npeers,
  * the names into the state; false if it is not such a list. */
 bool take_peers(struct agent *ag, const redisReply *rep, __u32 *npeers);

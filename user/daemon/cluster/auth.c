@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include "sluice.h"
+#include "core.h"
 #include "redis.h"
 #include "rcluster.h"
 

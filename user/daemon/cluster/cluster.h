@@ -4,7 +4,7 @@
 #define SLUICE_CLUSTER_H
 
 #include <stdbool.h>
-#include "sluice.h"
+#include "core.h"
 
 /* "none", "up", "fallback", "stopped". */
 const char *cluster_mode_name(__u32 mode);

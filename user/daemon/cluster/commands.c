@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "sluice.h"
+#include "core.h"
 #include "cli.h"
 #include "cluster.h"
 #include "agent.h"
@@ -223,16 +223,14 @@ static int status_run(const struct cli_cmd *c, struct cli_args *a)
 	struct sluice_cluster_state s;
 	struct sluice_config cfg;
 	struct sluice_maps m;
-	char iface[IF_NAMESIZE];
+	const char *iface = m.iface;
 	__u64 now;
 	bool alive;
 	int err;
 
 	(void)c;
 	(void)a;
-	err = pick_iface(iface, sizeof(iface));
-	if (!err)
-		err = maps_open_ro(iface, &m);
+	err = maps_open_picked(&m, false);
 	if (err)
 		return err;
 	if (cluster_state_read(&m, &s)) {
@@ -266,21 +264,18 @@ static int leave_run(const struct cli_cmd *c, struct cli_args *a)
 {
 	struct sluice_cluster_state s;
 	struct sluice_maps m;
-	char iface[IF_NAMESIZE];
+	const char *iface = m.iface;
 	int err;
 
 	(void)c;
 	(void)a;
-	err = pick_iface(iface, sizeof(iface));
-	if (!err)
-		err = maps_open(iface, &m);
+	err = maps_open_picked(&m, true);
 	if (err)
 		return err;
-	err = maps_lock(&m);
-	if (!err && cluster_state_read(&m, &s))
+	if (cluster_state_read(&m, &s)) {
 		err = EXIT_RUNTIME;
-	if (err)
 		goto out;
+	}
 	if (cluster_agent_alive(&s, mono_now_ns())) {
 		err = runtime_err("the cluster agent of %s runs (pid %u): stop it (SIGTERM) and it "
 				  "leaves by itself", iface, s.pid);

@@ -3,9 +3,10 @@
  * of EVALSHAs (the heartbeat, then the Lua grant of each hot bucket, which
  * Redis runs atomically), and when its syncs fall (multiples of S from its
  * own start). */
+#include <string.h>
 #include <stdio.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 #include "cluster_lua.h"
 
@@ -46,6 +47,33 @@ static int send_grant(struct agent *ag, const struct hot *e)
 	return redis_append(&ag->r, (int)(sizeof(argv) / sizeof(argv[0])), argv);
 }
 
+/* Reads e's grant: at most what it wants; its charge now counts as
+ * reported. 1: NOSCRIPT (send again), 0, -1 (why said). */
+static int grant_reply(struct agent *ag, __u64 deadline, struct hot *e)
+{
+	redisReply *rep;
+	int ret = redis_script_reply(&ag->r, deadline, &rep);
+
+	if (ret)
+		return ret;
+	if (rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "TRYAGAIN", 8)) {
+		/* Redis Cluster moving the bucket's slot, its key there and its
+		 * hosts' key not yet (or the other way): no grant this sync,
+		 * and the charge stays unreported until the next. */
+		e->grant = 0;
+		freeReplyObject(rep);
+		return 0;
+	}
+	if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0)
+		return reply_refused(&ag->r, "the grant", rep);
+	e->grant = (__u64)rep->integer;
+	if (e->grant > e->want)
+		e->grant = e->want;
+	e->charged += e->charge;
+	freeReplyObject(rep);
+	return 0;
+}
+
 /* Step 3: one pipelined round trip, the heartbeat and a grant per hot
  * bucket; a script Redis forgot (SCRIPT FLUSH, a restart behind a proxy)
  * is loaded again and its commands sent once more. 0, or -1. */
@@ -61,14 +89,14 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 	for (unsigned int i = 0; i < hs->n; i++)
 		if (hs->e[i].ask && send_grant(ag, &hs->e[i]))
 			return -1;
-	ret = sync_reply(ag, deadline, NULL, npeers);
+	ret = beat_reply(ag, deadline, npeers);
 	if (ret < 0)
 		return -1;
 	again_beat = ret;
 	for (unsigned int i = 0; i < hs->n; i++) {
 		if (!hs->e[i].ask)
 			continue;
-		ret = sync_reply(ag, deadline, &hs->e[i], npeers);
+		ret = grant_reply(ag, deadline, &hs->e[i]);
 		if (ret < 0)
 			return -1;
 		hs->e[i].ask = ret;	/* still to ask */
@@ -81,10 +109,10 @@ int redis_exchange(struct agent *ag, __u64 deadline, __u32 *npeers)
 	for (unsigned int i = 0; i < hs->n; i++)
 		if (hs->e[i].ask && send_grant(ag, &hs->e[i]))
 			return -1;
-	if (again_beat && sync_reply(ag, deadline, NULL, npeers))
+	if (again_beat && beat_reply(ag, deadline, npeers))
 		goto noscript;
 	for (unsigned int i = 0; i < hs->n; i++)
-		if (hs->e[i].ask && sync_reply(ag, deadline, &hs->e[i], npeers))
+		if (hs->e[i].ask && grant_reply(ag, deadline, &hs->e[i]))
 			goto noscript;
 	return 0;
 noscript:

@@ -2,7 +2,7 @@
 /* hotset: the agent's hash table of hot buckets (a source under a --cluster
  * rule whose local share rejected packets), keyed by source and rule. */
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "hash.h"
 #include "hotset.h"
 

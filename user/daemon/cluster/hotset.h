@@ -5,7 +5,7 @@
 #define SLUICE_CLUSTER_HOTSET_H
 
 #include <stdbool.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 
 /* sluice:{sluice}:RULE|SOURCE (rcluster.c) is the longest form. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "sluice.h"
+#include "core.h"
 #include "lease.h"
 #include "cluster.skel.h"
 

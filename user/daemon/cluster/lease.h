@@ -4,7 +4,7 @@
 #ifndef SLUICE_CLUSTER_LEASE_H
 #define SLUICE_CLUSTER_LEASE_H
 
-#include "sluice.h"
+#include "core.h"
 
 struct lease_writer;
 /* Loads bpf/cluster.bpf.c's lease writer on m's leases map. */

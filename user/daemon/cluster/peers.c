@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 
 #define PEER_ID_LEN	16	/* hex digits of the instance id */
@@ -137,6 +137,19 @@ static __u32 peers_count(struct agent *ag, __u64 now, bool keep)
 	}
 	ag->nseen = kept;
 	return n;
+}
+
+int beat_reply(struct agent *ag, __u64 deadline, __u32 *npeers)
+{
+	redisReply *rep;
+	int ret = redis_script_reply(&ag->r, deadline, &rep);
+
+	if (ret)
+		return ret;
+	if (!take_peers(ag, rep, npeers))
+		return reply_refused(&ag->r, "the heartbeat", rep);
+	freeReplyObject(rep);
+	return 0;
 }
 
 bool take_peers(struct agent *ag, const redisReply *rep, __u32 *npeers)

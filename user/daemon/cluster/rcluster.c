@@ -12,7 +12,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "redis.h"
 #include "keyslot.h"
 #include "rcluster.h"

@@ -16,7 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include "sluice.h"
+#include "core.h"
 #include "cluster_lua.h"
 #include "redis.h"
 #include "rcluster.h"
@@ -312,6 +312,29 @@ int redis_reply(struct redis *r, __u64 deadline, redisReply **out)
 	r->reply_bytes = r->reply_elements = 0;
 	*out = rep;
 	return r->rc ? rcluster_reply(r, deadline, out) : 0;
+}
+
+int redis_script_reply(struct redis *r, __u64 deadline, redisReply **out)
+{
+	if (redis_reply(r, deadline, out))
+		return -1;
+	if ((*out)->type == REDIS_REPLY_ERROR && !strncmp((*out)->str, "NOSCRIPT", 8)) {
+		freeReplyObject(*out);
+		*out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+int reply_refused(struct redis *r, const char *who, redisReply *rep)
+{
+	char what[128];
+
+	reply_text(rep, what, sizeof(what));
+	snprintf(r->why, sizeof(r->why), "%s answered %s", who, what);
+	freeReplyObject(rep);
+	redis_close(r);
+	return -1;
 }
 
 int redis_append(struct redis *r, int argc, const char **argv)

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 
 #define REDIS_URL_IN_MAX	100	/* longest URL taken: its canonical form fits the state */
 #define NUM_MAX			32	/* a number as a Redis argument */
@@ -93,6 +93,13 @@ void reply_text(const redisReply *rep, char *buf, size_t len);
 /* The next reply, complete by deadline (CLOCK_MONOTONIC): 0, or -1 with
  * the connection closed. */
 int redis_reply(struct redis *r, __u64 deadline, redisReply **out);
+/* The next reply, of an EVALSHA: 0 with it in *out; 1 when Redis forgot
+ * the script (NOSCRIPT: load and send again), nothing in *out; -1 as
+ * redis_reply. */
+int redis_script_reply(struct redis *r, __u64 deadline, redisReply **out);
+/* A reply that is not what who answers: why says so, rep is freed and the
+ * connection closed. -1. */
+int reply_refused(struct redis *r, const char *who, redisReply *rep);
 /* Queues one command (sent by the next redis_reply): 0, or -1. */
 int redis_append(struct redis *r, int argc, const char **argv);
 /* One command and its reply, within deadline. */

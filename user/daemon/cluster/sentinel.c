@@ -10,7 +10,7 @@
  * within a sync of the new master answering. */
 #include <stdlib.h>
 #include <string.h>
-#include "sluice.h"
+#include "core.h"
 #include "redis.h"
 
 #define ROLE_MASTER	"master"

@@ -5,7 +5,7 @@
  * leaves. */
 #include <string.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "agent.h"
 
 static const char *plural(__u64 n)

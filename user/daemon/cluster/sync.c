@@ -1,29 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* sync: one sync of the cluster agent, steps 1 to 4 of the design: the hot
- * notices taken, each hot bucket's spend and want accounted, the replies of
- * the Redis exchange read, and the grants written into the kernel. */
+ * notices taken, each hot bucket's spend and want accounted, the Redis
+ * exchange (grant.c) run, and the grants written into the kernel. */
 #include <string.h>
-#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
-#include "sluice.h"
+#include "core.h"
 #include "rule.h"
 #include "agent.h"
-
-/* The bucket's source as Redis keys it: address/len, in the family's terms. */
-static void bucket_source(const struct sluice_src_key *k, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-	__u32 klen = k->key_len;
-
-	if (k->family == SLUICE_FAMILY_V4) {
-		inet_ntop(AF_INET, &k->a[12], a, sizeof(a));
-		klen = klen > SLUICE_V4_MAPPED_PREFIX ? klen - SLUICE_V4_MAPPED_PREFIX : 0;
-	} else {
-		inet_ntop(AF_INET6, k->a, a, sizeof(a));
-	}
-	snprintf(buf, len, "%s/%u", a, klen);
-}
 
 /* The live cluster rule at index idx, or NULL when there is none (deleted,
  * or no longer --cluster). */
@@ -44,7 +28,7 @@ void hot_bind(const struct agent *ag, struct hot *e, const struct rule *r)
 	double per_s = (double)r->rate / (r->period ? r->period : 1);
 
 	policy_rule_label(ag->pol, r, label, sizeof(label));
-	bucket_source(&e->key, src, sizeof(src));
+	format_source_prefix(&e->key, src, sizeof(src));
 	redis_bucket_key(&ag->r, e->rkey, sizeof(e->rkey), label, src);
 	e->t_us = 1e6 / per_s;
 	e->tau_us = (double)r->burst * e->t_us;
@@ -148,53 +132,6 @@ static void hot_account(struct agent *ag, struct hot *e, __u64 now)
 	e->last_ns = now;
 	e->fresh = false;
 	e->ask = true;
-}
-
-static bool is_error(const redisReply *rep, const char *code)
-{
-	size_t n = strlen(code);
-
-	return rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, code, n) &&
-	       (rep->str[n] == ' ' || !rep->str[n]);
-}
-
-/* Reads one reply of the sync's pipeline: the heartbeat when e is NULL,
- * else e's grant. 1: NOSCRIPT (send again), 0, -1 (why said). */
-int sync_reply(struct agent *ag, __u64 deadline, struct hot *e, __u32 *npeers)
-{
-	struct redis *r = &ag->r;
-	char what[128];
-	redisReply *rep;
-	int ret = 0;
-
-	if (redis_reply(r, deadline, &rep))
-		return -1;
-	if (is_error(rep, "NOSCRIPT")) {
-		ret = 1;
-	} else if (e && is_error(rep, "TRYAGAIN")) {
-		/* Redis Cluster moving the bucket's slot, its key there and its
-		 * hosts' key not yet (or the other way): no grant this sync,
-		 * and the charge stays unreported until the next. */
-		e->grant = 0;
-	} else if (!e) {
-		if (!take_peers(ag, rep, npeers))
-			goto bad;
-	} else {
-		if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0)
-			goto bad;
-		e->grant = (__u64)rep->integer;
-		if (e->grant > e->want)
-			e->grant = e->want;
-		e->charged += e->charge;
-	}
-	freeReplyObject(rep);
-	return ret;
-bad:
-	reply_text(rep, what, sizeof(what));
-	snprintf(r->why, sizeof(r->why), "%s answered %s", e ? "the grant" : "the heartbeat", what);
-	freeReplyObject(rep);
-	redis_close(r);
-	return -1;
 }
 
 /* Releases every lease of the hot set, spent ones included, and empties

@@ -4,7 +4,7 @@
  * the sentinels that know it), and the node's name among the peers. */
 #include <string.h>
 #include <arpa/inet.h>
-#include "sluice.h"
+#include "core.h"
 #include "redis.h"
 
 #define REDIS_PORT_DEFAULT	6379

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The steps of user/lib/hooks.c for build/tests/sluice-fault:
+/* The steps of user/lib/steps.c for build/tests/sluice-fault:
  * SLUICE_TEST_HOOK=STEP:kill (or STEP:stop) kills (stops) attach or detach
  * at STEP, so tests can check what a crash there leaves behind, or run
  * another command in the middle of one. */
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hooks.h"
+#include "steps.h"
 
 void test_hook(const char *step)
 {

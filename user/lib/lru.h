@@ -5,8 +5,8 @@
  * evicts the least recently used one the caller allows. Entries are
  * named by their index, stable while the entry lives. Not locked: the
  * caller serialises. */
-#ifndef SLUICE_TABLE_H
-#define SLUICE_TABLE_H
+#ifndef SLUICE_LRU_H
+#define SLUICE_LRU_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,4 +92,4 @@ static inline __u32 table_lru_prev(const struct table *t, __u32 i)
 	return t->links[i].prev;
 }
 
-#endif /* SLUICE_TABLE_H */
+#endif /* SLUICE_LRU_H */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The CLI's shared core, for the commands and daemons: the headers of the
  * core modules of user/lib/ in layer order (tests/lint/layers.sh; rule.h,
- * cli.h, prom.h, hash.h and hooks.h are included by name where used), and
+ * cli.h, prom.h, hash.h and steps.h are included by name where used), and
  * nothing else. Files of user/lib/ include only the headers they use,
  * never this one. */
-#ifndef SLUICE_USER_H
-#define SLUICE_USER_H
+#ifndef SLUICE_CORE_H
+#define SLUICE_CORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,4 +30,4 @@
 #include "bantab.h"
 #include "live.h"
 
-#endif /* SLUICE_USER_H */
+#endif /* SLUICE_CORE_H */

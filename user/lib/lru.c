@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The fixed-capacity LRU hash table of table.h: arrays of links, keys and
+/* The fixed-capacity LRU hash table of lru.h: arrays of links, keys and
  * values, one hash chain per head, one LRU list and one free list. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "table.h"
+#include "lru.h"
 #include "hash.h"
 
 static __u32 key_hash(const struct table *t, const void *key)

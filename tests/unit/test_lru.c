@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Unit tests of the fixed-capacity LRU hash table (user/lib/table.c):
+/* Unit tests of the fixed-capacity LRU hash table (user/lib/lru.c):
  * insert and lookup, the LRU order that eviction follows, a full table
  * whose entries may not go, removal, and many keys against a plain
  * array as the reference. Prints "ok NAME" or "FAIL NAME: detail" per
  * case and exits 1 if any case failed.
  *
- * usage: test_table [CASE]    only the cases whose name contains CASE */
+ * usage: test_lru [CASE]    only the cases whose name contains CASE */
 #include <stdlib.h>
-#include "table.h"
+#include "lru.h"
 #include "harness.h"
 
 struct tkey {
@@ -195,5 +195,5 @@ static const struct test_case cases[] = {
 /* Optional argument: run only the cases whose name contains it. */
 int main(int argc, char **argv)
 {
-	return run_cases("test_table", cases, ARRAY_LEN(cases), argc, argv);
+	return run_cases("test_lru", cases, ARRAY_LEN(cases), argc, argv);
 }
