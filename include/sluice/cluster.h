@@ -63,7 +63,7 @@ struct sluice_cluster_state {
 	__u64 redis_ops;	/* commands sent */
 	__u64 fallbacks;	/* times it entered fallback */
 	__u64 fallback_ns;	/* time in fallback, finished periods */
-	__u64 fallback_since_ns;/* CLOCK_MONOTONIC, 0 when not in fallback */
+	__u64 fallback_since_ns; /* CLOCK_MONOTONIC, 0 when not in fallback */
 	__u32 leases;		/* buckets holding a lease now */
 	__u32 npeers;		/* names in peer[] */
 	char node[SLUICE_CLUSTER_NAME_MAX];
