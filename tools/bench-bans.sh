@@ -55,7 +55,7 @@ for n in 100000 1000000; do
 	gen "$n" $((n / 2)) "$b"
 	fresh=() replace=()
 	for ((r = 0; r < ROUNDS; r++)); do
-		sluice_rx ban load /dev/null --list feed >/dev/null 2>&1
+		sluice_rx ban load /dev/null --list feed --allow-empty >/dev/null 2>&1
 		fresh+=("$(secs sluice_rx ban load "$a" --list feed)")
 		replace+=("$(secs sluice_rx ban load "$b" --list feed)")
 	done
@@ -63,7 +63,7 @@ for n in 100000 1000000; do
 	printf '%-8s prefixes: load %6.2f s, replace (half new) %6.2f s\n' "$n" \
 		"$(median <<<"${fresh[*]}")" "$(median <<<"${replace[*]}")"
 done
-sluice_rx ban load /dev/null --list feed >/dev/null 2>&1
+sluice_rx ban load /dev/null --list feed --allow-empty >/dev/null 2>&1
 add=() del=()
 for ((r = 0; r < 20; r++)); do
 	add+=("$(secs sluice_rx ban add "198.19.9.$r" --for 1h --list f2b)")

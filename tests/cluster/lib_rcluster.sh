@@ -10,8 +10,10 @@
 #   rc_id PORT             node PORT's cluster id
 #   rc_primaries           the ports of the primaries, one a line
 #   rc_move_slot SLOT FROM TO PAUSE   resharding by hand: IMPORTING on TO,
-#                          MIGRATING on FROM, the slot's keys MIGRATEd (a bucket's with its :hosts) one
-#                          at a time PAUSE seconds apart (ASK meanwhile),
+#                          MIGRATING on FROM, the slot's keys MIGRATEd one
+#                          at a time PAUSE seconds apart (ASK meanwhile; a
+#                          bucket's :hosts key RC_SPLIT s after it: TRYAGAIN),
+#   rc_errors PORT ERR     errors ERR node PORT answered (INFO errorstats)
 #                          then SETSLOT NODE on every primary (MOVED after)
 #   rc_kill PORT           SIGKILL of node PORT (by its PID)
 #   rc_acl PASSWORD        doc/cluster.md's ACL user (its Redis Cluster
@@ -24,6 +26,7 @@
 
 RC_NODES=6
 RC_PORT0=7000
+RC_SPLIT=${RC_SPLIT:-0.5}	# seconds a bucket's key moves before its :hosts key
 RC_NODE_TIMEOUT_MS=${RC_NODE_TIMEOUT_MS:-1000}
 declare -A RC_PID_IDX=()
 
@@ -119,7 +122,7 @@ rc_owner() { # SLOT [ASK]
 # `redis-cli --cluster reshard` does it, but one key at a time with PAUSE
 # seconds between: meanwhile a key already moved answers ASK on FROM.
 rc_move_slot() { # SLOT FROM TO PAUSE
-	local slot=$1 from=$2 to=$3 pause=$4 from_id to_id key keys p
+	local slot=$1 from=$2 to=$3 pause=$4 from_id to_id key keys p k
 	from_id=$(rc_id "$from")
 	to_id=$(rc_id "$to")
 	[[ $(rc_cli "$to" CLUSTER SETSLOT "$slot" IMPORTING "$from_id") == OK ]] || fail "SETSLOT IMPORTING on :$to"
@@ -127,15 +130,19 @@ rc_move_slot() { # SLOT FROM TO PAUSE
 	mapfile -t keys < <(rc_cli "$from" CLUSTER GETKEYSINSLOT "$slot" 100)
 	((${#keys[@]})) || fail "no key in slot $slot on :$from"
 	echo "rc_move_slot: ${#keys[@]} keys of slot $slot: ${keys[*]}"
-	# A bucket's key moves with its hosts' key (KEY:hosts), in one MIGRATE
-	# as a resharding tool's batch moves them: a grant script that finds
-	# one moved and the other not is answered TRYAGAIN (a grant skipped).
+	# A bucket's key moves RC_SPLIT seconds before its hosts' key
+	# (KEY:hosts), as two batches of a resharding tool may move them: the
+	# grant script, finding one moved and the other not, is answered
+	# TRYAGAIN meanwhile (the agent skips that grant, it does not fall back).
 	for key in "${keys[@]}"; do
 		[[ $key == *:hosts ]] && continue
-		# NOKEY: it expired since GETKEYSINSLOT (a hosts' key lives 3 S
-		# after its bucket's last ask).
-		p=$(rc_cli "$from" MIGRATE "$REDIS_ADDR" "$to" "" 0 5000 KEYS "$key" "$key:hosts")
-		[[ $p == OK || $p == NOKEY ]] || fail "MIGRATE $key from :$from to :$to: $p"
+		for k in "$key" "$key:hosts"; do
+			# NOKEY: it expired since GETKEYSINSLOT (a hosts' key lives
+			# 3 S after its bucket's last ask).
+			p=$(rc_cli "$from" MIGRATE "$REDIS_ADDR" "$to" "" 0 5000 KEYS "$k")
+			[[ $p == OK || $p == NOKEY ]] || fail "MIGRATE $k from :$from to :$to: $p"
+			[[ $k == *:hosts ]] || sleep "$RC_SPLIT"
+		done
 		sleep "$pause"
 	done
 	# Keys made on FROM meanwhile (none expected: a new key goes to TO by ASK).
@@ -167,6 +174,12 @@ rc_acl() { # PASSWORD
 		[[ $(rc_cli $((RC_PORT0 + i)) "${ACL_WORDS[@]}") == OK ]] ||
 			fail "ACL SETUSER on :$((RC_PORT0 + i))"
 	done
+}
+
+# Errors ERR (TRYAGAIN, MOVED, ...) node PORT answered, from INFO errorstats.
+rc_errors() { # PORT ERR
+	rc_cli "$1" INFO errorstats | tr -d '\r' |
+		awk -F'[:=,]' -v e="errorstat_$2" '$1 == e { print $3; found = 1 } END { if (!found) print 0 }'
 }
 
 # Calls of COMMAND (lower case) node PORT served, from INFO commandstats.

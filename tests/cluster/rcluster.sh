@@ -124,6 +124,7 @@ for ((n = 1; n <= NH; n++)); do
 	fb1[$n]=$(fallback_s "$n")
 done
 ask0=$(rc_calls "$to" asking)
+try0=$(rc_errors "$owner" TRYAGAIN)
 t0=$(now)
 rc_move_slot "$TAG_SLOT" "$owner" "$to" "$ASK_PAUSE"
 t1=$(now)
@@ -140,6 +141,12 @@ for ((n = 1; n <= NH; n++)); do
 	assert_le "${fbr[$n]}" "$(calc "$ask_s / 5" %.2f)" "host $n: seconds in fallback during the resharding (ASK and MOVED followed)"
 done
 assert_ge "$asks" 1 "ASKING calls on the importing primary :$to"
+# TRYAGAIN while a bucket's key had moved and its hosts' key not: each
+# answered grant skipped, never a sync failed over it.
+assert_ge "$(($(rc_errors "$owner" TRYAGAIN) - try0))" 1 "TRYAGAIN answers of :$owner while a bucket's two keys were apart"
+for ((n = 1; n <= NH; n++)); do
+	assert_eq "$(grep -c 'TRYAGAIN' "${AGENT_LOG[n]}" || true)" 0 "host $n: syncs failed over TRYAGAIN"
+done
 sleep 2
 window_rates flood 2 1 2
 echo "RESULT rcluster after the reshard: the cluster admits $RATE_SUM/s (hosts: ${RATE_OF[*]:1})"

@@ -74,20 +74,17 @@ struct cli_opt {
 		.short_name = (short_opt), .type = CLI_T_STR,                 \
 		.off = CLI_FIELD_(stype, field, const char *), __VA_ARGS__    \
 	}
-#define CLI_U32(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
-	{                                                                                         \
-		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
-		.short_name = (short_opt), .type = CLI_T_U32,                                     \
-		.off = CLI_FIELD_(stype, field, __u32), .min = (lo), .max = (hi), .unit = (what), \
-		__VA_ARGS__                                                                       \
+/* A number of ctype (type: CLI_T_U32 or CLI_T_U64), lo to hi, what it counts. */
+#define CLI_NUM_(ntype, ctype, long_name, short_opt, arg_name, help_text, stype, field, lo, hi,	\
+		 what, ...)									\
+	{											\
+		.name = (long_name), .arg = (arg_name), .help = (help_text),			\
+		.short_name = (short_opt), .type = (ntype),					\
+		.off = CLI_FIELD_(stype, field, ctype), .min = (lo), .max = (hi), .unit = (what),	\
+		__VA_ARGS__									\
 	}
-#define CLI_U64(long_name, short_opt, arg_name, help_text, stype, field, lo, hi, what, ...)       \
-	{                                                                                         \
-		.name = (long_name), .arg = (arg_name), .help = (help_text),                      \
-		.short_name = (short_opt), .type = CLI_T_U64,                                     \
-		.off = CLI_FIELD_(stype, field, __u64), .min = (lo), .max = (hi), .unit = (what), \
-		__VA_ARGS__                                                                       \
-	}
+#define CLI_U32(...)	CLI_NUM_(CLI_T_U32, __u32, __VA_ARGS__)
+#define CLI_U64(...)	CLI_NUM_(CLI_T_U64, __u64, __VA_ARGS__)
 #define CLI_ENUM(long_name, short_opt, arg_name, help_text, stype, field, word_list, ...) \
 	{                                                                                 \
 		.name = (long_name), .arg = (arg_name), .help = (help_text),              \

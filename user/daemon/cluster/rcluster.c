@@ -74,34 +74,22 @@ const char *redis_nodes_key(const struct redis *r)
 /* --- setup --- */
 
 /* HOST:PORT (an IPv6 address in brackets) at s, n bytes, into nd: true
- * if it is one. */
+ * if it is one (url.c's parser, as for a URL's host). */
 static bool seed_parse(const char *s, size_t n, struct rc_node *nd)
 {
-	const char *colon = n ? memrchr(s, ':', n) : NULL;
-	size_t hlen = colon ? (size_t)(colon - s) : 0;
-	unsigned char a6[sizeof(struct in6_addr)];
-	char port[8] = "";
-	__u64 p;
+	struct redis_url one = { 0 };
+	char text[REDIS_URL_IN_MAX], why[REDIS_URL_IN_MAX + 64];
+	const char *rest;
 
-	if (!hlen || hlen >= sizeof(nd->host) || n - hlen - 1 >= sizeof(port))
+	if (n >= sizeof(text))
 		return false;
-	memcpy(port, colon + 1, n - hlen - 1);
-	if (!parse_u64(port, 1, 65535, &p))
+	memcpy(text, s, n);
+	text[n] = '\0';
+	if (host_port_parse(text, &one, &rest, why, sizeof(why)) || *rest || !one.port)
 		return false;
-	nd->port = (int)p;
-	if (s[0] == '[') {
-		if (hlen < 3 || s[hlen - 1] != ']')
-			return false;
-		memcpy(nd->host, s + 1, hlen - 2);
-		nd->host[hlen - 2] = '\0';
-		return inet_pton(AF_INET6, nd->host, a6) == 1;
-	}
-	memcpy(nd->host, s, hlen);
-	nd->host[hlen] = '\0';
-	if (nd->host[0] == '-' || nd->host[0] == '.')
-		return false;
-	return strspn(nd->host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				"0123456789.-") == hlen;
+	memcpy(nd->host, one.host, sizeof(nd->host));
+	nd->port = one.port;
+	return true;
 }
 
 static int seeds_parse(struct rcluster *rc, const char *seeds)

@@ -54,6 +54,10 @@ struct redis_url {
  * or sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER[?db=DB]: 0, or a
  * usage error printed (a password in it refused, never echoed). */
 int parse_url(const char *s, struct redis_url *u);
+/* HOST[:PORT] at h (IPv6 in brackets) into u's host, port and v6, *rest
+ * past it: NULL, or what is wrong with it (a constant, or why's text). */
+const char *host_port_parse(const char *h, struct redis_url *u, const char **rest, char *why,
+			    size_t len);
 /* 1 to 63 of [A-Za-z0-9._-]. */
 bool node_name_ok(const char *s);
 

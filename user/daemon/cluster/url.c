@@ -75,7 +75,8 @@ static int parse_unix(const char *s, const char *p, struct redis_url *u)
 
 /* HOST[:PORT] at h (an IPv6 address in brackets) into u's host, v6 and,
  * when given, port; *rest past it. 0, or a usage error. */
-static int parse_hostport(const char *s, const char *h, struct redis_url *u, const char **rest)
+const char *host_port_parse(const char *h, struct redis_url *u, const char **rest, char *why,
+			    size_t len)
 {
 	const char *end, *p;
 	struct in6_addr a6;
@@ -86,31 +87,29 @@ static int parse_hostport(const char *s, const char *h, struct redis_url *u, con
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (!end)
-			return usage_err("bad Redis URL '%s': an IPv6 address ends with ']': %s", s,
-					 url_form);
+			return "an IPv6 address ends with ']'";
 		n = (size_t)(end - h - 1);
 		memcpy(u->host, h + 1, n < sizeof(u->host) ? n : sizeof(u->host) - 1);
-		if (inet_pton(AF_INET6, u->host, &a6) != 1)
-			return usage_err("bad Redis URL '%s': '%s' is not an IPv6 address: %s", s,
-					 u->host, url_form);
+		if (inet_pton(AF_INET6, u->host, &a6) != 1) {
+			snprintf(why, len, "'%s' is not an IPv6 address", u->host);
+			return why;
+		}
 		p = end + 1;
 		u->v6 = true;
 	} else {
 		if (strchr(strchr(h, ':') ? strchr(h, ':') + 1 : "", ':'))
-			return usage_err("bad Redis URL '%s': an IPv6 address goes in brackets: "
-					 "redis://[2001:db8::1]:6379", s);
+			return "an IPv6 address goes in brackets";
 		n = strcspn(h, ":/?#@[]");
 		memcpy(u->host, h, n);
+		if (!n)
+			return "no host";
 		for (size_t i = 0; i < n; i++)
 			if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
-			      (h[i] >= '0' && h[i] <= '9') || h[i] == '.' || h[i] == '-'))
-				return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
-						 u->host, url_form);
-		if (!n)
-			return usage_err("bad Redis URL '%s': no host: %s", s, url_form);
-		if (h[0] == '-' || h[0] == '.')
-			return usage_err("bad Redis URL '%s': '%s' is not a host name: %s", s,
-					 u->host, url_form);
+			      (h[i] >= '0' && h[i] <= '9') || h[i] == '.' || h[i] == '-') ||
+			    h[0] == '-' || h[0] == '.') {
+				snprintf(why, len, "'%s' is not a host name", u->host);
+				return why;
+			}
 		p = h + n;
 	}
 	if (*p == ':') {
@@ -120,13 +119,24 @@ static int parse_hostport(const char *s, const char *h, struct redis_url *u, con
 		if (n < sizeof(digits))
 			memcpy(digits, p + 1, n);
 		if (!parse_u64(digits, 1, 65535, &port) || (p[1 + n] && !strchr("/?#", p[1 + n])))
-			return usage_err("bad Redis URL '%s': the port must be 1 to 65535: %s", s,
-					 url_form);
+			return "the port must be 1 to 65535";
 		u->port = (int)port;
 		p += 1 + n;
 	}
 	*rest = p;
-	return 0;
+	return NULL;
+}
+
+static int parse_hostport(const char *s, const char *h, struct redis_url *u, const char **rest)
+{
+	char buf[REDIS_URL_IN_MAX + 64];
+	const char *why = host_port_parse(h, u, rest, buf, sizeof(buf));
+
+	if (!why)
+		return 0;
+	if (!strcmp(why, "an IPv6 address goes in brackets"))
+		return usage_err("bad Redis URL '%s': %s: redis://[2001:db8::1]:6379", s, why);
+	return usage_err("bad Redis URL '%s': %s: %s", s, why, url_form);
 }
 
 static int parse_host(const char *s, const char *h, struct redis_url *u)
