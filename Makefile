@@ -68,12 +68,15 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 .SECONDARY:
 
 # The version the binary says, rewritten only when it changes: the objects
-# that print it are rebuilt then (a commit, an edit making the tree dirty).
+# that use it are rebuilt then (a commit, an edit making the tree dirty).
+# They are found by name, not listed: store.c writes it into the pins and
+# maps.c compares the pins' with it, so one left out gave pins of an older
+# version than `sluice version` said after a commit.
 VERSION_STAMP	:= $(BUILD)/version.txt
 $(VERSION_STAMP): FORCE
 	@mkdir -p $(@D)
 	@echo '$(FULL_VERSION)' | cmp -s - $@ || echo '$(FULL_VERSION)' > $@
-VERSION_USERS	:= main.o daemon/exporter.o daemon/check/server.o
+VERSION_USERS	:= $(patsubst user/%.c,%.o,$(shell grep -l SLUICE_VERSION $(USER_SRCS)))
 $(addprefix $(BUILD)/user/,$(VERSION_USERS)) $(addprefix $(BUILD)/asan/,$(VERSION_USERS)): $(VERSION_STAMP)
 
 print-version:
